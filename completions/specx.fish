@@ -1,0 +1,1 @@
+complete --command specx --no-files --arguments "(env _SPECX_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) specx)" --condition "env _SPECX_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) specx"

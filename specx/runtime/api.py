@@ -1,0 +1,117 @@
+"""The Python API: prepare target and drafter, build the prompt, run the loop."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import UsageError
+from .types import Sampling
+
+MAX_K = 64
+
+
+@dataclass
+class Pair:
+    """A loaded target and its drafter, plus the sentence that explains the drafter choice."""
+
+    target: object
+    drafter: object
+    k: int
+    explanation: str
+
+
+def _say(notify: Callable[[str], None] | None, text: str) -> None:
+    if notify:
+        notify(text)
+
+
+def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto",
+            draft_dtype: str | None = None, notify: Callable[[str], None] | None = None) -> Pair:
+    """Resolve and load the target and the drafter; the drafter's tokenizer is checked first."""
+    from .drafters import ModelDrafter, NgramDrafter, NoDrafter
+    from .compat import check_drafter
+    from .models import eos_ids, load_lm, load_tokenizer, resolve
+
+    if k < 0 or k > MAX_K:
+        raise UsageError(f"draft tokens must be between 0 and {MAX_K} (got {k})", "try -k 4; -k 0 decodes plainly")
+    source = resolve(model)
+    choice = drafter
+    if drafter == "auto":
+        choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "ngram")
+    if k == 0 or choice == "none":
+        return Pair(load_lm(source, dtype), NoDrafter(), 0, "drafter: none (plain decoding)")
+    if choice == "ngram":
+        why = "prompt lookup, no model" + (
+            f"; {source.name} names no model drafter" if drafter == "auto" else "")
+        return Pair(load_lm(source, dtype), NgramDrafter(), k, f"drafter: ngram ({why})")
+    draft_source = resolve(choice)
+    target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
+    check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
+    target = load_lm(source, dtype)
+    draft_lm = load_lm(draft_source, draft_dtype or dtype)
+    ratio = target.n_params / max(draft_lm.n_params, 1)
+    if ratio < 1:
+        _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "
+                     f"target ({target.n_params / 1e6:.0f}M); speculation will likely be slower")
+    usable = min(len(target.tokenizer), target.vocab_size, draft_lm.vocab_size)
+    return Pair(target, ModelDrafter(draft_lm, target.vocab_size, usable), k,
+                f"drafter: {draft_lm.name} (same tokenizer, {ratio:.1f}× smaller than {target.name})")
+
+
+def prompt_ids(tokenizer, prompt: str, system: str | None = None, raw: bool = False) -> list[int]:
+    """Token ids of the prompt, through the chat template unless raw or the model has none."""
+    if not prompt.strip():
+        raise UsageError("the prompt is empty", "give a prompt as an argument or on stdin")
+    if not raw and getattr(tokenizer, "chat_template", None):
+        messages = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": prompt}]
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                            return_dict=False)
+        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    text = f"{system}\n\n{prompt}" if system else prompt
+    return tokenizer(text, add_special_tokens=True)["input_ids"]
+
+
+def validate(pair: Pair, ids: list[int], max_tokens: int, sampling: Sampling) -> None:
+    """Refuse impossible requests before any work: lengths, sampling parameters."""
+    check_options(max_tokens, sampling)
+    limits = [("target", pair.target.max_context)] + ([("drafter", pair.drafter.max_context)] if pair.k else [])
+    for who, limit in limits:
+        if len(ids) >= limit:
+            raise UsageError(f"the prompt has {len(ids)} tokens but the {who}'s context holds {limit}",
+                             "shorten the prompt")
+
+
+def check_options(max_tokens: int, sampling: Sampling) -> None:
+    """The checks that need no model: the CLI runs them before loading anything."""
+    if max_tokens <= 0:
+        raise UsageError(f"max tokens must be positive (got {max_tokens})", "try -n 256")
+    if sampling.temperature < 0:
+        raise UsageError(f"temperature must be ≥ 0 (got {sampling.temperature})", "0 means greedy decoding")
+    if sampling.top_p is not None and not 0 < sampling.top_p <= 1:
+        raise UsageError(f"top-p must be in (0, 1] (got {sampling.top_p})", "try --top-p 0.9")
+    if sampling.top_k is not None and sampling.top_k < 0:
+        raise UsageError(f"top-k must be ≥ 0 (got {sampling.top_k})", "0 disables top-k")
+
+
+def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_tokens: int = 512,
+           temperature: float = 0.0, top_p: float | None = None, top_k: int | None = None,
+           seed: int | None = None, system: str | None = None, stop: tuple[str, ...] = (),
+           raw: bool = False, dtype: str = "auto", notify: Callable[[str], None] | None = None,
+           stop_event: threading.Event | None = None, pair: Pair | None = None):
+    """Speculative generation as events: Round … Done. The output equals the target's own."""
+    from .loop import Generation
+
+    pair = pair or prepare(model, drafter, k=k, dtype=dtype, notify=notify)
+    _say(notify, pair.explanation)
+    sampling = Sampling(temperature, top_k or None, top_p, seed)
+    ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
+    validate(pair, ids, max_tokens, sampling)
+    return Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens,
+                      sampling=sampling, stop_strings=tuple(stop), stop=stop_event)
+
+
+def generate(model: str, prompt: str, **options) -> str:
+    """The whole completion as one string."""
+    return "".join(getattr(event, "text", "") for event in stream(model, prompt, **options))

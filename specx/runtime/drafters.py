@@ -1,0 +1,106 @@
+"""Drafters propose tokens; `commit` rolls their state back to what the target accepted."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..kernels.sampling import greedy, sample, warp
+from .types import Sampling
+
+
+@dataclass(frozen=True)
+class Draft:
+    tokens: list[int]
+    probs: torch.Tensor | None  # (k, V_target); None for a deterministic drafter (one-hot q)
+
+
+class NoDrafter:
+    """Plain decoding through the same loop: proposes nothing."""
+
+    name = "none"
+    max_context = 1 << 62
+
+    def prefill(self, seq: list[int]) -> None:
+        pass
+
+    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None) -> Draft:
+        return Draft([], None)
+
+    def commit(self, drafted: int, accepted: int) -> None:
+        pass
+
+
+class NgramDrafter(NoDrafter):
+    """Prompt lookup: continue the latest earlier occurrence of the last n tokens (n = max_n … 1)."""
+
+    name = "ngram"
+
+    def __init__(self, max_n: int = 3):
+        self.max_n = max_n
+        self.index: list[dict[tuple[int, ...], int]] = [{} for _ in range(max_n + 1)]
+        self.indexed_to = 0  # n-grams ending before this position are indexed
+
+    def prefill(self, seq: list[int]) -> None:
+        self.index = [{} for _ in range(self.max_n + 1)]
+        self.indexed_to = 0
+
+    def _extend_index(self, seq: list[int]) -> None:
+        # Index every n-gram that ends before the last token, so a lookup never finds the suffix itself.
+        for end in range(self.indexed_to, len(seq) - 1):
+            for n in range(1, self.max_n + 1):
+                if end - n + 1 >= 0:
+                    self.index[n][tuple(seq[end - n + 1:end + 1])] = end + 1
+        self.indexed_to = max(self.indexed_to, len(seq) - 1)
+
+    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None) -> Draft:
+        self._extend_index(seq)
+        for n in range(min(self.max_n, len(seq)), 0, -1):
+            start = self.index[n].get(tuple(seq[-n:]))
+            if start is not None:
+                return Draft(seq[start:start + k], None)
+        return Draft([], None)
+
+
+class ModelDrafter(NoDrafter):
+    """A smaller LM of the same tokenizer: drafts k tokens autoregressively with its own KV cache."""
+
+    def __init__(self, lm, target_vocab: int, usable_vocab: int):
+        self.lm = lm
+        self.name = lm.name
+        self.target_vocab = target_vocab
+        self.usable_vocab = usable_vocab  # ids beyond the tokenizer are padding rows: never drafted
+        self.max_context = lm.max_context
+        self.base = 0
+
+    def prefill(self, seq: list[int]) -> None:
+        self.lm.reset()
+        if len(seq) > 1:
+            self.lm.forward(seq[:-1], last_only=True)
+
+    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None) -> Draft:
+        self.base = len(seq)
+        ids, tokens, probs = seq[self.lm.cached:], [], []
+        for _ in range(k):
+            if stop is not None and stop.is_set():
+                break
+            logits = self.lm.forward(ids, last_only=True)[:, :self.usable_vocab]  # (1, V_usable)
+            if sampling.greedy:
+                token = int(greedy(logits)[0])
+            else:
+                q = warp(logits, sampling.temperature, sampling.top_k, sampling.top_p)
+                token = int(sample(q, generator)[0])
+                probs.append(q[0])
+            tokens.append(token)
+            ids = [token]
+        return Draft(tokens, self._pad(probs) if probs else None)
+
+    def _pad(self, probs: list[torch.Tensor]) -> torch.Tensor:
+        q = torch.zeros(len(probs), self.target_vocab)
+        width = min(self.usable_vocab, self.target_vocab)
+        q[:, :width] = torch.stack(probs)[:, :width]
+        return q
+
+    def commit(self, drafted: int, accepted: int) -> None:
+        # The cache holds the round's context plus drafts 1..drafted-1; keep the accepted ones.
+        self.lm.crop(self.base + min(accepted, max(drafted - 1, 0)))

@@ -1,0 +1,71 @@
+"""A causal LM with its own KV cache: feed tokens, get logits, crop back to a length."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class LM:
+    """A transformers model + tokenizer with one growing KV cache (batch of one)."""
+
+    model: object
+    tokenizer: object
+    name: str
+    cache: object = None
+
+    def __post_init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything cached."""
+        from transformers import DynamicCache
+
+        # No config: every layer keeps all positions, so a sliding-window layer can still be cropped.
+        self.cache = DynamicCache()
+
+    @property
+    def cached(self) -> int:
+        """Tokens whose keys and values are in the cache."""
+        return self.cache.get_seq_length()
+
+    @property
+    def max_context(self) -> int:
+        cfg = self.model.config
+        return int(getattr(cfg, "max_position_embeddings", None) or 2048)
+
+    @property
+    def vocab_size(self) -> int:
+        """Rows of the output layer (may exceed the tokenizer's length: padding)."""
+        return int(self.model.get_output_embeddings().weight.shape[0])
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def eos_ids(self) -> frozenset[int]:
+        """Every id that ends a turn: generation config and tokenizer."""
+        ids: set[int] = set()
+        for value in (getattr(self.model.generation_config, "eos_token_id", None),
+                      getattr(self.tokenizer, "eos_token_id", None)):
+            if isinstance(value, int):
+                ids.add(value)
+            elif value:
+                ids.update(int(v) for v in value)
+        return frozenset(ids)
+
+    @torch.inference_mode()
+    def forward(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
+        """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
+        x = torch.tensor([ids], dtype=torch.long, device=self.model.device)
+        out = self.model(input_ids=x, past_key_values=self.cache, use_cache=True,
+                         logits_to_keep=1 if last_only else 0)
+        return out.logits[0]
+
+    def crop(self, length: int) -> None:
+        """Drop cached positions beyond `length`."""
+        extra = self.cached - length
+        if extra > 0:
+            self.cache.crop(-extra)

@@ -1,0 +1,99 @@
+"""The speculative loop: propose k, verify k+1 in one target pass, accept a prefix, rewind, report."""
+from __future__ import annotations
+
+import resource
+import threading
+import time
+from collections.abc import Iterator
+
+import torch
+
+from ..kernels.sampling import warp
+from ..kernels.verify import verify_greedy, verify_sampled
+from .detok import TextStream
+from .types import Done, Event, Round, Sampling, Stats
+
+
+class Generation:
+    """One run of the engine; iterate for events. `stats` stays readable if the run is cut short."""
+
+    def __init__(self, target, drafter, prompt_ids: list[int], *, k: int, max_tokens: int,
+                 sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None):
+        self.target, self.drafter, self.prompt = target, drafter, list(prompt_ids)
+        self.k, self.max_tokens, self.sampling = k, max_tokens, sampling
+        self.text = TextStream(target.tokenizer, stop_strings)
+        self.stop = stop or threading.Event()
+        self.eos = target.eos_ids
+        self.stats = Stats(prompt_tokens=len(self.prompt), k=k, drafter=drafter.name)
+        self.generator = torch.Generator().manual_seed(sampling.seed) if sampling.seed is not None else None
+        self.context = min(target.max_context, drafter.max_context) if k else target.max_context
+
+    def __iter__(self) -> Iterator[Event]:
+        start = time.perf_counter()
+        seq = self.prompt
+        self._prefill(seq)
+        reason = None
+        while reason is None:
+            k = self._round_k(len(seq))
+            t0 = time.perf_counter()
+            draft = self.drafter.propose(seq, k, self.sampling, self.generator, self.stop)   # 1. propose
+            t1 = time.perf_counter()
+            logits = self.target.forward(seq[-1:] + draft.tokens)                             # 2. verify k+1
+            accepted, nxt = self._accept(logits, draft)                                       # 3. accept
+            self.target.crop(len(seq) + accepted)                                             # 4. rewind
+            self.drafter.commit(len(draft.tokens), accepted)
+            new = draft.tokens[:accepted] + [nxt]
+            kept, pieces, reason = self._finish(new, len(seq))                                # 5. stop rules
+            seq = seq + kept
+            t2 = time.perf_counter()
+            self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1)
+            self.stats.first_token_s = self.stats.first_token_s or (t2 - start)
+            self.stats.decode_s += t2 - t0
+            if reason is None and self.stop.is_set():
+                reason = "interrupted"
+            from_draft = tuple(i < accepted for i in range(len(kept)))
+            yield Round(tuple(kept), "".join(pieces), len(draft.tokens), accepted, t1 - t0, t2 - t1, from_draft,
+                        tuple(pieces))
+        self.stats.total_s = time.perf_counter() - start
+        self.stats.peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        tail = self.text.flush()
+        if tail:
+            yield Round((), tail, 0, 0, 0.0, 0.0, ())
+        yield Done(reason, self.stats)
+
+    def _prefill(self, seq: list[int]) -> None:
+        t = time.perf_counter()
+        self.target.reset()
+        if len(seq) > 1:
+            self.target.forward(seq[:-1], last_only=True)
+        if self.k:
+            self.drafter.prefill(seq)
+        self.stats.prefill_s = time.perf_counter() - t
+
+    def _round_k(self, length: int) -> int:
+        """k, clamped to what remains of the token budget and of both contexts."""
+        left = min(self.max_tokens - self.stats.new_tokens, self.context - length)
+        return max(0, min(self.k, left - 1))
+
+    def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:
+        tokens = torch.tensor(draft.tokens, dtype=torch.long)
+        if self.sampling.greedy:
+            return verify_greedy(logits, tokens)
+        s = self.sampling
+        return verify_sampled(warp(logits, s.temperature, s.top_k, s.top_p), tokens, draft.probs, self.generator)
+
+    def _finish(self, new: list[int], length: int) -> tuple[list[int], list[str], str | None]:
+        """Apply EOS, stop strings, the token budget and the context to this round's tokens."""
+        kept, text = [], []
+        for token in new:
+            if token in self.eos:
+                return kept, text, "eos"
+            kept.append(token)
+            text.append(self.text.push(token))
+            if self.text.stopped:
+                return kept, text, "stop"
+            if self.stats.new_tokens + len(kept) >= self.max_tokens:
+                return kept, text, "length"
+            if length + len(kept) >= self.context:
+                return kept, text, "context"
+        return kept, text, None

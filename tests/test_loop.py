@@ -1,0 +1,142 @@
+"""The engine on tiny random models: lossless greedy, cache bookkeeping, stop rules."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specx.runtime.drafters import ModelDrafter, NgramDrafter, NoDrafter
+from specx.runtime.loop import Generation
+from specx.runtime.types import Done, Round, Sampling
+
+PROMPTS = [[0, 5, 9, 12, 5, 9], [0, 40, 41, 42, 43], [0, 7], [0, 3, 3, 3, 3, 3, 3], [0, 90, 2, 60, 2, 90]]
+
+
+def plain_greedy(model, prompt, n, eos=None):
+    """Reference: recompute the whole prefix every step (no cache), argmax."""
+    seq = list(prompt)
+    with torch.no_grad():
+        for _ in range(n):
+            nxt = int(model(torch.tensor([seq])).logits[0, -1].argmax())
+            if nxt == eos:
+                break
+            seq.append(nxt)
+    return seq[len(prompt):]
+
+
+def run(target, drafter, prompt, k, n, sampling=Sampling(), stops=()):
+    events = list(Generation(target, drafter, prompt, k=k, max_tokens=n, sampling=sampling, stop_strings=stops))
+    tokens = [t for e in events if isinstance(e, Round) for t in e.token_ids]
+    return tokens, events
+
+
+def model_drafter(lm, target):
+    return ModelDrafter(lm, target.vocab_size, target.vocab_size)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_greedy_speculative_equals_plain_greedy(make_lm, arch, k):
+    """At temperature 0, the output is the target's own greedy decoding, whatever the drafter."""
+    target = make_lm(arch, seed=1)
+    for drafter in (model_drafter(make_lm(arch, seed=1), target), model_drafter(make_lm(arch, seed=7, layers=1), target),
+                    NgramDrafter(), NoDrafter()):
+        for prompt in PROMPTS:
+            tokens, _ = run(target, drafter, prompt, k, 24)
+            assert tokens == plain_greedy(target.model, prompt, 24, eos=1), (drafter.name, prompt)
+
+
+def test_self_drafting_accepts_everything(make_lm):
+    """The target as its own drafter has acceptance exactly 100% at temperature 0."""
+    target = make_lm("llama", seed=2)
+    _, events = run(target, model_drafter(make_lm("llama", seed=2), target), PROMPTS[0], 4, 30)
+    stats = events[-1].stats
+    assert stats.drafted > 0 and stats.accepted == stats.drafted
+    assert stats.mean_acceptance_length == pytest.approx(1 + stats.accepted / stats.rounds)
+
+
+def test_cache_length_tracks_committed_length(make_lm):
+    """After every round both caches hold exactly the committed tokens but the newest one."""
+    target = make_lm("llama", seed=3)
+    draft_lm = make_lm("llama", seed=4, layers=1)
+    gen = Generation(target, model_drafter(draft_lm, target), PROMPTS[1], k=3, max_tokens=40, sampling=Sampling())
+    committed = len(PROMPTS[1])
+    for event in gen:
+        if isinstance(event, Round) and event.token_ids:
+            committed += len(event.token_ids)
+            if event.drafted:
+                assert target.cached == committed - 1
+                assert draft_lm.cached <= committed - 1
+
+
+def test_cropped_cache_gives_fresh_logits(make_lm):
+    """After rewinding, the next step's logits equal a fresh full-prefix forward."""
+    target = make_lm("qwen2", seed=5)
+    gen = Generation(target, model_drafter(make_lm("qwen2", seed=6), target), PROMPTS[0], k=4,
+                     max_tokens=20, sampling=Sampling())
+    seq = list(PROMPTS[0])
+    for event in gen:
+        if isinstance(event, Round) and event.token_ids and not isinstance(event, Done):
+            seq += event.token_ids
+            if target.cached == len(seq) - 1:
+                cached_logits = target.model(torch.tensor([seq[-1:]]), past_key_values=target.cache).logits[0, -1]
+                target.crop(len(seq) - 1)
+                fresh = target.model(torch.tensor([seq])).logits[0, -1]
+                assert torch.allclose(cached_logits, fresh, atol=1e-9)
+
+
+def test_seeded_sampling_is_reproducible(make_lm):
+    """The same seed gives the same tokens; another seed gives other tokens."""
+    target = make_lm("llama", seed=8)
+    drafter = lambda: model_drafter(make_lm("llama", seed=9, layers=1), target)  # noqa: E731
+    runs = [run(target, drafter(), PROMPTS[2], 3, 30, Sampling(temperature=1.0, seed=s))[0] for s in (1, 1, 2)]
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+def test_eos_inside_an_accepted_chunk_stops_there(make_lm):
+    """EOS accepted mid-chunk ends the run before it; nothing after it is emitted."""
+    target = make_lm("llama", seed=10)
+    reference = plain_greedy(target.model, PROMPTS[1], 12)
+    eos = next(t for i, t in enumerate(reference) if i >= 2 and t not in reference[:i])
+    cut = reference.index(eos)
+    target.model.generation_config.eos_token_id = eos
+    tokens, events = run(target, model_drafter(make_lm("llama", seed=10), target), PROMPTS[1], 5, 20)
+    assert tokens == reference[:cut]
+    assert events[-1].reason == "eos"
+
+
+def test_max_tokens_inside_an_accepted_chunk(make_lm):
+    """A budget smaller than the chunk gives exactly max_tokens tokens."""
+    target = make_lm("llama", seed=11)
+    for n in (1, 2, 3, 7):
+        tokens, events = run(target, model_drafter(make_lm("llama", seed=11), target), PROMPTS[0], 5, n)
+        assert len(tokens) == n and events[-1].reason == "length"
+
+
+def test_stop_string_inside_an_accepted_chunk(make_lm):
+    """A stop string completed mid-chunk ends the text right before it."""
+    target = make_lm("llama", seed=12)
+    reference = plain_greedy(target.model, PROMPTS[3], 12)
+    words = [f"w{t}" for t in reference]
+    stop = f"{words[4]} {words[5]}"
+    full = " ".join(words)
+    _, events = run(target, model_drafter(make_lm("llama", seed=12), target), PROMPTS[3], 5, 12, stops=(stop,))
+    text = "".join(e.text for e in events if isinstance(e, Round))
+    assert text == full[:full.index(stop)]
+    assert events[-1].reason == "stop"
+
+
+def test_k_zero_is_plain_decoding(make_lm):
+    """k = 0 never drafts and still equals plain greedy."""
+    target = make_lm("llama", seed=13)
+    tokens, events = run(target, NgramDrafter(), PROMPTS[0], 0, 16)
+    assert tokens == plain_greedy(target.model, PROMPTS[0], 16, eos=1)
+    assert events[-1].stats.drafted == 0
+
+
+def test_context_limit_clamps_k(make_lm):
+    """Near the end of the context, k shrinks and the run stops at the context, not past it."""
+    target = make_lm("llama", seed=14, max_pos=16)
+    tokens, events = run(target, model_drafter(make_lm("llama", seed=14, max_pos=16), target), PROMPTS[0], 5, 100)
+    assert len(PROMPTS[0]) + len(tokens) == 16
+    assert events[-1].reason in ("context", "eos")
