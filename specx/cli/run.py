@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import app, live, output
+from . import EXIT_CODES, app, live, output
 from .prompt import read_prompt
 
 EXAMPLES = """\b
@@ -22,7 +22,7 @@ Examples:
 """
 
 
-@app.command(epilog=EXAMPLES)
+@app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def run(
     model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.")],
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
