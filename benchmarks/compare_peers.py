@@ -64,6 +64,16 @@ def specx_runner(pair):
     return go
 
 
+def dense(path, dtype):
+    """The model as plain transformers loads it (no specx fast path), for the transformers rows."""
+    from transformers import AutoModelForCausalLM
+
+    from specx.runtime.models import model_dir, resolve, torch_dtype
+
+    folder = model_dir(resolve(path), dtype)
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype)).eval()
+
+
 def strip_eos(tokens, eos):
     cut = next((i for i, t in enumerate(tokens) if t in eos), len(tokens))
     return tokens[:cut]
@@ -100,7 +110,7 @@ def main() -> int:
     model_pair = prepare(args.target, args.drafter, k=args.k, dtype=args.dtype)
     ngram_pair = prepare(args.target, "ngram", k=args.ngram_k, dtype=args.dtype)
     none_pair = prepare(args.target, "none", k=0, dtype=args.dtype)
-    target, assistant = model_pair.target.model, model_pair.drafter.lm.model
+    target, assistant = dense(args.target, args.dtype), dense(args.drafter, args.dtype)
     runners = {
         "hf_generate": hf_runner(target), "hf_assisted": hf_runner(target, assistant=assistant),
         "hf_lookup": hf_runner(target, lookup=10), "specx_model": specx_runner(model_pair),

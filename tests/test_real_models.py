@@ -35,10 +35,19 @@ def qwen_pair():
     return prepare(str(target), str(drafter), k=4, dtype="float32")
 
 
+def dense_model(path):
+    """The target as plain transformers loads it (no specx fast path): the reference."""
+    from transformers import AutoModelForCausalLM
+
+    from specx.runtime.models import model_dir, resolve
+
+    return AutoModelForCausalLM.from_pretrained(model_dir(resolve(str(path)), "float32"), dtype=torch.float32).eval()
+
+
 @pytest.fixture(scope="module")
 def hf_reference(qwen_pair):
-    """transformers' own generate(do_sample=False) on each prompt: ids and the model for near-tie checks."""
-    model, tok = qwen_pair.target.model, qwen_pair.target.tokenizer
+    """transformers' own generate(do_sample=False) on each prompt, on the plain model."""
+    model, tok = dense_model(fixture_model("qwen2.5-coder-1.5b")), qwen_pair.target.tokenizer
     out = {}
     for name, prompt in PROMPTS.items():
         ids = prompt_ids(tok, prompt)
@@ -49,7 +58,7 @@ def hf_reference(qwen_pair):
         eos = qwen_pair.target.eos_ids
         cut = next((i for i, t in enumerate(new) if t in eos), len(new))
         out[name] = (ids, new[:cut])
-    return out
+    return out, model
 
 
 def top2_gap(model, prefix: list[int]) -> float:
@@ -79,11 +88,11 @@ def test_specx_equals_transformers_greedy(qwen_pair, hf_reference, drafter):
         pair = prepare(str(fixture_model("qwen2.5-coder-1.5b")), drafter, k=4, dtype="float32")
     report, stats = [], []
     for name, prompt in PROMPTS.items():
-        ids, reference = hf_reference[name]
+        ids, reference = hf_reference[0][name]
         gen = stream("", prompt, max_tokens=NEW_TOKENS, pair=pair)
         got = [t for e in gen if isinstance(e, Round) for t in e.token_ids]
         stats.append(f"{name}: acceptance {gen.stats.acceptance_rate:.0%}, {gen.stats.decode_tok_s:.2f} tok/s")
-        check_equal_or_near_tie(pair.target.model, name, ids, reference, got, report)
+        check_equal_or_near_tie(hf_reference[1], name, ids, reference, got, report)
     print(f"drafter={drafter}:", "; ".join(stats), "; near-ties:", report or "none")
     assert len(PROMPTS) >= 5
 

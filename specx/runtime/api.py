@@ -104,7 +104,7 @@ def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_to
     from .loop import Generation
 
     pair = pair or prepare(model, drafter, k=k, dtype=dtype, notify=notify)
-    _say(notify, pair.explanation)
+    _say(notify, pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
     sampling = Sampling(temperature, top_k or None, top_p, seed)
     ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
     validate(pair, ids, max_tokens, sampling)

@@ -13,9 +13,12 @@ class LM:
     model: object
     tokenizer: object
     name: str
+    n_params: int = 0
+    kernels: str = ""
     cache: object = None
 
     def __post_init__(self):
+        self.n_params = self.n_params or sum(p.numel() for p in self.model.parameters())
         self.reset()
 
     def reset(self) -> None:
@@ -31,6 +34,10 @@ class LM:
         return self.cache.get_seq_length()
 
     @property
+    def device(self):
+        return self.model.get_input_embeddings().weight.device
+
+    @property
     def max_context(self) -> int:
         cfg = self.model.config
         return int(getattr(cfg, "max_position_embeddings", None) or 2048)
@@ -38,11 +45,7 @@ class LM:
     @property
     def vocab_size(self) -> int:
         """Rows of the output layer (may exceed the tokenizer's length: padding)."""
-        return int(self.model.get_output_embeddings().weight.shape[0])
-
-    @property
-    def n_params(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
+        return int(self.model.get_output_embeddings().weight.size(0))
 
     @property
     def eos_ids(self) -> frozenset[int]:
@@ -59,7 +62,7 @@ class LM:
     @torch.inference_mode()
     def forward(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
         """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
-        x = torch.tensor([ids], dtype=torch.long, device=self.model.device)
+        x = torch.tensor([ids], dtype=torch.long, device=self.device)
         out = self.model(input_ids=x, past_key_values=self.cache, use_cache=True,
                          logits_to_keep=1 if last_only else 0)
         return out.logits[0]

@@ -103,7 +103,7 @@ def _check_hf_folder(path: Path) -> None:
                                "specx loads safetensors or GGUF only (no pickled .bin files)")
 
 
-def _model_dir(source: Source, dtype: str) -> Path:
+def model_dir(source: Source, dtype: str) -> Path:
     """The folder transformers loads from: the HF folder, or a converted copy of the GGUF."""
     if source.kind == "hf":
         _check_hf_folder(source.path)
@@ -149,13 +149,16 @@ _LOADED: dict[tuple[str, str], object] = {}
 
 def load_lm(source: Source, dtype: str = "auto"):
     """Load model + tokenizer (memoised per process) as an LM with its own cache."""
+    from .fastpath import available as fastpath_available
+    from .fastpath import describe as describe_kernels
+    from .fastpath import prepack_linears
     from .lm import LM
 
     key = (str(source.path), dtype)
     if key not in _LOADED:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        folder = _model_dir(source, dtype)
+        folder = model_dir(source, dtype)
         try:
             model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype),
                                                          trust_remote_code=False)
@@ -168,6 +171,8 @@ def load_lm(source: Source, dtype: str = "auto"):
         except OSError as e:
             raise ModelFileError(f"cannot read {source.name}: {e}") from None
         model.eval()
-        _LOADED[key] = (model, tokenizer)
-    model, tokenizer = _LOADED[key]
-    return LM(model, tokenizer, source.name)
+        n_params = sum(p.numel() for p in model.parameters())
+        swapped = prepack_linears(model) if fastpath_available(model) else 0
+        _LOADED[key] = (model, tokenizer, n_params, describe_kernels(swapped))
+    model, tokenizer, n_params, kernels = _LOADED[key]
+    return LM(model, tokenizer, source.name, n_params=n_params, kernels=kernels)
