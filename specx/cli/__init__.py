@@ -63,6 +63,7 @@ def _root() -> None:
     """Lossless speculative decoding for local LLMs: the output is what the target alone would write."""
 
 
+from . import env as _env  # noqa: E402,F401  (registers the command)
 from . import run as _run  # noqa: E402,F401  (registers the command)
 
 
