@@ -30,7 +30,7 @@ STATS = {
     "required": ["prompt_tokens", "new_tokens", "rounds", "drafted", "accepted", "acceptance_rate",
                  "mean_acceptance_length", "per_position_acceptance", "decode_tok_s", "end_to_end_tok_s",
                  "time_to_first_token_s", "prefill_s", "draft_s", "verify_s", "decode_s", "total_s",
-                 "peak_bytes", "k", "drafter"],
+                 "peak_bytes", "k", "draft_policy", "mean_drafted", "drafter"],
     "properties": {
         "prompt_tokens": INT, "new_tokens": INT, "rounds": INT, "drafted": INT, "accepted": INT,
         "acceptance_rate": {"type": "number", "minimum": 0, "maximum": 1},
@@ -39,6 +39,7 @@ STATS = {
         "decode_tok_s": NUM, "end_to_end_tok_s": NUM, "time_to_first_token_s": {"type": ["number", "null"]},
         "prefill_s": NUM, "draft_s": NUM, "verify_s": NUM, "decode_s": NUM, "total_s": NUM,
         "peak_bytes": INT, "k": INT, "drafter": {"type": "string"},
+        "draft_policy": {"enum": ["fixed", "heuristic", "confidence"]}, "mean_drafted": NUM,
     },
 }
 DONE = {

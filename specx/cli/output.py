@@ -24,7 +24,7 @@ def summary_line(stats, reason: str | None = None) -> str:
         pos = "/".join(f"{p * 100:.0f}" for p in stats.per_position_acceptance)
         parts.append(f"accepted {stats.acceptance_rate * 100:.0f}% of {stats.drafted} drafted "
                      f"(mean length {stats.mean_acceptance_length:.2f}; by position {pos}%)")
-    parts.append(f"k={stats.k} drafter={stats.drafter}")
+    parts.append(f"k={stats.k} {stats.draft_policy} (mean drafted {stats.mean_drafted:.1f}) drafter={stats.drafter}")
     if stats.first_token_s is not None:
         parts.append(f"first token {stats.first_token_s:.2f}s")
     parts.append(f"draft {stats.draft_s:.2f}s / verify {stats.verify_s:.2f}s")

@@ -28,6 +28,8 @@ def run(
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).")] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,
+    draft_policy: Annotated[str, typer.Option("--draft-policy", help="fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "fixed",
+    confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens (never past the context).")] = 512,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy (argmax).")] = 0.0,
@@ -49,7 +51,8 @@ def run(
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed))
     generation = stream(model, text, drafter=drafter, k=draft_tokens, max_tokens=max_tokens,
                         temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, system=system,
-                        stop=tuple(stop or ()), raw=raw, dtype=dtype,
+                        stop=tuple(stop or ()), raw=raw, dtype=dtype, draft_policy=draft_policy,
+                        confidence=confidence,
                         notify=output.warnings_only if no_stats else output.note)
     code = consume(generation, Sink(json_out, not no_stats, color_drafted))
     if code:

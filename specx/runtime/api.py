@@ -99,17 +99,25 @@ def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_to
            temperature: float = 0.0, top_p: float | None = None, top_k: int | None = None,
            seed: int | None = None, system: str | None = None, stop: tuple[str, ...] = (),
            raw: bool = False, dtype: str = "auto", notify: Callable[[str], None] | None = None,
-           stop_event: threading.Event | None = None, pair: Pair | None = None):
+           stop_event: threading.Event | None = None, pair: Pair | None = None,
+           draft_policy: str = "fixed", confidence: float = 0.4):
     """Speculative generation as events: Round … Done. The output equals the target's own."""
     from .loop import Generation
+    from .policy import POLICIES, DraftPolicy
+
+    if draft_policy not in POLICIES:
+        raise UsageError(f"unknown draft policy {draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
+    if not 0 < confidence < 1:
+        raise UsageError(f"the confidence threshold must be in (0, 1) (got {confidence})", "try --confidence 0.4")
 
     pair = pair or prepare(model, drafter, k=k, dtype=dtype, notify=notify)
     _say(notify, pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
     sampling = Sampling(temperature, top_k or None, top_p, seed)
     ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
     validate(pair, ids, max_tokens, sampling)
+    policy = DraftPolicy(draft_policy, pair.k, confidence)
     return Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens,
-                      sampling=sampling, stop_strings=tuple(stop), stop=stop_event)
+                      sampling=sampling, stop_strings=tuple(stop), stop=stop_event, policy=policy)
 
 
 def generate(model: str, prompt: str, **options) -> str:

@@ -24,7 +24,8 @@ class NoDrafter:
     def prefill(self, seq: list[int]) -> None:
         pass
 
-    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None) -> Draft:
+    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
+                min_confidence: float | None = None) -> Draft:
         return Draft([], None)
 
     def commit(self, drafted: int, accepted: int) -> None:
@@ -53,7 +54,8 @@ class NgramDrafter(NoDrafter):
                     self.index[n][tuple(seq[end - n + 1:end + 1])] = end + 1
         self.indexed_to = max(self.indexed_to, len(seq) - 1)
 
-    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None) -> Draft:
+    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
+                min_confidence: float | None = None) -> Draft:
         self._extend_index(seq)
         for n in range(min(self.max_n, len(seq)), 0, -1):
             start = self.index[n].get(tuple(seq[-n:]))
@@ -78,7 +80,8 @@ class ModelDrafter(NoDrafter):
         if len(seq) > 1:
             self.lm.forward(seq[:-1], last_only=True)
 
-    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None) -> Draft:
+    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
+                min_confidence: float | None = None) -> Draft:
         self.base = len(seq)
         ids, tokens, probs = seq[self.lm.cached:], [], []
         for _ in range(k):
@@ -87,12 +90,16 @@ class ModelDrafter(NoDrafter):
             logits = self.lm.forward(ids, last_only=True)[:, :self.usable_vocab]  # (1, V_usable)
             if sampling.greedy:
                 token = int(greedy(logits)[0])
+                confidence = None if min_confidence is None else float(torch.softmax(logits[0].float(), -1)[token])
             else:
                 q = warp(logits, sampling.temperature, sampling.top_k, sampling.top_p)
                 token = int(sample(q, generator)[0])
                 probs.append(q[0])
+                confidence = float(q[0, token])
             tokens.append(token)
             ids = [token]
+            if min_confidence is not None and confidence < min_confidence:
+                break  # the drafter doubts this token: let the target speak sooner
         return Draft(tokens, self._pad(probs) if probs else None)
 
     def _pad(self, probs: list[torch.Tensor]) -> torch.Tensor:

@@ -11,6 +11,7 @@ import torch
 from ..kernels.sampling import warp
 from ..kernels.verify import verify_greedy, verify_sampled
 from .detok import TextStream
+from .policy import DraftPolicy
 from .types import Done, Event, Round, Sampling, Stats
 
 
@@ -18,13 +19,15 @@ class Generation:
     """One run of the engine; iterate for events. `stats` stays readable if the run is cut short."""
 
     def __init__(self, target, drafter, prompt_ids: list[int], *, k: int, max_tokens: int,
-                 sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None):
+                 sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None,
+                 policy: DraftPolicy | None = None):
         self.target, self.drafter, self.prompt = target, drafter, list(prompt_ids)
         self.k, self.max_tokens, self.sampling = k, max_tokens, sampling
+        self.policy = policy or DraftPolicy("fixed", k)
         self.text = TextStream(target.tokenizer, stop_strings)
         self.stop = stop or threading.Event()
         self.eos = target.eos_ids
-        self.stats = Stats(prompt_tokens=len(self.prompt), k=k, drafter=drafter.name)
+        self.stats = Stats(prompt_tokens=len(self.prompt), k=k, drafter=drafter.name, draft_policy=self.policy.name)
         self.generator = torch.Generator().manual_seed(sampling.seed) if sampling.seed is not None else None
         self.context = min(target.max_context, drafter.max_context) if k else target.max_context
 
@@ -36,12 +39,14 @@ class Generation:
         while reason is None:
             k = self._round_k(len(seq))
             t0 = time.perf_counter()
-            draft = self.drafter.propose(seq, k, self.sampling, self.generator, self.stop)   # 1. propose
+            draft = self.drafter.propose(seq, k, self.sampling, self.generator, self.stop,     # 1. propose
+                                         self.policy.min_confidence)
             t1 = time.perf_counter()
             logits = self.target.forward(seq[-1:] + draft.tokens)                             # 2. verify k+1
             accepted, nxt = self._accept(logits, draft)                                       # 3. accept
             self.target.crop(len(seq) + accepted)                                             # 4. rewind
             self.drafter.commit(len(draft.tokens), accepted)
+            self.policy.update(len(draft.tokens), accepted)
             new = draft.tokens[:accepted] + [nxt]
             kept, pieces, reason = self._finish(new, len(seq))                                # 5. stop rules
             seq = seq + kept
@@ -73,7 +78,7 @@ class Generation:
     def _round_k(self, length: int) -> int:
         """k, clamped to what remains of the token budget and of both contexts."""
         left = min(self.max_tokens - self.stats.new_tokens, self.context - length)
-        return max(0, min(self.k, left - 1))
+        return max(0, min(self.policy.next_k() if self.k else 0, left - 1))
 
     def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:
         tokens = torch.tensor(draft.tokens, dtype=torch.long)

@@ -54,6 +54,7 @@ class Stats:
     first_token_s: float | None = None
     peak_bytes: int = 0
     k: int = 0
+    draft_policy: str = "fixed"
     drafter: str = "none"
 
     @property
@@ -71,6 +72,11 @@ class Stats:
     @property
     def end_to_end_tok_s(self) -> float:
         return self.new_tokens / self.total_s if self.total_s > 0 else 0.0
+
+    @property
+    def mean_drafted(self) -> float:
+        """The k actually used: tokens drafted per round, on average."""
+        return self.drafted / self.rounds if self.rounds else 0.0
 
     @property
     def per_position_acceptance(self) -> list[float]:
@@ -104,7 +110,8 @@ class Stats:
             "time_to_first_token_s": None if self.first_token_s is None else round(self.first_token_s, 4),
             "prefill_s": round(self.prefill_s, 4), "draft_s": round(self.draft_s, 4),
             "verify_s": round(self.verify_s, 4), "decode_s": round(self.decode_s, 4),
-            "total_s": round(self.total_s, 4), "peak_bytes": self.peak_bytes, "k": self.k, "drafter": self.drafter,
+            "total_s": round(self.total_s, 4), "peak_bytes": self.peak_bytes, "k": self.k, "draft_policy": self.draft_policy,
+            "mean_drafted": round(self.mean_drafted, 4), "drafter": self.drafter,
         }
 
 
