@@ -33,7 +33,7 @@ class Generation:
 
     def __iter__(self) -> Iterator[Event]:
         start = time.perf_counter()
-        seq = self.prompt
+        seq = list(self.prompt)  # grows in place: no per-round copy of the whole sequence
         self._prefill(seq)
         reason = None
         while reason is None:
@@ -49,7 +49,7 @@ class Generation:
             self.policy.update(len(draft.tokens), accepted)
             new = draft.tokens[:accepted] + [nxt]
             kept, pieces, reason = self._finish(new, len(seq))                                # 5. stop rules
-            seq = seq + kept
+            seq.extend(kept)
             t2 = time.perf_counter()
             self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1)
             self.stats.first_token_s = self.stats.first_token_s or (t2 - start)
