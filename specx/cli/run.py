@@ -48,7 +48,7 @@ def run(
     from ..runtime.types import Sampling
 
     text = read_prompt(prompt)
-    check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed))
+    check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
     generation = stream(model, text, drafter=drafter, k=draft_tokens, max_tokens=max_tokens,
                         temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, system=system,
                         stop=tuple(stop or ()), raw=raw, dtype=dtype, draft_policy=draft_policy,

@@ -83,8 +83,15 @@ def validate(pair: Pair, ids: list[int], max_tokens: int, sampling: Sampling) ->
                              "shorten the prompt")
 
 
-def check_options(max_tokens: int, sampling: Sampling) -> None:
+def check_options(max_tokens: int, sampling: Sampling, draft_policy: str = "fixed",
+                  confidence: float = 0.4) -> None:
     """The checks that need no model: the CLI runs them before loading anything."""
+    from .policy import POLICIES
+
+    if draft_policy not in POLICIES:
+        raise UsageError(f"unknown draft policy {draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
+    if not 0 < confidence < 1:
+        raise UsageError(f"the confidence threshold must be in (0, 1) (got {confidence})", "try --confidence 0.4")
     if max_tokens <= 0:
         raise UsageError(f"max tokens must be positive (got {max_tokens})", "try -n 256")
     if sampling.temperature < 0:
@@ -103,13 +110,9 @@ def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_to
            draft_policy: str = "fixed", confidence: float = 0.4):
     """Speculative generation as events: Round … Done. The output equals the target's own."""
     from .loop import Generation
-    from .policy import POLICIES, DraftPolicy
+    from .policy import DraftPolicy
 
-    if draft_policy not in POLICIES:
-        raise UsageError(f"unknown draft policy {draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
-    if not 0 < confidence < 1:
-        raise UsageError(f"the confidence threshold must be in (0, 1) (got {confidence})", "try --confidence 0.4")
-
+    check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
     pair = pair or prepare(model, drafter, k=k, dtype=dtype, notify=notify)
     _say(notify, pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
     sampling = Sampling(temperature, top_k or None, top_p, seed)

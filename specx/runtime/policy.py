@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 POLICIES = ("fixed", "heuristic", "confidence")
+HEURISTIC_CAP = 64  # the same bound as -k
 
 
 @dataclass
@@ -20,9 +21,7 @@ class DraftPolicy:
     def __post_init__(self):
         if self.name not in POLICIES:
             raise ValueError(f"unknown draft policy {self.name!r}")
-        self.current = self.k_max if self.name != "heuristic" else max(1, self.k_max)
-        if self.name == "heuristic":
-            self.k_max = max(self.k_max, 1)
+        self.current = max(1, self.k_max) if self.name == "heuristic" else self.k_max
 
     @property
     def min_confidence(self) -> float | None:
@@ -39,6 +38,3 @@ class DraftPolicy:
             return
         self.current = self.current + 2 if accepted == drafted else max(1, self.current - 1)
         self.current = min(self.current, HEURISTIC_CAP)
-
-
-HEURISTIC_CAP = 64  # the same bound as -k
