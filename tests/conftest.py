@@ -43,13 +43,14 @@ def word_tokenizer(vocab: int = VOCAB, eos: int = 1):
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="w0", eos_token=f"w{eos}")
 
 
-def tiny_model(arch: str = "llama", seed: int = 0, layers: int = 2, vocab: int = VOCAB, max_pos: int = 256):
+def tiny_model(arch: str = "llama", seed: int = 0, layers: int = 2, vocab: int = VOCAB, max_pos: int = 256,
+               hidden: int = 64):
     """A random model built from a config, in float64 so that batch shape never flips an argmax."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     cls, cfg_cls = {"llama": (LlamaForCausalLM, LlamaConfig), "qwen2": (Qwen2ForCausalLM, Qwen2Config)}[arch]
-    cfg = cfg_cls(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+    cfg = cfg_cls(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_pos,
                   eos_token_id=1, bos_token_id=0, tie_word_embeddings=False)
     torch.manual_seed(seed)

@@ -18,11 +18,12 @@ NUM = {"type": "number", "minimum": 0}
 INT = {"type": "integer", "minimum": 0}
 ROUND = {
     "type": "object", "additionalProperties": False,
-    "required": ["version", "type", "text", "token_ids", "from_draft", "drafted", "accepted", "draft_s", "verify_s"],
+    "required": ["version", "type", "text", "token_ids", "from_draft", "drafted", "accepted", "draft_s", "verify_s",
+                 "notice"],
     "properties": {
         "version": {"const": 1}, "type": {"const": "round"}, "text": {"type": "string"},
         "token_ids": {"type": "array", "items": INT}, "from_draft": {"type": "array", "items": {"type": "boolean"}},
-        "drafted": INT, "accepted": INT, "draft_s": NUM, "verify_s": NUM,
+        "drafted": INT, "accepted": INT, "draft_s": NUM, "verify_s": NUM, "notice": {"type": "string"},
     },
 }
 STATS = {
@@ -30,7 +31,8 @@ STATS = {
     "required": ["prompt_tokens", "new_tokens", "rounds", "drafted", "accepted", "acceptance_rate",
                  "mean_acceptance_length", "per_position_acceptance", "decode_tok_s", "end_to_end_tok_s",
                  "time_to_first_token_s", "prefill_s", "draft_s", "verify_s", "decode_s", "total_s",
-                 "peak_bytes", "k", "draft_policy", "mean_drafted", "drafter"],
+                 "peak_bytes", "k", "draft_policy", "mean_drafted", "drafter", "forward_s", "overhead_share",
+                 "notices"],
     "properties": {
         "prompt_tokens": INT, "new_tokens": INT, "rounds": INT, "drafted": INT, "accepted": INT,
         "acceptance_rate": {"type": "number", "minimum": 0, "maximum": 1},
@@ -39,7 +41,9 @@ STATS = {
         "decode_tok_s": NUM, "end_to_end_tok_s": NUM, "time_to_first_token_s": {"type": ["number", "null"]},
         "prefill_s": NUM, "draft_s": NUM, "verify_s": NUM, "decode_s": NUM, "total_s": NUM,
         "peak_bytes": INT, "k": INT, "drafter": {"type": "string"},
-        "draft_policy": {"enum": ["fixed", "heuristic", "confidence"]}, "mean_drafted": NUM,
+        "draft_policy": {"enum": ["auto", "fixed", "heuristic", "confidence"]}, "mean_drafted": NUM,
+        "forward_s": NUM, "overhead_share": {"type": "number", "minimum": 0, "maximum": 1},
+        "notices": {"type": "array", "items": {"type": "string"}},
     },
 }
 DONE = {
@@ -151,7 +155,7 @@ def test_color_drafted_needs_a_colour_stream(cli_models, monkeypatch):
 def test_color_drafted_tints_exactly_the_drafted_tokens(cli_models):
     """The tinted words are the tokens that JSON reports as from_draft, and only those."""
     target = str(cli_models["target"])
-    args = ["run", target, PROMPT, "-n", "30", "-d", "ngram", "-k", "3"]
+    args = ["run", target, PROMPT, "-n", "30", "-d", "ngram", "-k", "3", "--draft-policy", "fixed"]
     events = check_json_lines(invoke(*args, "--json").stdout)
     expected = [(f"w{t}", d) for e in events[:-1] for t, d in zip(e["token_ids"], e["from_draft"])]
     assert {d for _, d in expected} == {True, False}   # both kinds occur

@@ -54,6 +54,97 @@ def test_confidence_policy_stops_drafting_at_the_threshold(make_lm):
 
 def test_policies_never_change_the_output(make_lm):
     """Every policy, and k = 0, gives the same greedy tokens."""
-    outputs = [run(make_lm, DraftPolicy(name, 4, 0.5))[0] for name in ("fixed", "heuristic", "confidence")]
+    outputs = [run(make_lm, DraftPolicy(name, 4, 0.5))[0] for name in ("fixed", "heuristic", "confidence", "auto")]
     plain, _ = run(make_lm, DraftPolicy("fixed", 0), k=0)
-    assert outputs[0] == outputs[1] == outputs[2] == plain
+    assert outputs[0] == outputs[1] == outputs[2] == outputs[3] == plain
+
+
+# --- auto: the cost model and SmartSpec's k = 0 ------------------------------------------------
+
+def test_expected_tokens_follow_the_geometric_law():
+    """E(k) = (1 − a^(k+1)) / (1 − a): 1 token at k = 0, k+1 tokens as a → 1."""
+    from specx.runtime.costmodel import CostModel
+
+    model = CostModel(accepted=3.0, rejected=1.0)   # a = 0.75
+    assert model.expected_tokens(0) == pytest.approx(1.0)
+    assert model.expected_tokens(3) == pytest.approx(1 + 0.75 + 0.75 ** 2 + 0.75 ** 3)
+    assert CostModel(accepted=1e9, rejected=0.0).expected_tokens(4) == pytest.approx(5, rel=0.01)
+
+
+def test_verify_time_is_interpolated_from_measured_sizes():
+    from specx.runtime.costmodel import CostModel
+
+    model = CostModel(verify_s={1: 0.10, 5: 0.18})
+    assert model.verify_time(3) == pytest.approx(0.14)
+    assert model.verify_time(7) == pytest.approx(0.22)   # extrapolated along the same line
+    assert CostModel(verify_s={5: 0.2}).verify_time(1) is None
+
+
+def test_best_k_is_zero_when_drafting_costs_more_than_it_saves():
+    """Flat verification and cheap drafting favour k > 0; an expensive drafter makes k = 0 best."""
+    from specx.runtime.costmodel import CostModel
+
+    cheap = CostModel(verify_s={1: 0.10, 5: 0.12}, draft_step_s=0.005, accepted=8, rejected=2)
+    assert cheap.best_k(4) >= 3
+    costly = CostModel(verify_s={1: 0.10, 5: 0.30}, draft_step_s=0.08, accepted=8, rejected=2)
+    assert costly.best_k(4) == 0
+    assert "does not pay" in costly.explain(0)
+
+
+def _drive(policy, rounds, draft_step_s, verify_s, acceptance):
+    """Feed a policy synthetic rounds; returns the k it chose each round."""
+    ks = []
+    for _ in range(rounds):
+        k = policy.next_k()
+        ks.append(k)
+        accepted = int(k * acceptance)
+        policy.update(k, accepted, k * draft_step_s, verify_s(k + 1))
+    return ks
+
+
+def test_auto_turns_drafting_off_says_so_and_probes_on_schedule():
+    """Expensive drafts: after warm-up and one plain round, k = 0 with a notice; probes every 16, then 32."""
+    from specx.runtime.policy import PROBE_GAP, WARMUP_ROUNDS
+
+    policy = DraftPolicy("auto", 4)
+    ks = _drive(policy, 70, 0.08, lambda n: 0.1 + 0.05 * (n - 1), 0.5)
+    assert ks[:WARMUP_ROUNDS] == [4, 4] and ks[WARMUP_ROUNDS] == 0
+    assert policy.off and policy.notice.startswith("speculation off")
+    probes = [i for i, k in enumerate(ks) if k and i > WARMUP_ROUNDS]
+    assert len(probes) >= 2 and probes[1] - probes[0] == 2 * PROBE_GAP
+
+
+def test_auto_keeps_drafting_when_it_pays_and_turns_back_on():
+    policy = DraftPolicy("auto", 4)
+    ks = _drive(policy, 20, 0.002, lambda n: 0.1 + 0.01 * (n - 1), 1.0)
+    assert not policy.off and ks[-1] == 4 and ks.count(0) == 1   # the one plain measuring round
+    off = DraftPolicy("auto", 4)
+    verify = lambda n: 0.1 + 0.01 * (n - 1)   # noqa: E731  (the same machine costs throughout)
+    _drive(off, 10, 0.05, verify, 0.25)
+    assert off.off
+    off.notice = ""
+    _drive(off, 40, 0.05, verify, 1.0)        # the text became easy to draft: the next probe pays
+    assert not off.off and off.notice.startswith("speculation on again")
+
+
+class SlowDrafter(ModelDrafter):
+    """A drafter that costs far more than the target: auto must stop using it."""
+
+    def propose(self, *args, **kw):
+        import time
+
+        time.sleep(0.03 * args[1])
+        return super().propose(*args, **kw)
+
+
+def test_auto_falls_back_to_plain_decoding_with_identical_output(make_lm):
+    """k = 0 through the same loop: the output is unchanged, the decision is in the stats and events."""
+    target, draft = make_lm("llama", seed=21), make_lm("llama", seed=22, layers=1)
+    gen = Generation(target, SlowDrafter(draft, 96, 96), [0, 5, 9, 12, 5, 9], k=4, max_tokens=40,
+                     sampling=Sampling(), policy=DraftPolicy("auto", 4))
+    events = list(gen)
+    tokens = [t for e in events if isinstance(e, Round) for t in e.token_ids]
+    plain, _ = run(make_lm, DraftPolicy("fixed", 0), k=0, n=40)
+    assert tokens == plain
+    assert any(e.notice.startswith("speculation off") for e in events if isinstance(e, Round))
+    assert gen.stats.notices and sum(1 for e in events if isinstance(e, Round) and e.drafted == 0) > 20

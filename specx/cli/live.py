@@ -119,6 +119,8 @@ def stats_text(stats, elapsed: float, legend: bool = False):
         t.append(f"accepted {stats.acceptance_rate * 100:.0f}%", "bold").append(" · ")
         t.append(f"mean length {stats.mean_acceptance_length:.2f}").append(" · ")
     t.append(f"k={stats.k} {stats.drafter}", "dim").append(" · ")
+    if stats.notices:   # the auto policy's latest decision, e.g. "speculation off: …"
+        t.append(stats.notices[-1].split(":")[0], "bold yellow").append(" · ")
     t.append(f"{elapsed:.1f}s", "dim")
     if legend:
         t.append(" · ").append("drafted", DRAFT_STYLE)

@@ -29,6 +29,10 @@ def summary_line(stats, reason: str | None = None) -> str:
         parts.append(f"first token {stats.first_token_s:.2f}s")
     parts.append(f"draft {stats.draft_s:.2f}s / verify {stats.verify_s:.2f}s")
     parts.append(f"peak {human_bytes(stats.peak_bytes)}")
+    if stats.decode_s:
+        parts.append(f"loop overhead {stats.overhead_share:.1%}")
+    if stats.notices:
+        parts.append(f"{len(stats.notices)} policy change{'s' * (len(stats.notices) > 1)}: {stats.notices[-1]}")
     if reason:
         parts.append(f"stop: {reason}")
     return " · ".join(parts)
@@ -82,7 +86,8 @@ def round_json(event) -> str:
     return json.dumps({"version": JSON_SCHEMA_VERSION, "type": "round", "text": event.text,
                        "token_ids": list(event.token_ids), "from_draft": list(event.from_draft),
                        "drafted": event.drafted, "accepted": event.accepted,
-                       "draft_s": round(event.draft_s, 6), "verify_s": round(event.verify_s, 6)},
+                       "draft_s": round(event.draft_s, 6), "verify_s": round(event.verify_s, 6),
+                       "notice": getattr(event, "notice", "")},
                       ensure_ascii=False)
 
 

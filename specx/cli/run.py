@@ -28,10 +28,14 @@ def run(
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).")] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,
-    draft_policy: Annotated[str, typer.Option("--draft-policy", help="fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "fixed",
+    draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (pick k in 0..k each round from measured costs; 0 = plain decoding, re-probed), fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "auto",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens (never past the context).")] = 512,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
+    quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU: auto (= none), none, fp16, int8, int4. Not float32 weights: a faster, slightly different target (see README).")] = "auto",
+    draft_dtype: Annotated[Optional[str], typer.Option("--draft-dtype", help="Drafter dtype (default: --dtype).")] = None,
+    draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU: auto (= fp16 where available), none, fp16, int8, int4. Never changes the output.")] = "auto",
+    draft_vocab: Annotated[Optional[int], typer.Option("--draft-vocab", help="Drafter scores only the N most frequent tokens (VocabTrim; default 32768 for vocabularies ≥ 65536, 0 = all). Never changes the output.")] = None,
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy (argmax).")] = 0.0,
     top_p: Annotated[Optional[float], typer.Option(help="Nucleus sampling mass in (0, 1].")] = None,
     top_k: Annotated[Optional[int], typer.Option(help="Sample among the k most likely tokens.")] = None,
@@ -48,11 +52,13 @@ def run(
     from ..runtime.types import Sampling
 
     text = read_prompt(prompt)
-    check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
+    check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence,
+                  quant, draft_quant)
     generation = stream(model, text, drafter=drafter, k=draft_tokens, max_tokens=max_tokens,
                         temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, system=system,
                         stop=tuple(stop or ()), raw=raw, dtype=dtype, draft_policy=draft_policy,
-                        confidence=confidence,
+                        confidence=confidence, quant=quant, draft_quant=draft_quant,
+                        draft_dtype=draft_dtype, draft_vocab=draft_vocab,
                         notify=output.warnings_only if no_stats else output.note)
     code = consume(generation, Sink(json_out, not no_stats, color_drafted))
     if code:
@@ -75,6 +81,8 @@ class Sink:
             self.panel.__enter__()
 
     def round(self, event) -> None:
+        if event.notice and not self.panel:   # auto turned drafting off or on: said, never silent
+            output.note(f"note: {event.notice}")   # (the live panel shows it in its line instead)
         if self.json_out:
             self._out([(output.round_json(event) + "\n", False, False)])
         else:

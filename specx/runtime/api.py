@@ -27,8 +27,14 @@ def _say(notify: Callable[[str], None] | None, text: str) -> None:
 
 
 def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto",
-            draft_dtype: str | None = None, notify: Callable[[str], None] | None = None) -> Pair:
-    """Resolve and load the target and the drafter; the drafter's tokenizer is checked first."""
+            draft_dtype: str | None = None, quant: str = "auto", draft_quant: str = "auto",
+            draft_vocab: int | None = None, notify: Callable[[str], None] | None = None) -> Pair:
+    """Resolve and load the target and the drafter; the drafter's tokenizer is checked first.
+
+    `quant` / `draft_quant` pick the CPU weight precision (fastpath.py): `auto` keeps the target's
+    weights and gives the drafter the fastest kernel; `draft_vocab` trims the drafter's output layer
+    (None = automatic, 0 = full vocabulary)."""
+    from . import fastpath, vocabtrim
     from .drafters import ModelDrafter, NgramDrafter, NoDrafter
     from .compat import check_drafter
     from .models import eos_ids, load_lm, load_tokenizer, resolve
@@ -39,24 +45,27 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     choice = drafter
     if drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "ngram")
+    target_weights = fastpath.choose(quant, "target")
     if k == 0 or choice == "none":
-        return Pair(load_lm(source, dtype), NoDrafter(), 0, "drafter: none (plain decoding)")
+        return Pair(load_lm(source, dtype, target_weights), NoDrafter(), 0, "drafter: none (plain decoding)")
     if choice == "ngram":
         why = "prompt lookup, no model" + (
             f"; {source.name} names no model drafter" if drafter == "auto" else "")
-        return Pair(load_lm(source, dtype), NgramDrafter(), k, f"drafter: ngram ({why})")
+        return Pair(load_lm(source, dtype, target_weights), NgramDrafter(), k, f"drafter: ngram ({why})")
     draft_source = resolve(choice)
     target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
     check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
-    target = load_lm(source, dtype)
-    draft_lm = load_lm(draft_source, draft_dtype or dtype)
+    target = load_lm(source, dtype, target_weights)
+    draft_lm = load_lm(draft_source, draft_dtype or dtype, fastpath.choose(draft_quant, "drafter"),
+                       vocabtrim.choose_keep(draft_vocab, len(draft_tok)))
     ratio = target.n_params / max(draft_lm.n_params, 1)
     if ratio < 1:
         _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "
                      f"target ({target.n_params / 1e6:.0f}M); speculation will likely be slower")
     usable = min(len(target.tokenizer), target.vocab_size, draft_lm.vocab_size)
     return Pair(target, ModelDrafter(draft_lm, target.vocab_size, usable), k,
-                f"drafter: {draft_lm.name} (same tokenizer, {ratio:.1f}× smaller than {target.name})")
+                f"drafter: {draft_lm.name} (same tokenizer, {ratio:.1f}× smaller than {target.name}; "
+                f"{draft_lm.kernels.removeprefix('kernels: ')})")
 
 
 def prompt_ids(tokenizer, prompt: str, system: str | None = None, raw: bool = False) -> list[int]:
@@ -83,11 +92,13 @@ def validate(pair: Pair, ids: list[int], max_tokens: int, sampling: Sampling) ->
                              "shorten the prompt")
 
 
-def check_options(max_tokens: int, sampling: Sampling, draft_policy: str = "fixed",
-                  confidence: float = 0.4) -> None:
+def check_options(max_tokens: int, sampling: Sampling, draft_policy: str = "auto",
+                  confidence: float = 0.4, quant: str = "auto", draft_quant: str = "auto") -> None:
     """The checks that need no model: the CLI runs them before loading anything."""
+    from .fastpath import choose
     from .policy import POLICIES
 
+    choose(quant, "target"), choose(draft_quant, "drafter")
     if draft_policy not in POLICIES:
         raise UsageError(f"unknown draft policy {draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
     if not 0 < confidence < 1:
@@ -107,13 +118,15 @@ def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_to
            seed: int | None = None, system: str | None = None, stop: tuple[str, ...] = (),
            raw: bool = False, dtype: str = "auto", notify: Callable[[str], None] | None = None,
            stop_event: threading.Event | None = None, pair: Pair | None = None,
-           draft_policy: str = "fixed", confidence: float = 0.4):
+           draft_policy: str = "auto", confidence: float = 0.4, quant: str = "auto",
+           draft_quant: str = "auto", draft_dtype: str | None = None, draft_vocab: int | None = None):
     """Speculative generation as events: Round … Done. The output equals the target's own."""
     from .loop import Generation
     from .policy import DraftPolicy
 
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
-    pair = pair or prepare(model, drafter, k=k, dtype=dtype, notify=notify)
+    pair = pair or prepare(model, drafter, k=k, dtype=dtype, draft_dtype=draft_dtype, quant=quant,
+                           draft_quant=draft_quant, draft_vocab=draft_vocab, notify=notify)
     _say(notify, pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
     sampling = Sampling(temperature, top_k or None, top_p, seed)
     ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)

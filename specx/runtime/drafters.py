@@ -20,6 +20,7 @@ class NoDrafter:
 
     name = "none"
     max_context = 1 << 62
+    forward_s = 0.0   # seconds in model forwards (model drafters)
 
     def prefill(self, seq: list[int]) -> None:
         pass
@@ -65,15 +66,23 @@ class NgramDrafter(NoDrafter):
 
 
 class ModelDrafter(NoDrafter):
-    """A smaller LM of the same tokenizer: drafts k tokens autoregressively with its own KV cache."""
+    """A smaller LM of the same tokenizer: drafts k tokens autoregressively with its own KV cache.
+
+    With VocabTrim (`lm.keep_ids`) the drafter scores a subset of the vocabulary; its ids are mapped
+    back to the shared vocabulary and its draft distribution is zero elsewhere."""
 
     def __init__(self, lm, target_vocab: int, usable_vocab: int):
         self.lm = lm
         self.name = lm.name
         self.target_vocab = target_vocab
         self.usable_vocab = usable_vocab  # ids beyond the tokenizer are padding rows: never drafted
+        self.keep = lm.keep_ids           # None, or the sorted ids the trimmed output layer scores
         self.max_context = lm.max_context
         self.base = 0
+
+    @property
+    def forward_s(self) -> float:
+        return self.lm.forward_s
 
     def prefill(self, seq: list[int]) -> None:
         self.lm.reset()
@@ -87,25 +96,37 @@ class ModelDrafter(NoDrafter):
         for _ in range(k):
             if stop is not None and stop.is_set():
                 break
-            logits = self.lm.forward(ids, last_only=True)[:, :self.usable_vocab]  # (1, V_usable)
+            logits = self._logits(ids)
             if sampling.greedy:
-                token = int(greedy(logits)[0])
-                confidence = None if min_confidence is None else float(torch.softmax(logits[0].float(), -1)[token])
+                index = int(greedy(logits)[0])
+                confidence = None if min_confidence is None else float(torch.softmax(logits[0].float(), -1)[index])
             else:
                 q = warp(logits, sampling.temperature, sampling.top_k, sampling.top_p)
-                token = int(sample(q, generator)[0])
+                index = int(sample(q, generator)[0])
                 probs.append(q[0])
-                confidence = float(q[0, token])
+                confidence = float(q[0, index])
+            token = index if self.keep is None else int(self.keep[index])
             tokens.append(token)
             ids = [token]
             if min_confidence is not None and confidence < min_confidence:
                 break  # the drafter doubts this token: let the target speak sooner
         return Draft(tokens, self._pad(probs) if probs else None)
 
+    def _logits(self, ids: list[int]) -> torch.Tensor:
+        """(1, V') scores for the next token over what this drafter may propose."""
+        logits = self.lm.forward(ids, last_only=True)
+        return logits if self.keep is not None else logits[:, :self.usable_vocab]
+
     def _pad(self, probs: list[torch.Tensor]) -> torch.Tensor:
+        """Draft probabilities over the target's vocabulary (zero where the drafter cannot propose)."""
         q = torch.zeros(len(probs), self.target_vocab)
-        width = min(self.usable_vocab, self.target_vocab)
-        q[:, :width] = torch.stack(probs)[:, :width]
+        local = torch.stack(probs)
+        if self.keep is not None:
+            inside = self.keep < self.target_vocab
+            q[:, self.keep[inside]] = local[:, inside]
+        else:
+            width = min(self.usable_vocab, self.target_vocab)
+            q[:, :width] = local[:, :width]
         return q
 
     def commit(self, drafted: int, accepted: int) -> None:

@@ -1,16 +1,21 @@
-"""CPU fast path: the same float32 weights, repacked for oneDNN so a multi-token verify stays cheap.
+"""CPU fast path: how a model's linear layers run, chosen once at load (`--quant`, `--draft-quant`).
 
-Measured on the 2-core AVX2 dev machine, Qwen2.5-Coder-1.5B, context 200, one forward:
+`none` keeps the weights as loaded. For float32 on the CPU they are repacked for oneDNN (measured on
+the 2-core AVX2 dev machine, Qwen2.5-Coder-1.5B, context 200, one forward):
 
 | tokens per forward | 1 | 2 | 5 | 9 |
 |---|---|---|---|---|
 | float32, nn.Linear (PyTorch's default GEMM) | 411 ms | 811 ms | 1038 ms | 1205 ms |
-| float32, oneDNN prepacked (this module) | 367 ms | 553 ms | 599 ms | 682 ms |
+| float32, oneDNN prepacked | 367 ms | 553 ms | 599 ms | 682 ms |
 
 The default GEMM re-packs the weight matrix on every call, which for a handful of rows costs more
-than the multiply; oneDNN packs once at load. The weights and dtype are unchanged; a row's result
-does not depend on the other rows beyond float32 summation order (2e-6 on an 8960×1536 layer,
-tests/test_fastpath.py), so speculative output stays the target's own.
+than the multiply; oneDNN packs once at load. Same weights, same dtype, a row's result does not
+depend on the other rows beyond float32 summation order (2e-6), so output stays the target's own.
+
+`fp16`, `int8`, `int4` store the weights in fewer bytes (qlinear.py says which kernels and why): they
+are exact for speculation (speculative output = that model's plain output) but change the model
+itself, so the target keeps its loaded precision unless asked. The drafter's precision never changes
+the output, so `auto` gives the drafter the fastest kernel this CPU has.
 """
 from __future__ import annotations
 
@@ -18,7 +23,40 @@ import os
 
 import torch
 
+from . import qlinear
+from .errors import UsageError
+
 DISABLE_ENV = "SPECX_KERNELS"  # SPECX_KERNELS=reference keeps PyTorch's default linear layers
+WEIGHTS = ("auto", "none", "fp16", "int8", "int4")
+BYTES_PER_WEIGHT = {"fp16": 2.0, "int8": 1.0, "int4": 0.5 + 4 / qlinear.INT4_GROUP}
+
+
+def check(weights: str) -> str:
+    if weights not in WEIGHTS:
+        raise UsageError(f"unknown weight precision {weights!r}", f"use one of: {', '.join(WEIGHTS)}")
+    return weights
+
+
+def usable(weights: str) -> bool:
+    """Whether this machine can run that weight precision on the CPU."""
+    return weights == "none" or qlinear.usable(weights)
+
+
+def choose(weights: str, role: str) -> str:
+    """Resolve `auto`: the target keeps its weights (exact), the drafter gets fp16 where fbgemm exists."""
+    check(weights)
+    if weights != "auto":
+        if not usable(weights):
+            raise UsageError(f"this PyTorch build has no CPU kernel for {weights} weights",
+                             "use --quant none (or fp16 where fbgemm is available)")
+        return weights
+    if role == "drafter" and os.environ.get(DISABLE_ENV, "").lower() != "reference" and usable("fp16"):
+        return "fp16"
+    return "none"
+
+
+def _on_cpu(model) -> bool:
+    return next(model.parameters()).device.type == "cpu"
 
 
 def available(model) -> bool:
@@ -45,9 +83,20 @@ def prepack_linears(model) -> int:
     return swapped
 
 
-def describe(swapped: int) -> str:
+def apply(model, weights: str) -> str:
+    """Swap the model's linear layers for the chosen CPU kernels; one sentence saying what ran."""
+    if weights in qlinear.LAYERS and _on_cpu(model):
+        swapped = qlinear.quantize_linears(model, weights)
+        return describe(swapped, weights)
+    swapped = prepack_linears(model) if available(model) else 0
+    return describe(swapped, "none")
+
+
+def describe(swapped: int, weights: str = "none") -> str:
     """One sentence for the run's explanation."""
     if not swapped:
         return "kernels: PyTorch default linear layers"
-    return (f"kernels: oneDNN prepacked float32 linears ({swapped} layers; same weights, "
-            "cheaper multi-token verification on CPU)")
+    if weights == "none":
+        return (f"kernels: oneDNN prepacked float32 linears ({swapped} layers; same weights, "
+                "cheaper multi-token verification on CPU)")
+    return f"kernels: {weights} weight-only linears ({swapped} layers)"

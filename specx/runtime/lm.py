@@ -1,7 +1,8 @@
 """A causal LM with its own KV cache: feed tokens, get logits, crop back to a length."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -15,11 +16,20 @@ class LM:
     name: str
     n_params: int = 0
     kernels: str = ""
+    vocab: int = 0                # rows of the full output layer (before any VocabTrim)
+    keep_ids: object = None       # VocabTrim: the ids the output layer still scores, else None
+    weights: str = "none"         # CPU weight precision (fastpath.py)
     cache: object = None
+    forward_s: float = 0.0        # time spent in forward(), for the loop's overhead figure
 
     def __post_init__(self):
         self.n_params = self.n_params or sum(p.numel() for p in self.model.parameters())
+        self.vocab = self.vocab or int(self.model.get_output_embeddings().weight.size(0))
         self.reset()
+
+    def fresh(self) -> "LM":
+        """Another handle on the same weights, with its own empty cache."""
+        return replace(self, cache=None, forward_s=0.0)
 
     def reset(self) -> None:
         """Forget everything cached."""
@@ -44,8 +54,8 @@ class LM:
 
     @property
     def vocab_size(self) -> int:
-        """Rows of the output layer (may exceed the tokenizer's length: padding)."""
-        return int(self.model.get_output_embeddings().weight.size(0))
+        """Rows of the full output layer (may exceed the tokenizer's length: padding)."""
+        return self.vocab
 
     @property
     def eos_ids(self) -> frozenset[int]:
@@ -62,10 +72,13 @@ class LM:
     @torch.inference_mode()
     def forward(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
         """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
+        t = time.perf_counter()
         x = torch.tensor([ids], dtype=torch.long, device=self.device)
         out = self.model(input_ids=x, past_key_values=self.cache, use_cache=True,
                          logits_to_keep=1 if last_only else 0)
-        return out.logits[0]
+        logits = out.logits[0]
+        self.forward_s += time.perf_counter() - t
+        return logits
 
     def crop(self, length: int) -> None:
         """Drop cached positions beyond `length`."""

@@ -35,6 +35,7 @@ class Generation:
         start = time.perf_counter()
         seq = list(self.prompt)  # grows in place: no per-round copy of the whole sequence
         self._prefill(seq)
+        forward_before = self._forward_s()
         reason = None
         while reason is None:
             k = self._round_k(len(seq))
@@ -46,25 +47,35 @@ class Generation:
             accepted, nxt = self._accept(logits, draft)                                       # 3. accept
             self.target.crop(len(seq) + accepted)                                             # 4. rewind
             self.drafter.commit(len(draft.tokens), accepted)
-            self.policy.update(len(draft.tokens), accepted)
             new = draft.tokens[:accepted] + [nxt]
             kept, pieces, reason = self._finish(new, len(seq))                                # 5. stop rules
             seq.extend(kept)
             t2 = time.perf_counter()
+            self.policy.update(len(draft.tokens), accepted, t1 - t0, t2 - t1)                 # 6. adapt k
             self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1)
             self.stats.first_token_s = self.stats.first_token_s or (t2 - start)
             self.stats.decode_s += t2 - t0
+            self.stats.forward_s = self._forward_s() - forward_before
             if reason is None and self.stop.is_set():
                 reason = "interrupted"
-            from_draft = tuple(i < accepted for i in range(len(kept)))
-            yield Round(tuple(kept), "".join(pieces), len(draft.tokens), accepted, t1 - t0, t2 - t1, from_draft,
-                        tuple(pieces))
+            yield Round(tuple(kept), "".join(pieces), len(draft.tokens), accepted, t1 - t0, t2 - t1,
+                        tuple(i < accepted for i in range(len(kept))), tuple(pieces), self._notice())
         self.stats.total_s = time.perf_counter() - start
         self.stats.peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         tail = self.text.flush()
         if tail:
             yield Round((), tail, 0, 0, 0.0, 0.0, ())
         yield Done(reason, self.stats)
+
+    def _forward_s(self) -> float:
+        return self.target.forward_s + getattr(self.drafter, "forward_s", 0.0)
+
+    def _notice(self) -> str:
+        """A policy decision the user must hear about (speculation turned off or on), once."""
+        notice, self.policy.notice = self.policy.notice, ""
+        if notice:
+            self.stats.notices.append(notice)
+        return notice
 
     def _prefill(self, seq: list[int]) -> None:
         t = time.perf_counter()

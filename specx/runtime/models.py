@@ -144,35 +144,45 @@ def eos_ids(source: Source, tokenizer) -> frozenset[int]:
     return frozenset(int(i) for i in ids)
 
 
-_LOADED: dict[tuple[str, str], object] = {}
+_LOADED: dict[tuple, object] = {}
 
 
-def load_lm(source: Source, dtype: str = "auto"):
-    """Load model + tokenizer (memoised per process) as an LM with its own cache."""
-    from .fastpath import available as fastpath_available
-    from .fastpath import describe as describe_kernels
-    from .fastpath import prepack_linears
+def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vocab: int = 0):
+    """Load model + tokenizer (memoised per process) as an LM with its own cache.
+
+    `weights` is a resolved CPU weight precision (fastpath.choose): none, fp16, int8 or int4.
+    `draft_vocab` > 0 keeps only that many output rows (VocabTrim; for drafters only)."""
+    from . import fastpath, vocabtrim
     from .lm import LM
 
-    key = (str(source.path), dtype)
+    key = (str(source.path), dtype, weights, draft_vocab)
     if key not in _LOADED:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        folder = model_dir(source, dtype)
-        try:
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype),
-                                                         trust_remote_code=False)
-            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
-        except ValueError as e:
-            raise ModelUnavailable(f"cannot load {source.name}: {e}",
-                                   "specx supports the architectures transformers implements natively") from None
-        except BrokenPipeError:
-            raise   # a progress bar on a closed stderr, not a bad file
-        except OSError as e:
-            raise ModelFileError(f"cannot read {source.name}: {e}") from None
-        model.eval()
+        model, tokenizer = _from_pretrained(source, dtype)
         n_params = sum(p.numel() for p in model.parameters())
-        swapped = prepack_linears(model) if fastpath_available(model) else 0
-        _LOADED[key] = (model, tokenizer, n_params, describe_kernels(swapped))
-    model, tokenizer, n_params, kernels = _LOADED[key]
-    return LM(model, tokenizer, source.name, n_params=n_params, kernels=kernels)
+        vocab = int(model.get_output_embeddings().weight.size(0))
+        keep = None
+        if draft_vocab:
+            keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), vocab), draft_vocab)
+            vocabtrim.trim_output_layer(model, keep)
+        kernels = ", ".join(filter(None, [fastpath.apply(model, weights), vocabtrim.describe(keep, vocab)]))
+        _LOADED[key] = LM(model, tokenizer, source.name, n_params=n_params, kernels=kernels, vocab=vocab,
+                          keep_ids=keep, weights=weights)
+    return _LOADED[key].fresh()
+
+
+def _from_pretrained(source: Source, dtype: str):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = model_dir(source, dtype)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype), trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    except ValueError as e:
+        raise ModelUnavailable(f"cannot load {source.name}: {e}",
+                               "specx supports the architectures transformers implements natively") from None
+    except BrokenPipeError:
+        raise   # a progress bar on a closed stderr, not a bad file
+    except OSError as e:
+        raise ModelFileError(f"cannot read {source.name}: {e}") from None
+    model.eval()
+    return model, tokenizer

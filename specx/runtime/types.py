@@ -33,6 +33,7 @@ class Round:
     verify_s: float              # seconds spent in the target forward + verification
     from_draft: tuple[bool, ...] = ()  # per committed token: did it come from the drafter?
     pieces: tuple[str, ...] = ()       # per committed token: the text released when it was pushed
+    notice: str = ""                   # a draft-policy decision the user must hear about (auto policy)
 
 
 @dataclass
@@ -50,12 +51,14 @@ class Stats:
     draft_s: float = 0.0
     verify_s: float = 0.0
     decode_s: float = 0.0
+    forward_s: float = 0.0        # model forwards (target + drafter) inside decode_s
     total_s: float = 0.0
     first_token_s: float | None = None
     peak_bytes: int = 0
     k: int = 0
     draft_policy: str = "fixed"
     drafter: str = "none"
+    notices: list[str] = field(default_factory=list)   # policy decisions said to the user (auto)
 
     @property
     def acceptance_rate(self) -> float:
@@ -77,6 +80,11 @@ class Stats:
     def mean_drafted(self) -> float:
         """The k actually used: tokens drafted per round, on average."""
         return self.drafted / self.rounds if self.rounds else 0.0
+
+    @property
+    def overhead_share(self) -> float:
+        """Share of decoding time spent outside model forwards (the loop's own cost)."""
+        return max(0.0, 1 - self.forward_s / self.decode_s) if self.decode_s > 0 else 0.0
 
     @property
     def per_position_acceptance(self) -> list[float]:
@@ -112,6 +120,8 @@ class Stats:
             "verify_s": round(self.verify_s, 4), "decode_s": round(self.decode_s, 4),
             "total_s": round(self.total_s, 4), "peak_bytes": self.peak_bytes, "k": self.k, "draft_policy": self.draft_policy,
             "mean_drafted": round(self.mean_drafted, 4), "drafter": self.drafter,
+            "forward_s": round(self.forward_s, 4), "overhead_share": round(self.overhead_share, 4),
+            "notices": list(self.notices),
         }
 
 

@@ -1,0 +1,98 @@
+"""Weight-only CPU layers: each agrees with its dequantize-then-matmul reference, a row's result does
+not depend on the other rows of the forward, and speculative output equals plain output with them."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specx.runtime import fastpath, qlinear
+
+PRECISIONS = [p for p in ("fp16", "int8", "int4") if qlinear.usable(p)]
+
+
+def _layer(out_features=384, in_features=512, seed=0):
+    torch.manual_seed(seed)
+    layer = torch.nn.Linear(in_features, out_features)
+    with torch.no_grad():
+        layer.weight.normal_(0, 0.05)
+    return layer
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_fast_layer_matches_its_reference(precision):
+    """The packed kernel computes what dequantize + matmul computes (bf16 output rounding at most)."""
+    layer = qlinear.LAYERS[precision](_layer())
+    x = torch.randn(7, 512)
+    fast, reference = layer(x), layer.reference(x)
+    tolerance = 1e-5 if precision == "fp16" else 2 ** -7  # int8/int4 kernels return bf16
+    assert ((fast - reference).abs() / reference.abs().clamp(min=1.0)).max() < tolerance
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_quantization_error_is_bounded(precision):
+    """Dequantized weights stay within half a quantization step of the float weights."""
+    base = _layer()
+    layer = qlinear.LAYERS[precision](base)
+    error = (layer.dequantized() - base.weight.detach()).abs()
+    if precision == "fp16":
+        assert error.max() < 1e-4
+    elif precision == "int8":
+        step = layer.scales.float()[:, None]
+        assert (error <= step / 2 + 1e-7).all()
+    else:
+        w = base.weight.detach().view(384, -1, qlinear.INT4_GROUP)
+        step = (w.amax(-1, keepdim=True) - w.amin(-1, keepdim=True)) / 15
+        zero_rounding = w.abs().amax(-1, keepdim=True) * 2 ** -7   # the zero point is stored in bf16
+        assert (error.view_as(w) <= step * (1 + 2 ** -8) / 2 + zero_rounding).all()
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_row_results_do_not_depend_on_the_batch(precision):
+    """Verification feeds k+1 rows at once; each row must equal that row computed alone."""
+    layer = qlinear.LAYERS[precision](_layer())
+    x = torch.randn(9, 512)
+    alone = torch.cat([layer(x[i:i + 1]) for i in range(9)])
+    for rows in (2, 5, 9):
+        together = layer(x[:rows])
+        assert ((together - alone[:rows]).abs() / alone[:rows].abs().clamp(min=1.0)).max() < 1e-5
+
+
+def test_int4_leaves_layers_without_whole_groups_in_float():
+    """int4 needs in_features divisible by its group: other layers keep their float weights."""
+    model = torch.nn.Sequential(torch.nn.Linear(256, 64), torch.nn.Linear(64, 32))
+    assert qlinear.quantize_linears(model, "int4") == 1
+    assert isinstance(model[0], qlinear.Int4Linear) and type(model[1]) is torch.nn.Linear
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_speculative_greedy_equals_plain_in_each_precision(precision, make_lm):
+    """With the target's and drafter's weights packed, speculative greedy = plain greedy (same target)."""
+    from specx.runtime.drafters import ModelDrafter, NgramDrafter
+    from specx.runtime.loop import Generation
+    from specx.runtime.types import Round, Sampling
+
+    target = make_lm("qwen2", seed=3, hidden=128)
+    draft = make_lm("qwen2", seed=4, layers=1, hidden=128)
+    for lm in (target, draft):
+        lm.model.float()
+        assert fastpath.apply(lm.model, precision).startswith(f"kernels: {precision}")
+    outs = []
+    for k, drafter in ((0, NgramDrafter()), (4, ModelDrafter(draft, 96, 96)), (6, NgramDrafter())):
+        gen = Generation(target, drafter, [0, 5, 9, 12, 5, 9], k=k, max_tokens=40, sampling=Sampling())
+        outs.append([t for e in gen if isinstance(e, Round) for t in e.token_ids])
+    assert outs[0] == outs[1] == outs[2] and len(outs[0]) > 10
+
+
+def test_auto_keeps_target_weights_and_packs_the_drafter(monkeypatch):
+    """`auto`: the target is never quantized behind the user's back; the drafter gets fp16 if it can."""
+    assert fastpath.choose("auto", "target") == "none"
+    assert fastpath.choose("auto", "drafter") == ("fp16" if qlinear.usable("fp16") else "none")
+    monkeypatch.setenv("SPECX_KERNELS", "reference")
+    assert fastpath.choose("auto", "drafter") == "none"
+
+
+def test_unknown_precision_is_a_usage_error():
+    from specx.runtime.errors import UsageError
+
+    with pytest.raises(UsageError, match="int3"):
+        fastpath.choose("int3", "target")
