@@ -171,12 +171,13 @@ def _write(entries: list[dict]) -> None:
     atomic_write(path(), json.dumps({"version": VERSION, "entries": entries}, indent=1, ensure_ascii=False) + "\n")
 
 
-def record(key: TunedKey, setting: TunedSetting | None, trials: list[dict]) -> None:
+def record(key: TunedKey, setting: TunedSetting | None, trials: list[dict], names: dict | None = None) -> None:
     """Add or replace this key's entry, under the lock (concurrent tunes of other pairs both land)."""
     from .atomicio import locked
 
     check_writable()
-    entry = {"key": asdict(key), "setting": asdict(setting) if setting else None, "trials": trials}
+    entry = {"key": asdict(key), "names": names or {}, "setting": asdict(setting) if setting else None,
+             "trials": trials}
     with locked(config_dir() / LOCK):
         entries = [e for e in load_entries() if e["key"] != entry["key"]]
         _write(entries + [entry])
