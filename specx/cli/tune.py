@@ -126,3 +126,57 @@ def show_tuned() -> None:
                       str(k.get("device")), f"{k.get('dtype')} {k.get('quant')}".replace(" none", ""),
                       str(k.get("mode")), setting)
     console(sys.stdout).print(table)
+
+
+# ---- `specx run` reads the tuned setting ------------------------------------------------------------
+
+RUN_OPTIONS = ("drafter", "draft_tokens", "draft_policy", "confidence")
+
+
+def explicit_options() -> set[str]:
+    """The options of the running command that the user set (command line or environment), not defaults."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover  (older typer: plain click)
+        from click import get_current_context
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {name for name in RUN_OPTIONS
+            if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
+
+
+def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float, dtype: str,
+                temperature: float, notify=output.note) -> tuple[str, int, str, float]:
+    """Flags > tuned > built-in defaults: a tuned setting fills what the command line left unset, and says so."""
+    from ..runtime import tuned
+
+    explicit = explicit_options()
+    if drafter == "none" or ("draft_tokens" in explicit and k == 0) or not tuned.load_entries():
+        return drafter, k, policy, confidence
+    wanted = None if drafter == "auto" else drafter
+    if wanted and wanted != "ngram" and Path(wanted).expanduser().exists():
+        wanted = str(Path(wanted).expanduser().resolve())
+    setting = tuned.lookup_tuned(tuned.make_key(model, wanted, dtype, temperature))
+    if setting is None or not _usable(setting.drafter):
+        return drafter, k, policy, confidence
+    if setting.off:
+        if wanted is not None:
+            notify(f"note: tuning found this drafter slower than plain decoding ({setting.describe()}); "
+                   f"using it because --drafter was given")
+            return drafter, k, policy, confidence
+        notify(f"tuned: {setting.describe()}; --drafter or -k overrides it")
+        return "none", 0, policy, confidence
+    overridden = [o for o in ("draft_tokens", "draft_policy", "confidence") if o in explicit]
+    k = k if "draft_tokens" in explicit else setting.k
+    policy = policy if "draft_policy" in explicit else setting.policy
+    confidence = confidence if "confidence" in explicit else setting.confidence
+    flags = ", ".join("-k" if o == "draft_tokens" else "--" + o.replace("_", "-") for o in overridden)
+    kept = f"; {flags} from the command line override{'s' * (len(overridden) == 1)} it" if overridden else ""
+    notify(f"tuned: {setting.describe()}{kept}")
+    return (setting.drafter if wanted is None else drafter), k, policy, confidence
+
+
+def _usable(ref: str) -> bool:
+    """A tuned drafter that is a path must still be there (presets and ngram always are)."""
+    return ref in ("none", "ngram") or "/" not in ref or Path(ref).exists()
