@@ -149,6 +149,7 @@ def test_plot_without_matplotlib_is_a_clear_error_before_any_work(cli_models, mo
     (["-k", "0"], "-k must be between 1"), (["--repeats", "0"], "--repeats must be at least 1"),
     (["--draft-policy", "psychic"], "unknown draft policy"), (["--prompts", "/nonexistent.toml"], "not found"),
     (["--plot", "x.jpg"], "PNG"), (["--peer", "vllm"], "unknown peer"),
+    (["--json", "/nonexistent/r.json"], "does not exist"),
 ])
 def test_bad_options_fail_with_one_usage_error(cli_models, args, fragment):
     result = invoke("bench", str(cli_models["target"]), *args)

@@ -47,24 +47,27 @@ def plot(doc: dict, dest: str) -> Path:
     left.set_xticks([j + width * (len(configs) - 1) / 2 for j in range(len(cats))], cats)
     left.set_ylabel("speedup vs --drafter none (median, 90% CI)")
     left.set_title("Speedup per category")
-    left.legend(fontsize=7)
+    left.legend(fontsize=7, loc="best")
     right.set_xlabel("draft position")
     right.set_ylabel("acceptance rate")
     right.set_ylim(0, 1.05)
+    width_max = max((len(line.get_xdata()) for line in right.lines), default=0)
+    right.set_xticks(range(1, width_max + 1))
     right.set_title("Acceptance by draft position (overall)")
     if right.lines:
         right.legend(fontsize=7)
     fig.suptitle(f"{doc['settings']['model']} · {doc['settings']['mode']} · {doc['created']}", fontsize=9)
     fig.tight_layout()
-    dest_path = Path(dest).expanduser()
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest_path.name}.", suffix=".png", dir=dest_path.parent or ".")
-    os.close(fd)
+    dest_path, tmp = Path(dest).expanduser(), None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest_path.name}.", suffix=".png", dir=dest_path.parent)
+        os.close(fd)
         fig.savefig(tmp, dpi=120)
         os.replace(tmp, dest_path)
     except OSError as e:
         raise SpecxError(f"cannot write {dest_path}: {e.strerror or e}", "check the folder is writable") from None
     finally:
         plt.close(fig)
-        Path(tmp).unlink(missing_ok=True)
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
     return dest_path

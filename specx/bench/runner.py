@@ -1,7 +1,6 @@
 """Measure configurations on a prompt suite: models load once, configurations alternate every unit."""
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,8 +157,3 @@ class Runner:
             m.interrupted = True
         return m
 
-
-def timed(fn: Callable[[], object]) -> tuple[object, float]:
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t

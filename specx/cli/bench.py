@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -45,7 +46,7 @@ def bench(
     from ..bench.runner import Runner
 
     settings, configs, chosen = plan(model, drafter, draft_policy, draft_tokens, confidence, max_tokens, repeats,
-                                     prompts, dtype, temperature, seed, peer, plot_path)
+                                     prompts, dtype, temperature, seed, peer, plot_path, json_path, csv_path)
     from ..runtime.types import Sampling
 
     runner = Runner(model, configs, chosen, dtype=dtype, max_tokens=max_tokens,
@@ -60,7 +61,7 @@ def bench(
 
 
 def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts, dtype, temperature, seed,
-         peers, plot_path):
+         peers, plot_path, json_out=None, csv_out=None):
     """Every check that needs no model, then the configurations: drafters × policies × k, plus peers."""
     from ..bench import suite
     from ..bench.peers import peer_configs
@@ -83,6 +84,9 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
         from ..bench.plot import check_available
 
         check_available(plot_path)
+    for dest in (json_out, csv_out, plot_path):
+        if dest not in (None, "-") and not Path(dest).expanduser().parent.is_dir():
+            raise UsageError(f"the folder of {dest} does not exist", "create it first, or write somewhere else")
     chosen = suite.load(prompts)
     names = [resolve_auto(model) if d == "auto" else d for d in (drafters or ["auto"])]
     configs = with_baseline([Config(d, k, p, confidence) for d in names if d != "none" for p in policies for k in ks])
