@@ -170,3 +170,34 @@ def test_atomic_write_never_leaves_half_a_file(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         atomicio.atomic_write(dest, "new" * 1000)
     assert dest.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_bench_and_tune_help_do_not_import_torch():
+    """`specx bench --help` and `specx tune --help` stay instant."""
+    import subprocess
+
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom specx.cli import app\nr = CliRunner()\n"
+            "assert r.invoke(app, ['bench', '--help']).exit_code == 0\n"
+            "assert r.invoke(app, ['tune', '--help']).exit_code == 0\n"
+            "print([m for m in ('torch', 'transformers') if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_real_model_bench_with_peers_matches_the_baseline(prompts_file, tmp_path):
+    """SmolLM2-135M (fixture GGUF), ngram and transformers' prompt lookup: schema-valid, greedy outputs agree."""
+    from conftest import fixture_model
+
+    model = fixture_model("smollm2-135m")
+    prompts = tmp_path / "real.toml"
+    prompts.write_text('[[prompt]]\ncategory = "rewrite"\ntext = "Repeat this list exactly: apple, banana, cherry, '
+                       'date, elderberry, fig, grape."\n[[prompt]]\ncategory = "chat"\ntext = "Name a colour."\n')
+    result = bench(str(model), "-d", "ngram", "--prompts", str(prompts), "-n", "24", "-r", "1", "--peer", "hf",
+                   "--json", "-")
+    doc = json.loads(result.stdout)
+    Draft202012Validator(SCHEMA).validate(doc)
+    overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
+    assert set(overall) == {"none", "ngram k=4 fixed", "hf-lookup"}
+    assert overall["ngram k=4 fixed"]["outputs_matched"] == 2

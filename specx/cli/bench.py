@@ -111,20 +111,24 @@ def finish(m, settings, model, json_path, csv_path, plot_path, suite) -> None:
     import json
 
     from ..bench import render, report, store
+    from ..runtime.errors import SpecxError
 
     rows = report.summarise(m, greedy=settings["mode"] == "greedy", level=settings["level"])
     if not rows:
         output.note("no configuration finished a prompt: nothing to report")
         return
     doc = report.document(m, rows, settings, store.environment())
-    saved = store.save(doc, model)
+    try:
+        saved = f"saved {store.save(doc, model)}"
+    except SpecxError as e:   # the measurements still reach the table and the files asked for
+        saved = f"warning: the result was not saved: {e.message}"
     to_stdout = "-" in (json_path, csv_path)
     con = render.console(sys.stderr if to_stdout else sys.stdout)
     con.print(render.bench_table(doc))
     for line in render.precision_lines(doc) + ([f"interrupted: {doc['complete_units']} complete measurements kept"]
                                                if m.interrupted else []):
         con.print(line)
-    output.note(f"saved {saved}")
+    output.note(saved)
     for dest, text in ((json_path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n"),
                        (csv_path, report.csv_text(rows))):
         if dest == "-":
