@@ -201,3 +201,12 @@ def test_real_model_bench_with_peers_matches_the_baseline(prompts_file, tmp_path
     overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
     assert set(overall) == {"none", "ngram k=4 fixed", "hf-lookup"}
     assert overall["ngram k=4 fixed"]["outputs_matched"] == 2
+
+
+def test_an_unwritable_data_dir_still_reports(cli_models, prompts_file, tmp_path, monkeypatch):
+    from test_tune import unwritable_home
+
+    monkeypatch.setenv("SPECX_HOME", unwritable_home(tmp_path))
+    result = bench(str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1",
+                   "--no-warmup")
+    assert "overall" in result.stdout and "warning: the result was not saved" in result.stderr
