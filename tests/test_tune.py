@@ -172,14 +172,14 @@ def test_ctrl_c_keeps_finished_trials_and_leaves_a_whole_file(cli_models, prompt
     from specx.cli import bench as bench_cli
 
     calls = {"n": 0}
-    original = bench_cli.progress_bar.advance
+    original = bench_cli.ProgressBar.advance
 
     def interrupting(self, label, sample):
         original(self, label, sample)
         calls["n"] += 1
         if calls["n"] == 10 + 10 + 3:   # warm-ups, one complete prompt, part of the next
             raise KeyboardInterrupt
-    monkeypatch.setattr(bench_cli.progress_bar, "advance", interrupting)
+    monkeypatch.setattr(bench_cli.ProgressBar, "advance", interrupting)
     result = invoke("tune", str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1")
     assert result.exit_code == 130, result.stderr
     assert "interrupted: the setting comes from 1 finished comparisons" in result.stderr

@@ -53,7 +53,7 @@ def bench(
                     sampling=Sampling(temperature, None, None, seed if temperature else None), notify=output.note)
     runner.load()
     total = len(runner.configs) * (repeats * len(chosen) + (1 if warmup else 0))
-    with progress_bar("bench", total) as advance:
+    with ProgressBar("bench", total) as advance:
         m = runner.run(repeats, warmup, advance)
     finish(m, settings, model, json_path, csv_path, plot_path, suite)
     if m.interrupted:
@@ -159,7 +159,7 @@ def show_compare(a: str, b: str, json_path: str | None) -> None:
         con.print(line)
 
 
-class progress_bar:
+class ProgressBar:
     """A Rich progress bar on stderr (transient on a terminal, absent when stderr is not one)."""
 
     def __init__(self, what: str, total: int):

@@ -56,7 +56,7 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     from ..runtime.api import check_options
     from ..runtime.errors import UsageError
     from ..runtime.types import Sampling
-    from .bench import progress_bar, resolve_auto
+    from .bench import ProgressBar, resolve_auto
 
     check_options(max_tokens, Sampling(temperature))
     ref = resolve_auto(model) if drafter == "auto" else drafter
@@ -71,7 +71,7 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     runner.load()
     output.note(f"tuning {len(runner.configs)} configurations (the baseline included) on {len(chosen)} prompts, "
                 f"{repeats} repeats, {max_tokens} new tokens each")
-    with progress_bar("tune", len(runner.configs) * (repeats * len(chosen) + 1)) as advance:
+    with ProgressBar("tune", len(runner.configs) * (repeats * len(chosen) + 1)) as advance:
         m = runner.run(repeats, True, advance)
     rows = report.summarise(m, greedy=temperature == 0)
     found = trials(rows, runner.configs)
