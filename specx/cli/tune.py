@@ -93,7 +93,7 @@ def show_trials(found: list[dict]) -> None:
     from ..bench.render import console
 
     table = Table(title="specx tune · overall medians, fastest first", title_justify="left")
-    for name in ("config", "tok/s", "speedup", "speedup 5%", "accept"):
+    for name in ("config", "tok/s", "speedup", "speedup 90% lo", "accept"):
         table.add_column(name, justify="left" if name == "config" else "right")
     for t in found:
         table.add_row(t["label"], f"{t['tok_s']:.2f}", _x(t["speedup"]), _x(t["speedup_lo"]),
