@@ -65,6 +65,8 @@ def _root() -> None:
 
 from . import env as _env  # noqa: E402,F401  (registers the command)
 from . import run as _run  # noqa: E402,F401  (registers the command)
+from . import bench as _bench  # noqa: E402,F401  (registers the command)
+from . import tune as _tune  # noqa: E402,F401  (registers the command)
 
 
 def report(error) -> int:

@@ -1,0 +1,1 @@
+"""specx bench and specx tune: the prompt suite, measurements, reports, saved results."""

@@ -1,0 +1,182 @@
+"""`specx tune MODEL`: measure k and the draft policies on this machine, remember the fastest for `specx run`."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import EXIT_CODES, app, output
+
+EXAMPLES = """\b
+Examples:
+  specx tune ./target.gguf --drafter ./drafter.gguf
+  specx tune smollm2 --drafter ngram --prompts my-prompts.toml
+  specx tune --show
+  specx tune ./target.gguf --reset
+"""
+
+
+@app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
+def tune(
+    model: Annotated[Optional[str], typer.Argument(help="Target: a GGUF file, a Hugging Face model folder, or a preset name.")] = None,
+    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, ngram, or a model (file/folder/preset).")] = "auto",
+    prompts: Annotated[Optional[str], typer.Option("--prompts", help="Calibrate on your own prompts (all of them) instead of one bundled prompt per category.")] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 64,
+    repeats: Annotated[int, typer.Option("--repeats", "-r", help="Measured runs of every prompt and configuration.")] = 2,
+    dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
+    temperature: Annotated[float, typer.Option("--temperature", "-t", help="Tune for greedy (0) or for sampling (> 0).")] = 0.0,
+    show: Annotated[bool, typer.Option("--show", help="List the tuned settings and exit.")] = False,
+    reset: Annotated[bool, typer.Option("--reset", help="Forget the tuned settings (of MODEL, or all) and exit.")] = False,
+) -> None:
+    """Sweep k (1-8) and the draft policies; save the fastest measured setting for `specx run` (or "speculation off")."""
+    from ..runtime import tuned
+    from ..runtime.errors import UsageError
+
+    if show:
+        return show_tuned()
+    if reset:
+        removed = tuned.reset(tuned.model_identity(model) if model else None)
+        output.note(f"removed {removed} tuned setting{'s' * (removed != 1)}" + (f" of {model}" if model else ""))
+        return
+    if model is None:
+        raise UsageError("specx tune needs a MODEL (or --show / --reset)", "e.g. specx tune ./target.gguf --drafter ngram")
+    if repeats < 1:
+        raise UsageError(f"--repeats must be at least 1 (got {repeats})", "try --repeats 2")
+    tuned.check_writable()   # before an hour of measuring, not after
+    measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temperature)
+
+
+def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temperature) -> None:
+    from ..bench import report, suite
+    from ..bench.runner import Runner
+    from ..bench.tune import candidates, choose, trials
+    from ..runtime import tuned
+    from ..runtime.api import check_options
+    from ..runtime.errors import UsageError
+    from ..runtime.types import Sampling
+    from .bench import ProgressBar, resolve_auto
+
+    check_options(max_tokens, Sampling(temperature))
+    ref = resolve_auto(model) if drafter == "auto" else drafter
+    if ref == "none":
+        raise UsageError("there is nothing to tune without a drafter", "give --drafter ngram or a drafter model")
+    ref = ref if ref == "ngram" or not Path(ref).expanduser().exists() else str(Path(ref).expanduser().resolve())
+    key = tuned.make_key(model, ref, dtype, temperature)
+    chosen = suite.load(prompts) if prompts else suite.calibration(suite.bundled())
+    configs = candidates(ref)
+    runner = Runner(model, configs, chosen, dtype=dtype, max_tokens=max_tokens,
+                    sampling=Sampling(temperature, None, None, 0 if temperature else None), notify=output.note)
+    runner.load()
+    output.note(f"tuning {len(runner.configs)} configurations (the baseline included) on {len(chosen)} prompts, "
+                f"{repeats} repeats, {max_tokens} new tokens each")
+    with ProgressBar("tune", len(runner.configs) * (repeats * len(chosen) + 1)) as advance:
+        m = runner.run(repeats, True, advance)
+    rows = report.summarise(m, greedy=temperature == 0)
+    found = trials(rows, runner.configs)
+    setting = choose(found, ref, complete=not m.interrupted)
+    if setting is None:
+        output.note("interrupted before any prompt was measured by every configuration: nothing saved")
+        raise typer.Exit(130)
+    tuned.record(key, setting, found, {"target": model, "drafter": ref})
+    show_trials(found)
+    output.note(f"tuned: {setting.describe()}; saved in {tuned.path()}")
+    if m.interrupted:
+        output.note(f"interrupted: the setting comes from {len(m.complete_units())} finished comparisons")
+        raise typer.Exit(130)
+
+
+def show_trials(found: list[dict]) -> None:
+    from rich.table import Table
+
+    from ..bench.render import console
+
+    table = Table(title="specx tune · overall medians, fastest first", title_justify="left")
+    for name in ("config", "tok/s", "speedup", "speedup 90% lo", "accept"):
+        table.add_column(name, justify="left" if name == "config" else "right")
+    for t in found:
+        table.add_row(t["label"], f"{t['tok_s']:.2f}", _x(t["speedup"]), _x(t["speedup_lo"]),
+                      "–" if t["acceptance_rate"] is None else f"{t['acceptance_rate'] * 100:.0f}%")
+    console(sys.stdout).print(table)
+
+
+def _x(v) -> str:
+    return "–" if v is None else f"{v:.2f}×"
+
+
+def show_tuned() -> None:
+    """Every stored setting: the models by name, the machine, the precision and what won."""
+    from rich.table import Table
+
+    from ..bench.render import console
+    from ..runtime import tuned
+
+    entries = tuned.load_entries()
+    if not entries:
+        output.note(f"no tuned settings yet ({tuned.path()}); run `specx tune MODEL`")
+        return
+    table = Table(title=f"tuned settings · {tuned.path()}", title_justify="left")
+    for name in ("target", "drafter", "device", "dtype", "mode", "setting"):
+        table.add_column(name)
+    for e in entries:
+        k, names = e["key"], e.get("names") or {}
+        setting = tuned.TunedSetting.from_dict(e["setting"]).describe() if e.get("setting") else "–"
+        table.add_row(str(names.get("target", k.get("target"))), str(names.get("drafter", k.get("drafter"))),
+                      str(k.get("device")), f"{k.get('dtype')} {k.get('quant')}".replace(" none", ""),
+                      str(k.get("mode")), setting)
+    console(sys.stdout).print(table)
+
+
+# ---- `specx run` reads the tuned setting ------------------------------------------------------------
+
+RUN_OPTIONS = ("drafter", "draft_tokens", "draft_policy", "confidence")
+
+
+def explicit_options() -> set[str]:
+    """The options of the running command that the user set (command line or environment), not defaults."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover  (older typer: plain click)
+        from click import get_current_context
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {name for name in RUN_OPTIONS
+            if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
+
+
+def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float, dtype: str,
+                temperature: float, notify=output.note) -> tuple[str, int, str, float]:
+    """Flags > tuned > built-in defaults: a tuned setting fills what the command line left unset, and says so."""
+    from ..runtime import tuned
+
+    explicit = explicit_options()
+    if drafter == "none" or ("draft_tokens" in explicit and k == 0) or not tuned.load_entries():
+        return drafter, k, policy, confidence
+    wanted = None if drafter == "auto" else drafter
+    if wanted and wanted != "ngram" and Path(wanted).expanduser().exists():
+        wanted = str(Path(wanted).expanduser().resolve())
+    setting = tuned.lookup_tuned(tuned.make_key(model, wanted, dtype, temperature))
+    if setting is None or not _usable(setting.drafter):
+        return drafter, k, policy, confidence
+    if setting.off:
+        if wanted is not None:
+            notify(f"note: tuning found this drafter slower than plain decoding ({setting.describe()}); "
+                   f"using it because --drafter was given")
+            return drafter, k, policy, confidence
+        notify(f"tuned: {setting.describe()}; --drafter or -k overrides it")
+        return "none", 0, policy, confidence
+    overridden = [o for o in ("draft_tokens", "draft_policy", "confidence") if o in explicit]
+    k = k if "draft_tokens" in explicit else setting.k
+    policy = policy if "draft_policy" in explicit else setting.policy
+    confidence = confidence if "confidence" in explicit else setting.confidence
+    flags = ", ".join("-k" if o == "draft_tokens" else "--" + o.replace("_", "-") for o in overridden)
+    kept = f"; {flags} from the command line override{'s' * (len(overridden) == 1)} it" if overridden else ""
+    notify(f"tuned: {setting.describe()}{kept}")
+    return (setting.drafter if wanted is None else drafter), k, policy, confidence
+
+
+def _usable(ref: str) -> bool:
+    """A tuned drafter that is a path must still be there (presets and ngram always are)."""
+    return ref in ("none", "ngram") or "/" not in ref or Path(ref).exists()

@@ -1,0 +1,197 @@
+"""Tuned settings: what `specx tune` measured best, per model pair and machine, for `specx run` to use.
+
+Stored in `tuned.json` in the user config dir. Writers take an flock on `tuned.json.lock`, re-read,
+merge their entry and replace the file atomically, so concurrent tunes never lose each other's
+results and readers (which take no lock) never see half a file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from .errors import SpecxError
+from .paths import config_dir
+
+FILE, LOCK = "tuned.json", "tuned.json.lock"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class TunedKey:
+    """What a tuned setting depends on. `drafter=None` in a lookup matches any drafter."""
+
+    target: str                 # model identity: sha256 of the GGUF, or folder + weight stamps
+    drafter: str | None         # "none", "ngram", or the drafter model's identity
+    device: str                 # e.g. "cpu: AMD EPYC 7B13, 2 threads"
+    dtype: str                  # float32 | bfloat16 | float16
+    quant: str = "none"         # weight-only quantisation, when used
+    placement: str = "cpu"      # where the weights live (one device, or an offload split)
+    mode: str = "greedy"        # greedy | sampling
+
+    def matches(self, other: dict) -> bool:
+        mine = asdict(self)
+        return all(other.get(f) == v for f, v in mine.items() if not (f == "drafter" and v is None))
+
+
+@dataclass(frozen=True)
+class TunedSetting:
+    """The winning configuration; `drafter == "none"` means speculation is off for this pair."""
+
+    drafter: str                # what to pass as --drafter: "none", "ngram", a model path or preset name
+    k: int
+    policy: str = "fixed"
+    confidence: float = 0.4
+    tok_s: float | None = None
+    baseline_tok_s: float | None = None
+    speedup: float | None = None
+    tuned_at: str = ""          # ISO 8601, UTC
+    complete: bool = True       # False: the tune was interrupted and this comes from the finished trials
+
+    @property
+    def off(self) -> bool:
+        return self.drafter == "none" or self.k == 0
+
+    def describe(self) -> str:
+        """One sentence, e.g. `k=5 fixed with drafter ngram, tuned 2026-11-23 (1.31× plain decoding)`."""
+        date = self.tuned_at[:10] or "at an unknown date"
+        partial = "; interrupted tune" if not self.complete else ""
+        if self.off:
+            return f"speculation off (tuned {date}: nothing beat plain decoding{partial})"
+        policy = f"confidence {self.confidence:g}" if self.policy == "confidence" else self.policy
+        gain = f" ({self.speedup:.2f}× plain decoding{partial})" if self.speedup else ""
+        return f"k={self.k} {policy} with drafter {_short(self.drafter)}, tuned {date}{gain}"
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TunedSetting":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _short(ref: str) -> str:
+    return ref if ref in ("none", "ngram") else Path(ref).stem or ref
+
+
+# ---- identities ---------------------------------------------------------------------------------
+
+def model_identity(ref: str) -> str:
+    """sha256 of a GGUF (remembered by the model cache's index), else the folder plus its weight stamps."""
+    from .models import resolve
+    from .store import sha256_file
+
+    if ref in ("none", "ngram"):
+        return ref
+    source = resolve(ref)
+    if source.kind == "gguf":
+        return "sha256:" + sha256_file(source.path)
+    h = hashlib.sha256()
+    for f in sorted(source.path.glob("*.json")) + sorted(source.path.glob("*.safetensors")):
+        st = f.stat()
+        h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return f"folder:{source.path.resolve()}:{h.hexdigest()[:16]}"
+
+
+def device_identity(device: str = "cpu") -> str:
+    """The processor and thread count (CPU) or the GPU's name: tuned speeds are per machine."""
+    import torch
+
+    if device.startswith("cuda"):
+        return f"{device}: {torch.cuda.get_device_name(device)}"
+    model = "unknown cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"cpu: {model}, {torch.get_num_threads()} threads"
+
+
+def make_key(model: str, drafter: str | None, dtype: str = "auto", temperature: float = 0.0,
+             quant: str = "none", device: str = "cpu") -> TunedKey:
+    from .models import dtype_name
+
+    return TunedKey(model_identity(model), None if drafter is None else model_identity(drafter),
+                    device_identity(device), dtype_name(dtype), quant, device.split(":")[0],
+                    "greedy" if temperature == 0 else "sampling")
+
+
+# ---- the store ----------------------------------------------------------------------------------
+
+def path() -> Path:
+    return config_dir() / FILE
+
+
+def load_entries() -> list[dict]:
+    """Every stored entry; a missing, unreadable or foreign file reads as none (it is only a cache)."""
+    try:
+        data = json.loads(path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("entries"), list):
+        return []
+    return [e for e in data["entries"] if isinstance(e, dict) and isinstance(e.get("key"), dict)]
+
+
+def lookup_tuned(key: TunedKey) -> TunedSetting | None:
+    """The tuned setting for this key (any drafter if key.drafter is None: the fastest one), or None."""
+    found = []
+    for entry in load_entries():
+        if key.matches(entry["key"]) and isinstance(entry.get("setting"), dict):
+            try:
+                found.append(TunedSetting.from_dict(entry["setting"]))
+            except TypeError:
+                continue
+    if not found:
+        return None
+    return max(found, key=lambda s: (not s.off, s.speedup or 0.0))
+
+
+def check_writable() -> None:
+    """Fail before tuning, not after: the config dir must take the lock file and a new tuned.json."""
+    folder = config_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644))
+        probe = folder / f".{FILE}.probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise SpecxError(f"cannot save tuned settings in {folder}: {e.strerror or e}",
+                         "make that folder writable or set SPECX_HOME to a writable folder; "
+                         "`specx run` works without tuned settings") from None
+
+
+def _write(entries: list[dict]) -> None:
+    from .atomicio import atomic_write
+
+    atomic_write(path(), json.dumps({"version": VERSION, "entries": entries}, indent=1, ensure_ascii=False) + "\n")
+
+
+def record(key: TunedKey, setting: TunedSetting | None, trials: list[dict], names: dict | None = None) -> None:
+    """Add or replace this key's entry, under the lock (concurrent tunes of other pairs both land)."""
+    from .atomicio import locked
+
+    check_writable()
+    entry = {"key": asdict(key), "names": names or {}, "setting": asdict(setting) if setting else None,
+             "trials": trials}
+    with locked(config_dir() / LOCK):
+        entries = [e for e in load_entries() if e["key"] != entry["key"]]
+        _write(entries + [entry])
+
+
+def reset(target: str | None = None) -> int:
+    """Forget every tuned setting (or those of one target identity); returns how many were removed."""
+    from .atomicio import locked
+
+    if not path().exists():
+        return 0
+    check_writable()
+    with locked(config_dir() / LOCK):
+        entries = load_entries()
+        keep = [e for e in entries if target is not None and e["key"].get("target") != target]
+        _write(keep)
+    return len(entries) - len(keep)

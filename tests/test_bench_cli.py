@@ -1,0 +1,212 @@
+"""`specx bench` on tiny models: the JSON schema, CSV, saved results, peers, --compare, --plot, errors."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from cli_helpers import cli_models, invoke, make_folder, one_thread  # noqa: F401
+from specx.bench.report import CSV_COLUMNS
+from specx.runtime import paths
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+NUM, INT, STR = {"type": "number", "minimum": 0}, {"type": "integer", "minimum": 0}, {"type": "string"}
+OPT_NUM, OPT_INT = {"type": ["number", "null"], "minimum": 0}, {"type": ["integer", "null"], "minimum": 0}
+INTERVAL = {"type": "object", "additionalProperties": False, "required": ["median", "lo", "hi", "n"],
+            "properties": {"median": NUM, "lo": NUM, "hi": NUM, "n": INT}}
+OPT_INTERVAL = {"oneOf": [INTERVAL, {"type": "null"}]}
+RATE = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
+ROW = {"type": "object", "additionalProperties": False,
+       "required": ["config", "category", "precision", "samples", "tok_s", "speedup", "acceptance_rate",
+                    "mean_acceptance_length", "per_position_acceptance", "ttft_s", "draft_s", "verify_s",
+                    "peak_bytes", "weights_bytes", "outputs_matched", "outputs_compared"],
+       "properties": {"config": STR, "category": STR, "precision": {"type": "string", "minLength": 1},
+                      "samples": INT, "tok_s": INTERVAL, "speedup": OPT_INTERVAL, "acceptance_rate": RATE,
+                      "mean_acceptance_length": OPT_NUM, "per_position_acceptance": {"type": "array", "items": RATE},
+                      "ttft_s": OPT_INTERVAL, "draft_s": NUM, "verify_s": NUM, "peak_bytes": INT,
+                      "weights_bytes": INT, "outputs_matched": OPT_INT, "outputs_compared": OPT_INT}}
+CONFIG = {"type": "object", "additionalProperties": False,
+          "required": ["label", "drafter", "k", "policy", "confidence", "peer", "baseline", "precision", "weights_bytes"],
+          "properties": {"label": STR, "drafter": STR, "k": INT, "policy": STR, "confidence": NUM,
+                         "peer": {"type": ["string", "null"]}, "baseline": {"type": "boolean"},
+                         "precision": {"type": "string", "minLength": 1}, "weights_bytes": INT}}
+SAMPLE = {"type": "object", "required": ["config", "prompt", "category", "repeat", "new_tokens", "total_s", "tok_s"],
+          "properties": {"repeat": INT, "new_tokens": INT, "total_s": NUM, "tok_s": NUM}}
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "additionalProperties": False,
+    "required": ["version", "kind", "created", "settings", "environment", "configs", "prompts", "complete_units",
+                 "interrupted", "rows", "samples"],
+    "properties": {
+        "version": {"const": 1}, "kind": {"const": "specx-bench"}, "created": STR,
+        "settings": {"type": "object", "required": ["model", "dtype", "max_tokens", "repeats", "mode", "prompts",
+                                                     "level", "tok_s"]},
+        "environment": {"type": "object", "required": ["python", "packages", "device", "torch_threads"],
+                        "properties": {"packages": {"type": "object", "required": ["torch", "transformers"]}}},
+        "configs": {"type": "array", "items": CONFIG, "minItems": 2},
+        "prompts": {"type": "array", "items": {"type": "object", "required": ["name", "category"]}},
+        "complete_units": INT, "interrupted": {"type": "boolean"},
+        "rows": {"type": "array", "items": ROW, "minItems": 1}, "samples": {"type": "array", "items": SAMPLE},
+    },
+}
+
+
+@pytest.fixture
+def prompts_file(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text('[[prompt]]\ncategory = "copy"\ntext = "w5 w9 w12 w5 w9 w12"\n[[prompt]]\ncategory = "chat"\n'
+                    'text = "w7 w8 w30"\n[[prompt]]\ncategory = "chat"\ntext = "w40 w41"\n')
+    return str(path)
+
+
+def bench(*args):
+    result = invoke("bench", *args)
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def test_json_on_stdout_validates_and_the_table_moves_to_stderr(cli_models, prompts_file):
+    result = bench(str(cli_models["target"]), "-d", "ngram", "-k", "2", "-k", "4", "--prompts", prompts_file,
+                   "-n", "6", "-r", "2", "--json", "-")
+    doc = json.loads(result.stdout)
+    Draft202012Validator.check_schema(SCHEMA)
+    Draft202012Validator(SCHEMA).validate(doc)
+    assert [c["label"] for c in doc["configs"]] == ["none", "ngram k=2 fixed", "ngram k=4 fixed"]
+    assert {(r["config"], r["category"]) for r in doc["rows"]} == {
+        (c, g) for c in ("none", "ngram k=2 fixed", "ngram k=4 fixed") for g in ("copy", "chat", "overall")}
+    overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
+    assert all(r["samples"] == 6 for r in overall.values())
+    assert overall["ngram k=4 fixed"]["outputs_matched"] == 6   # greedy: token for token the baseline's
+    assert "specx bench" in result.stderr and "precision of none: float32" in result.stderr
+    assert doc["complete_units"] == 6 and not doc["interrupted"]
+
+
+def test_files_are_written_saved_under_the_data_dir_and_the_table_goes_to_stdout(cli_models, prompts_file, tmp_path):
+    out_json, out_csv = tmp_path / "r.json", tmp_path / "r.csv"
+    result = bench(str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1",
+                   "--no-warmup", "--json", str(out_json), "--csv", str(out_csv))
+    assert "overall" in result.stdout and "speedup" in result.stdout
+    saved = list((paths.data_dir() / "bench").glob("*.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text()) == json.loads(out_json.read_text())
+    rows = list(csv.DictReader(io.StringIO(out_csv.read_text())))
+    assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 2 * 3
+    assert {r["config"] for r in rows} == {"none", "ngram k=4 fixed"}
+    leftovers = [p.name for p in list(tmp_path.iterdir()) + saved if p.name.startswith(".")]
+    assert leftovers == []
+
+
+def test_peer_rows_run_transformers_on_the_same_weights(cli_models, prompts_file, tmp_path):
+    draft = make_folder(tmp_path / "draft", layers=1, seed=5)
+    result = bench(str(cli_models["target"]), "-d", str(draft), "--prompts", prompts_file, "-n", "4", "-r", "1",
+                   "--peer", "hf", "--json", "-")
+    doc = json.loads(result.stdout)
+    labels = [c["label"] for c in doc["configs"]]
+    assert labels == ["none", "draft k=4 fixed", "hf-assisted", "hf-lookup"]
+    overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
+    assert overall["hf-lookup"]["outputs_matched"] == 3 and overall["hf-assisted"]["outputs_matched"] == 3
+    assert "transformers generate" in overall["hf-assisted"]["precision"]
+
+
+def test_compare_shows_the_change_between_two_saved_results(cli_models, prompts_file, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    bench(str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1", "--json", str(a))
+    doc = json.loads(a.read_text())
+    for row in doc["rows"]:
+        row["tok_s"]["median"] *= 2
+    doc["environment"]["packages"]["torch"] = "9.9"
+    b.write_text(json.dumps(doc))
+    shown = bench("--compare", str(a), str(b))
+    assert "+100.0%" in shown.stdout and "environment packages.torch" in shown.stdout
+    diff = json.loads(bench("--compare", str(a), str(b), "--json", "-").stdout)
+    assert {r["change"] for r in diff["rows"]} == {1.0}
+
+
+def test_compare_refuses_a_file_that_is_not_a_result(tmp_path):
+    other = tmp_path / "x.json"
+    other.write_text("{}")
+    result = invoke("bench", "--compare", str(other), str(other))
+    assert result.exit_code == 2 and "is not a specx bench result" in result.stderr
+
+
+def test_plot_writes_a_png(cli_models, prompts_file, tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "plot.png"
+    bench(str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1", "--plot", str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_is_a_clear_error_before_any_work(cli_models, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = invoke("bench", str(cli_models["target"]), "--plot", "x.png")
+    assert result.exit_code == 1 and "needs matplotlib" in result.stderr and "specx[bench]" in result.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-k", "0"], "-k must be between 1"), (["--repeats", "0"], "--repeats must be at least 1"),
+    (["--draft-policy", "psychic"], "unknown draft policy"), (["--prompts", "/nonexistent.toml"], "not found"),
+    (["--plot", "x.jpg"], "PNG"), (["--peer", "vllm"], "unknown peer"),
+    (["--json", "/nonexistent/r.json"], "does not exist"),
+])
+def test_bad_options_fail_with_one_usage_error(cli_models, args, fragment):
+    result = invoke("bench", str(cli_models["target"]), *args)
+    assert result.exit_code == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and fragment in errors[0]
+
+
+def test_atomic_write_never_leaves_half_a_file(tmp_path, monkeypatch):
+    from specx.runtime import atomicio
+
+    dest = tmp_path / "x.json"
+    atomicio.atomic_write(dest, "old")
+
+    def broken(src, dst):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(atomicio.os, "replace", broken)
+    with pytest.raises(OSError):
+        atomicio.atomic_write(dest, "new" * 1000)
+    assert dest.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_bench_and_tune_help_do_not_import_torch():
+    """`specx bench --help` and `specx tune --help` stay instant."""
+    import subprocess
+
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom specx.cli import app\nr = CliRunner()\n"
+            "assert r.invoke(app, ['bench', '--help']).exit_code == 0\n"
+            "assert r.invoke(app, ['tune', '--help']).exit_code == 0\n"
+            "print([m for m in ('torch', 'transformers') if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_real_model_bench_with_peers_matches_the_baseline(prompts_file, tmp_path):
+    """SmolLM2-135M (fixture GGUF), ngram and transformers' prompt lookup: schema-valid, greedy outputs agree."""
+    from conftest import fixture_model
+
+    model = fixture_model("smollm2-135m")
+    prompts = tmp_path / "real.toml"
+    prompts.write_text('[[prompt]]\ncategory = "rewrite"\ntext = "Repeat this list exactly: apple, banana, cherry, '
+                       'date, elderberry, fig, grape."\n[[prompt]]\ncategory = "chat"\ntext = "Name a colour."\n')
+    result = bench(str(model), "-d", "ngram", "--prompts", str(prompts), "-n", "24", "-r", "1", "--peer", "hf",
+                   "--json", "-")
+    doc = json.loads(result.stdout)
+    Draft202012Validator(SCHEMA).validate(doc)
+    overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
+    assert set(overall) == {"none", "ngram k=4 fixed", "hf-lookup"}
+    assert overall["ngram k=4 fixed"]["outputs_matched"] == 2
+
+
+def test_an_unwritable_data_dir_still_reports(cli_models, prompts_file, tmp_path, monkeypatch):
+    from test_tune import unwritable_home
+
+    monkeypatch.setenv("SPECX_HOME", unwritable_home(tmp_path))
+    result = bench(str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1",
+                   "--no-warmup")
+    assert "overall" in result.stdout and "warning: the result was not saved" in result.stderr
