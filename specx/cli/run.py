@@ -24,6 +24,7 @@ Examples:
 
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def run(
+    ctx: typer.Context,
     model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.")],
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).")] = "auto",
@@ -46,7 +47,13 @@ def run(
     """Generate text with speculative decoding; the output is exactly what the target alone would give."""
     from ..runtime.api import check_options, stream
     from ..runtime.types import Sampling
+    from .defaults import fill
 
+    filled = fill(ctx, dict(locals()), notify=output.note)  # flags > SPECX_* > config > tuned > preset
+    model, prompt, drafter, draft_tokens, draft_policy, confidence, max_tokens, dtype, temperature, top_p, \
+        top_k, no_stats = (filled[n] for n in ("model", "prompt", "drafter", "draft_tokens", "draft_policy",
+                                               "confidence", "max_tokens", "dtype", "temperature", "top_p",
+                                               "top_k", "no_stats"))
     text = read_prompt(prompt)
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
     generation = stream(model, text, drafter=drafter, k=draft_tokens, max_tokens=max_tokens,
