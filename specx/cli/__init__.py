@@ -66,6 +66,7 @@ def _root() -> None:
 from . import env as _env  # noqa: E402,F401  (registers the command)
 from . import run as _run  # noqa: E402,F401  (registers the command)
 from . import config_cmd as _config_cmd  # noqa: E402,F401  (registers the command)
+from . import chat as _chat  # noqa: E402,F401  (registers the command)
 
 
 def report(error) -> int:

@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import EXIT_CODES, app, live, output
+from .completion import complete_drafter, complete_model
 from .prompt import read_prompt
 
 EXAMPLES = """\b
@@ -25,9 +26,9 @@ Examples:
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def run(
     ctx: typer.Context,
-    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.")],
+    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.", autocompletion=complete_model)],
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
-    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).")] = "auto",
+    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).", autocompletion=complete_drafter)] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,
     draft_policy: Annotated[str, typer.Option("--draft-policy", help="fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "fixed",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
