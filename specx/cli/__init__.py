@@ -83,7 +83,7 @@ def report(error) -> int:
 def main() -> None:
     """Entry point: run the app, turning specx errors into exit codes without tracebacks."""
     try:
-        app(standalone_mode=True)
+        app(standalone_mode=True, prog_name="specx")  # also under `python -m specx`: completion is for `specx`
     except SpecxError as e:
         if os.environ.get("SPECX_DEBUG"):
             raise
