@@ -55,7 +55,8 @@ class SpecxGroup(TyperGroup):
 
 app = typer.Typer(cls=SpecxGroup, no_args_is_help=True, pretty_exceptions_show_locals=False,
                   add_completion=True, help="Lossless speculative decoding for local LLMs.",
-                  epilog=EXIT_CODES, rich_markup_mode=None)
+                  epilog="\b\nExamples:\n  specx run smollm2 \"Explain speculative decoding in one sentence\"\n"
+                         "  specx chat smollm2\n\n" + EXIT_CODES, rich_markup_mode=None)
 
 
 @app.callback()

@@ -9,9 +9,10 @@ import typer
 from ..runtime.settings import KEYS
 from . import EXIT_CODES, app
 
-config_app = typer.Typer(help="Show and change specx's defaults (a TOML file; SPECX_* variables win over it).",
+config_app = typer.Typer(help="Show and change the defaults: a TOML file, below SPECX_* variables.",
                          no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(config_app, name="config", epilog=EXIT_CODES)
+app.add_typer(config_app, name="config",
+              epilog="\b\nExamples:\n  specx config set model smollm2\n  specx config show\n\n" + EXIT_CODES)
 
 KEY_HELP = "A setting: " + ", ".join(KEYS)
 
