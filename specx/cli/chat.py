@@ -156,7 +156,9 @@ def one_turn(session, line: str, show_stats: bool) -> int:
         output.note("(cancelled; this turn is not kept)")
         return 0
     except output.OutputError as e:
-        return 141 if e.errno == 32 else 1
+        from .run import Sink, write_failed
+
+        return write_failed(turn.generation, Sink(False, False, False), e)
     if reason == "interrupted":
         output.note("(cancelled; this turn is not kept)")
     return 0
