@@ -7,6 +7,8 @@ import select
 import subprocess
 import time
 
+import pytest
+
 from cli_helpers import cli_models, run_specx, specx_cmd, specx_env  # noqa: F401  (fixture)
 
 
@@ -118,3 +120,18 @@ def test_ctrl_c_cancels_the_answer_and_the_chat_goes_on(cli_models, tmp_path):
         if term.proc.poll() is None:
             term.proc.kill()
         os.close(term.master)
+
+
+@pytest.mark.slow
+def test_real_smollm2_chat_prefills_only_the_new_turn(tmp_path):
+    """The real model and chat template: the second turn reuses the whole first exchange."""
+    from conftest import fixture_model
+
+    model = str(fixture_model("smollm2-135m"))
+    result = run_specx("chat", model, "-n", "24", "--json", "--no-stats", input="Name a colour.\nAnd another?\n",
+                       env=specx_env(SPECX_HOME=str(tmp_path)), timeout=600)
+    assert result.returncode == 0, result.stderr
+    first, second = (json.loads(line) for line in result.stdout.splitlines())
+    assert second["reused_tokens"] >= first["stats"]["prompt_tokens"]
+    new = second["stats"]["prompt_tokens"] - second["reused_tokens"]
+    assert second["prefilled_tokens"] <= new

@@ -8,7 +8,7 @@ from specx.runtime.api import Pair
 from specx.runtime.drafters import ModelDrafter, NgramDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.session import ChatSession, common_prefix
-from specx.runtime.types import Done, Round
+from specx.runtime.types import Round
 
 # A chat template over the word vocabulary: w2 = system, w3 = user, w4 = assistant, w1 (EOS) ends a turn.
 WORD_TEMPLATE = ("{% for m in messages %}{{ {'system': 'w2', 'user': 'w3', 'assistant': 'w4'}[m['role']] }} "
