@@ -55,7 +55,8 @@ class SpecxGroup(TyperGroup):
 
 app = typer.Typer(cls=SpecxGroup, no_args_is_help=True, pretty_exceptions_show_locals=False,
                   add_completion=True, help="Lossless speculative decoding for local LLMs.",
-                  epilog=EXIT_CODES, rich_markup_mode=None)
+                  epilog="\b\nExamples:\n  specx run smollm2 \"Explain speculative decoding in one sentence\"\n"
+                         "  specx chat smollm2\n\n" + EXIT_CODES, rich_markup_mode=None)
 
 
 @app.callback()
@@ -67,6 +68,8 @@ from . import env as _env  # noqa: E402,F401  (registers the command)
 from . import run as _run  # noqa: E402,F401  (registers the command)
 from . import bench as _bench  # noqa: E402,F401  (registers the command)
 from . import tune as _tune  # noqa: E402,F401  (registers the command)
+from . import config_cmd as _config_cmd  # noqa: E402,F401  (registers the command)
+from . import chat as _chat  # noqa: E402,F401  (registers the command)
 
 
 def report(error) -> int:
@@ -83,7 +86,7 @@ def report(error) -> int:
 def main() -> None:
     """Entry point: run the app, turning specx errors into exit codes without tracebacks."""
     try:
-        app(standalone_mode=True)
+        app(standalone_mode=True, prog_name="specx")  # also under `python -m specx`: completion is for `specx`
     except SpecxError as e:
         if os.environ.get("SPECX_DEBUG"):
             raise

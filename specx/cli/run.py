@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import EXIT_CODES, app, live, output
+from .completion import complete_drafter, complete_model
 from .prompt import read_prompt
 
 EXAMPLES = """\b
@@ -24,9 +25,10 @@ Examples:
 
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def run(
-    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.")],
+    ctx: typer.Context,
+    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.", autocompletion=complete_model)],
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
-    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).")] = "auto",
+    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).", autocompletion=complete_drafter)] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,
     draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (pick k in 0..k each round from measured costs; 0 = plain decoding, re-probed), fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "auto",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
@@ -50,7 +52,13 @@ def run(
     """Generate text with speculative decoding; the output is exactly what the target alone would give."""
     from ..runtime.api import check_options, stream
     from ..runtime.types import Sampling
+    from .defaults import EXPLICIT, fill
 
+    filled = fill(ctx, dict(locals()), notify=output.note)  # flags > SPECX_* > config > tuned > preset
+    model, prompt, drafter, draft_tokens, draft_policy, confidence, max_tokens, dtype, temperature, top_p, \
+        top_k, no_stats = (filled[n] for n in ("model", "prompt", "drafter", "draft_tokens", "draft_policy",
+                                               "confidence", "max_tokens", "dtype", "temperature", "top_p",
+                                               "top_k", "no_stats"))
     text = read_prompt(prompt)
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence,
                   quant, draft_quant)
@@ -58,7 +66,7 @@ def run(
 
     drafter, draft_tokens, draft_policy, confidence = apply_tuned(
         model, drafter, draft_tokens, draft_policy, confidence, dtype, temperature,
-        output.warnings_only if no_stats else output.note)
+        output.warnings_only if no_stats else output.note, filled[EXPLICIT])
     generation = stream(model, text, drafter=drafter, k=draft_tokens, max_tokens=max_tokens,
                         temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, system=system,
                         stop=tuple(stop or ()), raw=raw, dtype=dtype, draft_policy=draft_policy,

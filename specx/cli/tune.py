@@ -147,11 +147,12 @@ def explicit_options() -> set[str]:
 
 
 def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float, dtype: str,
-                temperature: float, notify=output.note) -> tuple[str, int, str, float]:
-    """Flags > tuned > built-in defaults: a tuned setting fills what the command line left unset, and says so."""
+                temperature: float, notify=output.note, explicit: set[str] = frozenset()) -> tuple[str, int, str, float]:
+    """Flags > environment > config > tuned > built-in: a tuned setting fills what the user left unset
+    (`explicit`: options set by flag, SPECX_* or the config file), and says so."""
     from ..runtime import tuned
 
-    explicit = explicit_options()
+    explicit = explicit_options() | set(explicit)
     if drafter == "none" or ("draft_tokens" in explicit and k == 0) or not tuned.load_entries():
         return drafter, k, policy, confidence
     wanted = None if drafter == "auto" else drafter

@@ -22,7 +22,7 @@ class NoDrafter:
     max_context = 1 << 62
     forward_s = 0.0   # seconds in model forwards (model drafters)
 
-    def prefill(self, seq: list[int]) -> None:
+    def prefill(self, seq: list[int], reuse: int = 0) -> None:
         pass
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
@@ -43,7 +43,7 @@ class NgramDrafter(NoDrafter):
         self.index: list[dict[tuple[int, ...], int]] = [{} for _ in range(max_n + 1)]
         self.indexed_to = 0  # n-grams ending before this position are indexed
 
-    def prefill(self, seq: list[int]) -> None:
+    def prefill(self, seq: list[int], reuse: int = 0) -> None:
         self.index = [{} for _ in range(self.max_n + 1)]
         self.indexed_to = 0
 
@@ -84,10 +84,14 @@ class ModelDrafter(NoDrafter):
     def forward_s(self) -> float:
         return self.lm.forward_s
 
-    def prefill(self, seq: list[int]) -> None:
-        self.lm.reset()
-        if len(seq) > 1:
-            self.lm.forward(seq[:-1], last_only=True)
+    def prefill(self, seq: list[int], reuse: int = 0) -> None:
+        """Cache seq[:-1]; the first `reuse` tokens may already be there (a chat turn keeps them)."""
+        if reuse:
+            self.lm.crop(reuse)
+        else:
+            self.lm.reset()
+        if len(seq) - 1 > self.lm.cached:
+            self.lm.forward(seq[self.lm.cached:-1], last_only=True)
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
                 min_confidence: float | None = None) -> Draft:

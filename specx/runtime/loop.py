@@ -20,8 +20,9 @@ class Generation:
 
     def __init__(self, target, drafter, prompt_ids: list[int], *, k: int, max_tokens: int,
                  sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None,
-                 policy: DraftPolicy | None = None):
+                 policy: DraftPolicy | None = None, reuse: int = 0):
         self.target, self.drafter, self.prompt = target, drafter, list(prompt_ids)
+        self.reuse = reuse  # the first `reuse` prompt tokens may already be cached (chat turns)
         self.k, self.max_tokens, self.sampling = k, max_tokens, sampling
         self.policy = policy or DraftPolicy("fixed", k)
         self.text = TextStream(target.tokenizer, stop_strings)
@@ -79,11 +80,14 @@ class Generation:
 
     def _prefill(self, seq: list[int]) -> None:
         t = time.perf_counter()
-        self.target.reset()
-        if len(seq) > 1:
-            self.target.forward(seq[:-1], last_only=True)
+        if self.reuse:
+            self.target.crop(self.reuse)
+        else:
+            self.target.reset()
+        if len(seq) - 1 > self.target.cached:
+            self.target.forward(seq[self.target.cached:-1], last_only=True)
         if self.k:
-            self.drafter.prefill(seq)
+            self.drafter.prefill(seq, self.reuse)
         self.stats.prefill_s = time.perf_counter() - t
 
     def _round_k(self, length: int) -> int:
