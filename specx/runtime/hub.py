@@ -2,9 +2,9 @@
 
 huggingface_hub honours HF_HOME / HF_HUB_CACHE, HF_HUB_OFFLINE, HF_ENDPOINT and HF_TOKEN itself; specx
 never reads, prints or stores the token (it only asks whether one is set, to word an error).
-Downloads land in huggingface_hub's cache: a file is written as `blobs/<etag>.incomplete`, resumed by
-the next pull, and linked into `snapshots/<commit>/` only when complete, so nothing half-written is ever
-where the loader looks. What a pull got (commit, files, sizes, sha256) goes to the lock file.
+Downloads land in huggingface_hub's cache: a file is written to a private `blobs/….incomplete` file
+(a dropped connection is resumed with a Range request; an interrupted pull deletes it) and linked into
+`snapshots/<commit>/` only when complete, so nothing half-written is ever where the loader looks. What a pull got (commit, files, sizes, sha256) goes to the lock file.
 """
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def errors(ref: HubRef, name: str):
     except (httpx2.ConnectError, httpx2.TimeoutException, httpx2.RemoteProtocolError, httpx2.ReadError) as e:
         raise HubUnreachable(f"cannot reach the Hub at {endpoint()}: {type(e).__name__}",
                              f"check your connection (or HF_ENDPOINT), then {pull.split(' while')[0]}; "
-                             "an interrupted download resumes where it stopped") from None
+                             "nothing half-written was kept") from None
     except hf.HfHubHTTPError as e:
         status = e.response.status_code if e.response is not None else "?"
         raise ModelUnavailable(f"the Hub answered {status} for {ref.repo}", "try again later") from None
