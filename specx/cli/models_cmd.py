@@ -187,18 +187,57 @@ def rm(name: NAME, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not
     from ..runtime import catalog, lock
     from ..runtime.errors import UsageError
 
+    def confirm(what: str, size: int) -> None:
+        if yes:
+            return
+        if not sys.stdin or not sys.stdin.isatty():
+            raise UsageError(f"refusing to delete {what} without confirmation", "pass --yes")
+        typer.confirm(f"delete {what} ({_gb(size)})?", abort=True, err=True)
+
+    if name.startswith("converted/"):   # one of specx's converted copies, as `specx list` names them
+        folders = _converted(name.removeprefix("converted/"))
+        if not folders:
+            raise ModelUnavailable(f"no converted copy named {name}", "`specx list` shows them")
+        confirm(name, sum(_tree_size(f) for f in folders))
+        output.note(f"removed {name}: {_gb(sum(_remove_tree(f) for f in folders))} freed")
+        return
     entry = catalog.lookup(name)
     st = catalog.state(entry)
     if not st["pulled"]:
         raise ModelUnavailable(f"{entry.label} is not downloaded", "`specx list` shows what is")
-    if not yes:
-        if not sys.stdin or not sys.stdin.isatty():
-            raise UsageError(f"refusing to delete {entry.label} without confirmation", "pass --yes")
-        typer.confirm(f"delete {entry.label} ({_gb(st['bytes'])})?", abort=True, err=True)
-    freed = _delete(entry, st)
+    copies = _converted_copies_of(Path(st["path"])) if (st.get("path") or "").endswith(".gguf") else []
+    confirm(entry.label, st["bytes"] + sum(_tree_size(f) for f in copies))
+    freed = sum(_remove_tree(f) for f in copies) + _delete(entry, st)
     if entry.ref is not None:
         lock.forget(entry.key)
-    output.note(f"removed {entry.label}: {_gb(freed)} freed")
+    output.note(f"removed {entry.label}{' and its converted copies' if copies else ''}: {_gb(freed)} freed")
+
+
+def _converted(prefix: str) -> list[Path]:
+    from ..runtime.paths import model_cache
+
+    if len(prefix) < 8 or not all(c in "0123456789abcdef" for c in prefix[:8]):
+        return []
+    return sorted((model_cache() / "converted").glob(f"{prefix}*"))
+
+
+def _converted_copies_of(gguf: Path) -> list[Path]:
+    """specx's safetensors copies of this GGUF (named by its sha256), in any dtype."""
+    from ..runtime.store import sha256_file
+
+    return _converted(sha256_file(gguf)[:16]) if gguf.is_file() else []
+
+
+def _tree_size(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def _remove_tree(folder: Path) -> int:
+    import shutil
+
+    size = _tree_size(folder)
+    shutil.rmtree(folder)
+    return size
 
 
 def _delete(entry, st: dict) -> int:

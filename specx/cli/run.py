@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import EXIT_CODES, app, live, output
+from .models_cmd import complete_names
 from .prompt import read_prompt
 
 EXAMPLES = """\b
@@ -24,7 +25,7 @@ Examples:
 
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def run(
-    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.")],
+    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, a preset name (or preset file), or a Hub repo org/name[:quant][@revision].", autocompletion=complete_names)],
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).")] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,
