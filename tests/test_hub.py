@@ -343,3 +343,33 @@ def test_preset_file_path_runs_like_a_preset(hub, env, tmp_path):
     assert run_specx("pull", str(preset), env=env).returncode == 0
     ran = run_specx("run", str(preset), "-n", "3", "--raw", "w3 w4", env={**env, "HF_HUB_OFFLINE": "1"})
     assert ran.returncode == 0 and len(ran.stdout.split()) == 3, ran.stderr
+
+
+def test_list_shows_hf_cache_models_specx_did_not_pull(hub, env, isolated_home):
+    """A model in the HF cache without a lock entry (e.g. `hf download`) is listed with its size."""
+    assert run_specx("pull", "tiny-org/tiny-llama", env=env).returncode == 0
+    (isolated_home / "data" / "models.lock.json").unlink()
+    rows = {r["name"]: r for r in json.loads(run_specx("list", "--json", env=env).stdout)}
+    assert rows["tiny-org/tiny-llama"]["kind"] == "hf-cache" and rows["tiny-org/tiny-llama"]["bytes"] > 0
+
+
+def test_progress_is_a_rich_bar_on_a_terminal(monkeypatch):
+    """On a terminal the download shows a bar with the file name and the byte count; off one, one line."""
+    import io
+
+    from cli_helpers import Pty, strip_ansi
+    from specx.runtime.hubprogress import Bars
+
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    pty = Pty(cols=100)
+    with Bars(pty.stream) as bars:
+        bar = bars.tqdm_class("model.safetensors")(total=2_000_000, initial=0, desc="x", unit="B")
+        bar.update(1_000_000)
+        bar.update(1_000_000)
+    screen = strip_ansi(pty.close())
+    assert "model.safetensors" in screen and "2.0/2.0 MB" in screen
+    plain = io.StringIO()
+    with Bars(plain) as bars:
+        bars.tqdm_class("model.safetensors")(total=2_000_000, initial=500_000)
+    assert plain.getvalue() == "downloading model.safetensors (2.0 MB), resuming at 500.0 KB …\n"

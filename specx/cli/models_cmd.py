@@ -124,6 +124,7 @@ def _other_cached(covered: set[str]) -> list[dict]:
     for key in sorted(set(lock.read_all()) - covered):
         entry = catalog.lookup(key)
         rows.append({"name": key, "kind": "hub", "source": key, "drafters": [], **_status(catalog.state(entry))})
+    rows += _hf_cache_rows({r["source"].split(":")[0].split("@")[0] for r in rows} | {k.split(":")[0].split("@")[0] for k in covered})
     for folder in sorted((model_cache() / "converted").glob("[0-9a-f]*")):
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
         complete = (folder / "specx-complete.json").is_file()
@@ -131,6 +132,20 @@ def _other_cached(covered: set[str]) -> list[dict]:
                      "drafters": [], "status": "complete" if complete else "partial", "complete": complete,
                      "bytes": size, "commit": None})
     return rows
+
+
+def _hf_cache_rows(known: set[str]) -> list[dict]:
+    """Models in the Hugging Face cache that no preset or pull of specx accounts for (e.g. `hf download`)."""
+    from huggingface_hub import scan_cache_dir
+    from huggingface_hub.errors import CacheNotFound
+
+    try:
+        info = scan_cache_dir()
+    except (CacheNotFound, OSError):
+        return []
+    return [{"name": r.repo_id, "kind": "hf-cache", "source": str(r.repo_path), "drafters": [],
+             "status": "cached", "complete": None, "bytes": r.size_on_disk, "commit": None}
+            for r in sorted(info.repos, key=lambda r: r.repo_id) if r.repo_type == "model" and r.repo_id not in known]
 
 
 @app.command(epilog=EXIT_CODES)
