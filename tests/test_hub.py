@@ -373,3 +373,27 @@ def test_progress_is_a_rich_bar_on_a_terminal(monkeypatch):
     with Bars(plain) as bars:
         bars.tqdm_class("model.safetensors")(total=2_000_000, initial=500_000)
     assert plain.getvalue() == "downloading model.safetensors (2.0 MB), resuming at 500.0 KB …\n"
+
+
+def test_file_choice_takes_only_what_a_run_loads():
+    """Config, tokenizer and root safetensors (not Mistral's consolidated copy, not subfolders, not .bin)."""
+    from specx.runtime.hub import HubRef, RemoteFile, choose
+
+    names = ["config.json", "tokenizer.json", "README.md", "model-00001-of-00002.safetensors",
+             "model-00002-of-00002.safetensors", "model.safetensors.index.json", "consolidated.safetensors",
+             "original/consolidated.00.pth", "pytorch_model.bin", "generation_config.json"]
+    kind, picked = choose(HubRef("a/b"), [RemoteFile(n, 1, "") for n in names])
+    assert kind == "hf" and sorted(f.name for f in picked) == sorted(
+        ["config.json", "tokenizer.json", "generation_config.json", "model.safetensors.index.json",
+         "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"])
+
+
+def test_parse_ref_forms():
+    """org/name, :quant, @revision, both; paths and bare names are not Hub refs."""
+    from specx.runtime.hub import HubRef, parse_ref
+
+    assert parse_ref("Qwen/Qwen2.5-7B-Instruct") == HubRef("Qwen/Qwen2.5-7B-Instruct")
+    assert parse_ref("bartowski/X-GGUF:Q4_K_M") == HubRef("bartowski/X-GGUF", "Q4_K_M")
+    assert parse_ref("org/name@v1.0") == HubRef("org/name", "", "v1.0")
+    assert parse_ref("org/name:Q8_0@" + "a" * 40) == HubRef("org/name", "Q8_0", "a" * 40)
+    assert parse_ref("./org/name") is None and parse_ref("llama3") is None and parse_ref("a/b/c") is None

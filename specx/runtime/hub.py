@@ -154,6 +154,8 @@ def choose(ref: HubRef, files: list[RemoteFile]) -> tuple[str, list[RemoteFile]]
                                    "give the whole file name: " + ", ".join(f.name for f in hits[:4]))
         return "gguf", hits
     weights = [f for f in files if f.name.endswith(".safetensors") and "/" not in f.name]
+    if any(not f.name.startswith("consolidated") for f in weights):   # Mistral's extra single-file copy
+        weights = [f for f in weights if not f.name.startswith("consolidated")]
     if not weights:
         if ggufs:
             raise ModelUnavailable(f"{ref.repo} holds GGUF files only", _gguf_hint(ref, ggufs))
