@@ -397,3 +397,20 @@ def test_parse_ref_forms():
     assert parse_ref("org/name@v1.0") == HubRef("org/name", "", "v1.0")
     assert parse_ref("org/name:Q8_0@" + "a" * 40) == HubRef("org/name", "Q8_0", "a" * 40)
     assert parse_ref("./org/name") is None and parse_ref("llama3") is None and parse_ref("a/b/c") is None
+
+
+def test_pull_takes_the_default_drafter_unless_told_not_to(hub, env, isolated_home):
+    """A preset's pull also fetches its first model drafter; `--no-drafter` only the target."""
+    folder = isolated_home / "config" / "presets"
+    folder.mkdir(parents=True)
+    (folder / "t.toml").write_text('name = "t"\ndescription = "d"\ndrafters = ["t-draft", "ngram"]\n'
+                                   '[target]\nrepo = "tiny-org/tiny-llama"\nsource = "https://example.org/t"\n')
+    (folder / "d.toml").write_text('name = "t-draft"\ndescription = "d"\n'
+                                   '[target]\nrepo = "tiny-org/tiny-llama@v1"\nsource = "https://example.org/d"\n'
+                                   .replace('"tiny-org/tiny-llama@v1"', '"tiny-org/tiny-llama"\nrevision = "v1"'))
+    out = run_specx("pull", "t", "--no-drafter", env=env)
+    assert out.returncode == 0 and list(lock_entries(isolated_home)) == ["tiny-org/tiny-llama"]
+    out = run_specx("pull", "t", "--json", env=env)
+    assert out.returncode == 0 and "drafter: pulling t-draft" in out.stderr
+    assert [p["name"] for p in json.loads(out.stdout)] == ["t", "t-draft"]
+    assert set(lock_entries(isolated_home)) == {"tiny-org/tiny-llama", "tiny-org/tiny-llama@v1"}
