@@ -102,3 +102,40 @@ def test_prepare_explains_the_auto_choice(pulled):
     assert pair.drafter.name == "x-small" and pair.k == 4
     assert pair.explanation.startswith("drafter: x-small (same tokenizer, ") and "× smaller than x-target" in pair.explanation
     assert "auto: at most ¼ of the target" in pair.explanation
+
+
+@pytest.fixture
+def online(folders, tmp_path, monkeypatch, isolated_home):
+    """The fake Hub stays up; only the target is pulled."""
+    from huggingface_hub import constants
+
+    from specx import presets
+    from specx.runtime import hub as hubmod
+
+    with FakeHub() as fake:
+        for name, folder in folders.items():
+            fake.repos[f"t/{name}"] = Repo.from_folder(folder)
+        monkeypatch.setattr(constants, "ENDPOINT", fake.url)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", fake.url + "/{repo_id}/resolve/{revision}/{filename}")
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+        hubmod.pull(hubmod.HubRef("t/target"), "t/target")
+        presets.user_dir().mkdir(parents=True)
+        yield fake
+
+
+def test_downloadable_candidates_are_judged_by_config_and_tokenizer_only(online, isolated_home):
+    """Online, a candidate not yet downloaded is checked from its config and tokenizer; its weights
+    come only when it is chosen and loaded."""
+    from specx import presets
+    from specx.runtime.api import prepare
+
+    write_presets(presets.user_dir(), ["x-absent", "x-renamed", "x-small", "ngram"])
+    name, why = choose()
+    assert name == "x-small" and "fetching it now" in why and "x-renamed (different tokenizer)" in why
+    assert "x-absent (t/absent was not found on the Hub" in why
+    weights = [p for _, p, _ in online.requests("GET", ".safetensors")]
+    assert weights == ["/t/target/resolve/" + "a" * 40 + "/model.safetensors"]
+    pair = prepare("x-target", "auto")
+    assert pair.drafter.name == "x-small" and "fetching it now" in pair.explanation
+    assert any("/t/small/" in p for _, p, _ in online.requests("GET", "model.safetensors"))

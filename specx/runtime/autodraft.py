@@ -1,7 +1,8 @@
 """`--drafter auto`: the best downloaded drafter among a preset's candidates and its tokenizer family.
 
-Rules: only downloaded candidates (nothing is fetched behind the user's back); the tokenizer must match
-the target's (checked before any weights load); prefer drafters of at most a quarter of the target's
+Rules: downloaded candidates, and (when the Hub is reachable and HF_HUB_OFFLINE is unset) candidates
+that can be downloaded — for those only config and tokenizer are fetched to decide, and the weights
+come only if one is chosen; the tokenizer must match the target's (checked before any weights load); prefer drafters of at most a quarter of the target's
 parameters, accept up to half when nothing smaller is compatible; among those, the largest whose weights
 fit in available memory next to the target's; otherwise the n-gram drafter. The returned sentence says why.
 """
@@ -22,6 +23,7 @@ class Considered:
     name: str
     params: int = 0
     why_not: str = ""          # empty: usable
+    remote: bool = False       # usable once downloaded (only config and tokenizer are here so far)
 
 
 def candidates(target) -> list[str]:
@@ -83,7 +85,7 @@ def consider(name: str, target, target_tok, target_eos) -> Considered:
     try:
         entry = catalog.lookup(name)
         if not catalog.is_local(entry):
-            return Considered(name, why_not="not downloaded")
+            return remote(name, entry, target_tok, target_eos)
         source = resolve(name)
         tok = load_tokenizer(source)
         check_drafter(target_tok, tok, target_eos, eos_ids(source, tok))
@@ -92,6 +94,32 @@ def consider(name: str, target, target_tok, target_eos) -> Considered:
     except SpecxError as e:
         return Considered(name, why_not=e.message)
     return Considered(name, catalog.params(entry) or source_params(source))
+
+
+def remote(name: str, entry, target_tok, target_eos) -> Considered:
+    """A candidate not downloaded yet: its config and tokenizer from the Hub decide (no weights)."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    from . import hub
+    from .compat import check_drafter
+    from .models import Source, eos_ids
+
+    if entry.ref is None or entry.ref.quant or hub.offline():
+        return Considered(name, why_not="not downloaded")
+    commit, _, files = hub.remote_files(entry.ref, name)
+    kind, needed = hub.choose(entry.ref, files)
+    folder = hub.fetch_small(entry.ref, name, commit, [f for f in needed if f.name in hub.TOKENIZER_FILES])
+    try:
+        tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    except (ValueError, OSError) as e:
+        return Considered(name, why_not=f"unreadable tokenizer: {e}")
+    check_drafter(target_tok, tok, target_eos, eos_ids(Source("hf", folder, name), tok))
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    per = BYTES_PER_PARAM.get(config.get("torch_dtype") or config.get("dtype") or "bfloat16", 2)
+    weights = sum(f.size for f in needed if f.name.endswith(".safetensors"))
+    return Considered(name, weights // per, remote=True)
 
 
 def pick(target, dtype: str = "float32", memory: int | None = None) -> tuple[str, str]:
@@ -116,7 +144,8 @@ def pick(target, dtype: str = "float32", memory: int | None = None) -> tuple[str
         if tier:
             best = max(tier, key=lambda c: c.params)
             rest = f"; skipped {', '.join(skipped)}" if skipped else ""
-            return best.name, f"auto: {words}, fits in memory{rest}"
+            fetch = ", not downloaded yet: fetching it now" if best.remote else ""
+            return best.name, f"auto: {words}, fits in memory{fetch}{rest}"
     skipped += [f"{c.name} (too large: {target_params / c.params:.1f}× smaller only)"
                 for c in fits]
     hint = next((f"; `specx pull {c.name}` would add a drafter" for c in seen if c.why_not == "not downloaded"), "")

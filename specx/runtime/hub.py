@@ -217,6 +217,26 @@ def pull(ref: HubRef, name: str, sha256: Mapping[str, str] | None = None, bars=N
     return main
 
 
+def fetch_small(ref: HubRef, name: str, commit: str, files: list[RemoteFile]) -> Path:
+    """Download a few small files of one commit (config, tokenizer); returns the snapshot folder."""
+    from huggingface_hub import hf_hub_download
+
+    from .hubprogress import Bars
+
+    folder = None
+    with Bars() as bars:
+        for f in sorted(files, key=lambda f: f.name != "config.json"):
+            with errors(ref, name):
+                path = Path(hf_hub_download(ref.repo, f.name, revision=commit, endpoint=endpoint(),
+                                            tqdm_class=bars.tqdm_class(f"{ref.repo}/{f.name}")))
+            if f.name == "config.json":
+                _refuse_remote_code(path, ref)
+            folder = path.parent
+    if folder is None:
+        raise ModelUnavailable(f"{ref.repo} has no config or tokenizer files", "pick another model")
+    return folder
+
+
 def _refuse_remote_code(config_path: Path, ref: HubRef) -> None:
     import json
 
