@@ -412,3 +412,21 @@ def test_pull_takes_the_default_drafter_unless_told_not_to(hub, env, isolated_ho
     assert out.returncode == 0 and "drafter: pulling t-draft" in out.stderr
     assert [p["name"] for p in json.loads(out.stdout)] == ["t", "t-draft"]
     assert set(lock_entries(isolated_home)) == {"tiny-org/tiny-llama", "tiny-org/tiny-llama@v1"}
+
+
+def test_disk_filling_up_mid_download_is_exit_4(hf_here, monkeypatch):
+    """ENOSPC from the download is 'insufficient resources' with a next step, not a traceback."""
+    import errno
+
+    import huggingface_hub
+
+    from specx.runtime import hub as hubmod
+    from specx.runtime.errors import InsufficientResources
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", full)
+    with pytest.raises(InsufficientResources, match="disk filled up") as info:
+        hubmod.pull(hubmod.HubRef("tiny-org/tiny-llama"), "tiny-org/tiny-llama")
+    assert "HF_HOME" in info.value.hint
