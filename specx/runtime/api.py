@@ -37,20 +37,22 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     from . import fastpath, vocabtrim
     from .drafters import ModelDrafter, NgramDrafter, NoDrafter
     from .compat import check_drafter
-    from .models import eos_ids, load_lm, load_tokenizer, resolve
+    from .models import dtype_name, eos_ids, load_lm, load_tokenizer, resolve
 
     if k < 0 or k > MAX_K:
         raise UsageError(f"draft tokens must be between 0 and {MAX_K} (got {k})", "try -k 4; -k 0 decodes plainly")
     source = resolve(model)
-    choice = drafter
-    if drafter == "auto":
-        choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "ngram")
+    choice, auto_note = drafter, ""
+    if drafter == "auto" and k != 0:
+        from .autodraft import pick
+
+        choice, auto_note = pick(source, dtype_name(dtype))
     target_weights = fastpath.choose(quant, "target")
     if k == 0 or choice == "none":
         return Pair(load_lm(source, dtype, target_weights), NoDrafter(), 0, "drafter: none (plain decoding)")
     if choice == "ngram":
         why = "prompt lookup, no model" + (
-            f"; {source.name} names no model drafter" if drafter == "auto" else "")
+            f"; {auto_note}" if auto_note else "")
         return Pair(load_lm(source, dtype, target_weights), NgramDrafter(), k, f"drafter: ngram ({why})")
     draft_source = resolve(choice)
     target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
@@ -65,7 +67,7 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     usable = min(len(target.tokenizer), target.vocab_size, draft_lm.vocab_size)
     return Pair(target, ModelDrafter(draft_lm, target.vocab_size, usable), k,
                 f"drafter: {draft_lm.name} (same tokenizer, {ratio:.1f}× smaller than {target.name}; "
-                f"{draft_lm.kernels.removeprefix('kernels: ')})")
+                f"{draft_lm.kernels.removeprefix('kernels: ')}" + (f"; {auto_note})" if auto_note else ")"))
 
 
 def prompt_ids(tokenizer, prompt: str, system: str | None = None, raw: bool = False) -> list[int]:

