@@ -65,6 +65,7 @@ def _root() -> None:
 
 from . import env as _env  # noqa: E402,F401  (registers the command)
 from . import run as _run  # noqa: E402,F401  (registers the command)
+from . import plan as _plan  # noqa: E402,F401  (registers the command)
 
 
 def report(error) -> int:
