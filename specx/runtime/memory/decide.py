@@ -88,6 +88,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     if drafter is not None:
         drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom)
     ladder = _ladder(req, fast, compute, simulated, reasons)
+    _check_largest(target, ladder, budget, fast)
     k = req.k
     levels = _levels(k, ctx, drafter is not None)
     chosen = None
@@ -115,6 +116,17 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     plan = MemoryPlan(t_plan, drafter_plan, k, kk, ctx, dc if drafter else 0, spec,
                       tuple((d, n) for d, n in headroom.items() if n), budgets, tuple(reasons))
     return _finish(plan, target, fast, room, spec_dev)
+
+
+def _check_largest(target: Shape, ladder: list[Scheme], budget: dict, fast: str) -> None:
+    """Every layer runs on the fast device, even when it lives elsewhere: the largest must fit there."""
+    smallest = min(ladder, key=lambda s: max(s.group_bytes(g) for g in target.groups))
+    biggest = max(target.groups, key=smallest.group_bytes)
+    if smallest.group_bytes(biggest) > budget[fast]:
+        from .planner import refuse
+        raise refuse(f"the {'GPU' if fast == GPU else 'CPU'} budget is below the largest layer of {target.name} "
+                     f"({biggest.name} in {smallest.name})", [(fast, smallest.group_bytes(biggest), budget[fast])],
+                     "raise --mem-budget or pick a smaller model")
 
 
 def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str, reasons: list[str],
