@@ -22,7 +22,9 @@ def test_plan_json_without_weights(tmp_path):
     plan = json.loads(result.stdout)
     assert plan["target"]["groups"] and plan["drafter"]["groups"]
     assert plan["summary"] == "target gpu, drafter gpu"
-    assert plan["total_bytes"]["overall"] == plan["total_bytes"]["cuda:0"] > 0
+    totals = plan["total_bytes"]
+    assert totals["overall"] == totals["cuda:0"] + totals["cpu"] and totals["cuda:0"] > 0
+    assert totals["cpu"] == plan["target"]["runtime_bytes"] + plan["drafter"]["runtime_bytes"]  # tokenizers
     assert plan["budgets"]["source"] == "from --mem-budget"
 
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from . import backends as bk
-from .footprint import DTYPE_BYTES, Scheme, Shape, plain
+from .footprint import DTYPE_BYTES, RUNTIME_OVERHEAD, Scheme, Shape, fastpath_copy, plain
 from .plan import MemoryPlan, Placement
 from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes,
-                      make_model_plan, offload_scheme, place, refuse, scheme_for, speculation_bytes)
+                      make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for,
+                      speculation_bytes)
 from .probe import Budgets, fmt_bytes
 
 BNB = ("int8", "nf4", "fp4")
@@ -85,6 +86,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     d_act = DTYPE_BYTES[compute]
     headroom = {d: 0 for d in (GPU, CPU)}
     drafter_plan, spec_dev, budget = None, fast, dict(room)
+    room[CPU] -= RUNTIME_OVERHEAD            # the target's tokenizer and objects live in CPU memory
     if drafter is not None:
         drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom)
     ladder = _ladder(req, fast, compute, simulated, reasons)
@@ -98,6 +100,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
         for kk, dc in levels:
             spec = speculation_bytes(target, drafter, kk, dc, act, d_act)
             left = room[fast] - head - (spec if spec_dev == fast else 0)
+            left -= fastpath_copy(target, scheme.name) if fast == CPU else 0
             only = {GPU: None, CPU: None, DISK: None, fast: left}
             placed = place(target, scheme, scheme, ctx, act, only, target.tied)
             if placed is not None:
@@ -115,7 +118,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
                              placed, ctx, scheme.lossy, ctx)
     plan = MemoryPlan(t_plan, drafter_plan, k, kk, ctx, dc if drafter else 0, spec,
                       tuple((d, n) for d, n in headroom.items() if n), budgets, tuple(reasons))
-    return _finish(plan, target, fast, room, spec_dev)
+    return _finish(plan, target)
 
 
 def _check_largest(target: Shape, ladder: list[Scheme], budget: dict, fast: str) -> None:
@@ -144,12 +147,14 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     else:
         reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {scheme.name}, placed first "
                        "because it runs k times per round")
-    if need(scheme) + head > room[dev]:
+    runtime = runtime_bytes(drafter, scheme.name, dev == CPU)
+    if need(scheme) + head + (runtime if dev == CPU else 0) > room[dev]:
         from .planner import refuse
         raise refuse(f"the drafter {drafter.name} does not fit", [(dev, need(scheme) + head, room[dev])],
                      "pick a smaller drafter, or --drafter ngram")
     placed = [Placement(g.name, g.kind, dev, scheme.name, scheme.group_bytes(g), 0, g.parts) for g in drafter.groups]
     room[dev] -= need(scheme)
+    room[CPU] -= runtime
     headroom[dev] = max(headroom[dev], head)
     plan = make_model_plan("drafter", drafter, scheme.other_dtype, "none", placed, ctx, False, ctx)
     return plan, dev
@@ -194,6 +199,8 @@ def _spill(target, drafter, scheme, compute, ctx, levels, room, budget, headroom
             rooms[spec_dev] -= spec
         if fast == GPU:
             rooms[CPU] -= headroom[CPU]
+        else:
+            rooms[CPU] -= fastpath_copy(target, scheme.name)
         allowed = dict(rooms, **{DISK: rooms[DISK] if req.allow_disk else None})
         placed = place(target, scheme, off, ctx, act, allowed, target.tied)
         if placed is None:
@@ -243,7 +250,7 @@ def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons):
                        + " so that the target's layers stay on the fastest device")
 
 
-def _finish(plan: MemoryPlan, target: Shape, fast: str, room: dict, spec_dev: str) -> MemoryPlan:
+def _finish(plan: MemoryPlan, target: Shape) -> MemoryPlan:
     """Load peak (estimate: steady state plus the largest group in flight) and the largest context."""
     from dataclasses import replace
 
@@ -251,9 +258,8 @@ def _finish(plan: MemoryPlan, target: Shape, fast: str, room: dict, spec_dev: st
     biggest = max(p.bytes for p in plan.target.placements)
     per_tok = {d: sum(p.kv_bytes for p in plan.target.placements if p.device == d) / plan.context
                for d in (GPU, CPU)}
-    drafter = {d: plan.drafter.bytes_on(d) if plan.drafter else 0 for d in (GPU, CPU)}
-    extra = [int((room[d] + drafter[d] - totals.get(d, 0)) // per_tok[d])   # room[d] is net of the drafter
-             for d in (GPU, CPU) if per_tok[d] and room.get(d) is not None]
+    budget = {GPU: plan.budgets.gpu, CPU: plan.budgets.cpu}
+    extra = [int((budget[d] - totals.get(d, 0)) // per_tok[d]) for d in (GPU, CPU) if per_tok[d] and budget[d]]
     limit = min(target.max_context, plan.context + max(0, min(extra))) if extra else plan.context
     reasons = plan.reasons + (f"max context: {limit} tokens fit in this plan",)
     return replace(plan, load_peak_bytes=totals["overall"] + biggest, reasons=reasons, max_context=limit)

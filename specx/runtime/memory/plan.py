@@ -34,9 +34,11 @@ class ModelPlan:
     kv_bytes_per_token: int
     activation_bytes: int
     lossy: bool = False
+    runtime_bytes: int = 0     # CPU memory beyond the tensors: tokenizer and objects, the fast path's packed copy
 
     def bytes_on(self, device: str) -> int:
-        return sum(p.bytes + p.kv_bytes for p in self.placements if p.device == device)
+        runtime = self.runtime_bytes if device == "cpu" else 0
+        return runtime + sum(p.bytes + p.kv_bytes for p in self.placements if p.device == device)
 
     @property
     def weight_bytes(self) -> int:
@@ -94,6 +96,11 @@ class MemoryPlan:
         out["overall"] = sum(out.values())
         return out
 
+    def steady_bytes(self) -> int:
+        """Weights, KV cache at the planned context and speculation buffers: what stays allocated while
+        generating (the activation headroom is transient and counted apart)."""
+        return self.total_bytes()["overall"] - sum(n for _, n in self.headroom)
+
     @property
     def spec_device(self) -> str:
         m = self.drafter or self.target
@@ -125,6 +132,7 @@ class MemoryPlan:
                 return None
             return {"name": m.name, "dtype": m.dtype, "quant": m.quant, "lossy": m.lossy, "context": m.context,
                     "kv_bytes_per_token": m.kv_bytes_per_token, "activation_bytes": m.activation_bytes,
+                    "runtime_bytes": m.runtime_bytes,
                     "share": m.share(), "groups": [
                         {"group": p.group, "kind": p.kind, "device": p.device, "scheme": p.scheme,
                          "bytes": p.bytes, "kv_bytes": p.kv_bytes} for p in m.placements]}
@@ -133,7 +141,7 @@ class MemoryPlan:
                 "drafter": model(self.drafter), "k": self.k, "k_cap": self.k_cap, "context": self.context,
                 "drafter_context": self.drafter_context,
                 "max_context": self.max_context, "speculation_bytes": self.speculation_bytes,
-                "headroom_bytes": dict(self.headroom), "load_peak_bytes": self.load_peak_bytes,
+                "headroom_bytes": dict(self.headroom), "steady_bytes": self.steady_bytes(), "load_peak_bytes": self.load_peak_bytes,
                 "budgets": {"gpu": b.gpu, "cpu": b.cpu, "disk": b.disk, "source": b.source},
                 "total_bytes": self.total_bytes(), "reasons": list(self.reasons)}
 

@@ -131,11 +131,20 @@ def act_bytes(dtype: str) -> int:
     return DTYPE_BYTES[dtype]
 
 
+def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool) -> int:
+    """CPU bytes beyond the tensors: tokenizer and objects, plus the fast path's packed copy on the CPU."""
+    from .footprint import RUNTIME_OVERHEAD, fastpath_copy
+
+    return RUNTIME_OVERHEAD + (fastpath_copy(shape, scheme_name) if on_cpu else 0)
+
+
 def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements: list[Placement],
                     context: int, lossy: bool, prompt: int) -> ModelPlan:
     act = act_bytes(dtype)
+    on_cpu = bool(placements) and all(p.device == "cpu" for p in placements)
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
-                     shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act), lossy)
+                     shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act), lossy,
+                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu))
 
 
 def largest_group(shape: Shape, scheme: Scheme) -> int:
