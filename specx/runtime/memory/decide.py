@@ -197,10 +197,8 @@ def _spill(target, drafter, scheme, compute, ctx, levels, room, budget, headroom
         rooms[fast] -= head + stream + (spec if spec_dev == fast else 0)
         if spec_dev != fast:
             rooms[spec_dev] -= spec
-        if fast == GPU:
+        if fast == GPU:   # (no fast-path copy when spilling: specx packs only models wholly in CPU memory)
             rooms[CPU] -= headroom[CPU]
-        else:
-            rooms[CPU] -= fastpath_copy(target, scheme.name)
         allowed = dict(rooms, **{DISK: rooms[DISK] if req.allow_disk else None})
         placed = place(target, scheme, off, ctx, act, allowed, target.tied)
         if placed is None:
