@@ -105,6 +105,8 @@ def test_moe_experts_spill_before_any_attention_layer():
             quant="none")
     assert all(x.device == "cuda:0" for x in p.target.placements if x.kind == "layer")
     assert any(x.device == "cpu" for x in p.target.placements if x.kind == "experts")
+    assert 0 < p.expert_cache_bytes <= dict(p.headroom)["cuda:0"]
+    assert any(r.startswith("experts:") for r in p.reasons)
 
 
 def test_tied_head_stays_with_the_embeddings():

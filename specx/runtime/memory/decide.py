@@ -113,12 +113,25 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
                              spec_dev, d_act, req, reasons)
     scheme, placed, kk, dc, head, spec = chosen
     headroom[fast] = max(headroom[fast], head)
-    _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons)
+    _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder[0])
     t_plan = make_model_plan("target", target, scheme.other_dtype, "none" if not scheme.lossy else scheme.name,
                              placed, ctx, scheme.lossy, ctx)
+    cache = _expert_cache(target, scheme, compute, placed, fast, reasons)
     plan = MemoryPlan(t_plan, drafter_plan, k, kk, ctx, dc if drafter else 0, spec,
-                      tuple((d, n) for d, n in headroom.items() if n), budgets, tuple(reasons))
+                      tuple((d, n) for d, n in headroom.items() if n), budgets, tuple(reasons),
+                      expert_cache_bytes=cache)
     return _finish(plan, target)
+
+
+def _expert_cache(target, scheme, compute, placed, fast, reasons) -> int:
+    """Experts off the GPU are served by an expert cache on it, in the room kept free for streaming."""
+    off = [p for p in placed if p.kind == "experts" and p.device != fast]
+    if fast != GPU or not off:
+        return 0
+    size = max(offload_scheme(scheme, compute).group_bytes(g) for g in target.groups)
+    reasons.append(f"experts: {len(off)} of {target.layers} layers' experts live in CPU memory; a "
+                   f"{fmt_bytes(size)} cache on the GPU holds the experts the router picks")
+    return size
 
 
 def _check_largest(target: Shape, ladder: list[Scheme], budget: dict, fast: str) -> None:
@@ -227,11 +240,14 @@ def _refuse(target, scheme, off, ctx, act, rooms, budget, req):
     raise refuse(f"{target.name} does not fit this budget, even with disk offload", rows)
 
 
-def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons):
+def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, first):
     devices = {p.device for p in placed}
     where = "on the GPU" if fast == GPU else "in CPU memory"
     if devices == {fast}:
-        why = "it is the most faithful precision that fits" if scheme.lossy else "it fits"
+        why = "it fits" if scheme is first else (
+            f"{first.name} does not fit (with KV, speculation, headroom"
+            + (" and the fast path's packed copy)" if fast == CPU and first.name == "float32" else ")")
+            + " and this is the most faithful precision that does")
         reasons.append(f"target: whole {where} in {scheme.name}, because {why}")
     else:
         spilled = sorted({p.kind for p in placed if p.device != fast})

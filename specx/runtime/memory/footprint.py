@@ -102,17 +102,19 @@ def plain(dtype: str) -> Scheme:
 # ---- configs without weights ----------------------------------------------------------------
 
 def load_config(source):
-    """The transformers config of a resolved Source: config.json, a converted copy's, or the GGUF header."""
+    """The transformers config of a resolved Source: config.json, or the GGUF header."""
     from transformers import AutoConfig
 
     if source.kind == "hf":
         return AutoConfig.from_pretrained(source.path, trust_remote_code=False)
-    from ..store import any_copy
-
-    copy = any_copy(source.path)
-    if copy is not None:
-        return AutoConfig.from_pretrained(copy, trust_remote_code=False)
-    return gguf_config(source.path)
+    try:
+        return gguf_config(source.path)   # the header alone: no hashing, no tensor data
+    except (KeyError, TypeError, ValueError):
+        pass                              # an unusual header: ask transformers' own (slower) reader
+    try:
+        return AutoConfig.from_pretrained(source.path.parent, gguf_file=source.path.name, trust_remote_code=False)
+    except (ValueError, OSError, KeyError) as e:
+        raise ModelUnavailable(f"cannot read the config of {source.name}: {e}") from None
 
 
 def gguf_config(path: Path):

@@ -81,6 +81,7 @@ class MemoryPlan:
     reasons: tuple[str, ...]
     load_peak_bytes: int = 0   # estimate: steady state plus the largest group in flight while loading
     max_context: int = 0       # the most tokens this placement has room for (≤ the models' limit)
+    expert_cache_bytes: int = 0  # GPU expert cache for MoE experts kept in CPU memory (inside the headroom)
 
     def total_bytes(self) -> dict[str, int]:
         """Planned steady-state bytes per device (weights + KV + speculation + headroom) and overall."""
@@ -140,7 +141,7 @@ class MemoryPlan:
         return {"version": 1, "summary": self.summary(), "target": model(self.target),
                 "drafter": model(self.drafter), "k": self.k, "k_cap": self.k_cap, "context": self.context,
                 "drafter_context": self.drafter_context,
-                "max_context": self.max_context, "speculation_bytes": self.speculation_bytes,
+                "max_context": self.max_context, "expert_cache_bytes": self.expert_cache_bytes, "speculation_bytes": self.speculation_bytes,
                 "headroom_bytes": dict(self.headroom), "steady_bytes": self.steady_bytes(), "load_peak_bytes": self.load_peak_bytes,
                 "budgets": {"gpu": b.gpu, "cpu": b.cpu, "disk": b.disk, "source": b.source},
                 "total_bytes": self.total_bytes(), "reasons": list(self.reasons)}
