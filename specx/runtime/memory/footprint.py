@@ -6,7 +6,6 @@ transformers 5) as groups of their own.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -264,7 +263,3 @@ def _groups(model) -> list[Group]:
     for i, layer in enumerate(layers):
         groups += _layer_groups(f"{layers_path}.{i}", i, layer)
     return groups + head_groups
-
-
-def shape_to_json(shape: Shape) -> str:
-    return json.dumps({"name": shape.name, "params": shape.params, "groups": len(shape.groups)})

@@ -104,10 +104,6 @@ def plan(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request = 
     return decide(target, drafter, budgets, req, simulated)
 
 
-def kv_bytes(shape: Shape, dtype: str) -> int:
-    return shape.kv_bytes_per_token(dtype)
-
-
 def scheme_for(backend: bk.Backend, compute: str) -> Scheme:
     """A backend's scheme with its non-quantized parts in the compute dtype (GPU backends)."""
     s = backend.scheme()
@@ -145,10 +141,3 @@ def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements:
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
                      shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act), lossy,
                      runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu))
-
-
-def largest_group(shape: Shape, scheme: Scheme) -> int:
-    return max(scheme.group_bytes(g) for g in shape.groups)
-
-
-__all__ = ["plan", "Request", "PlanRefused", "MemoryPlan", "ModelPlan", "speculation_bytes", "place"]
