@@ -113,7 +113,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
                              spec_dev, d_act, req, reasons)
     scheme, placed, kk, dc, head, spec = chosen
     headroom[fast] = max(headroom[fast], head)
-    _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder[0])
+    _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder)
     t_plan = make_model_plan("target", target, scheme.other_dtype, "none" if not scheme.lossy else scheme.name,
                              placed, ctx, scheme.lossy, ctx)
     cache = _expert_cache(target, scheme, compute, placed, fast, reasons)
@@ -240,7 +240,8 @@ def _refuse(target, scheme, off, ctx, act, rooms, budget, req):
     raise refuse(f"{target.name} does not fit this budget, even with disk offload", rows)
 
 
-def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, first):
+def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder):
+    first = ladder[0]
     devices = {p.device for p in placed}
     where = "on the GPU" if fast == GPU else "in CPU memory"
     if devices == {fast}:
@@ -252,8 +253,8 @@ def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, fir
     else:
         spilled = sorted({p.kind for p in placed if p.device != fast})
         reasons.append(f"target: {scheme.name}, spilling {', '.join(spilled)} groups off the "
-                       f"{'GPU' if fast == GPU else 'CPU'}: no precision fits whole, and this one keeps the most "
-                       "parameters there")
+                       f"{'GPU' if fast == GPU else 'CPU'}, as it does not fit whole"
+                       + (", and of the precisions tried it keeps the most parameters there" if len(ladder) > 1 else ""))
     if scheme.name in BNB and target.experts:
         reasons.append("experts: bitsandbytes leaves fused expert tensors unquantized, so they are priced "
                        "at the compute dtype")
