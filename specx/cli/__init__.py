@@ -71,6 +71,7 @@ from . import bench as _bench  # noqa: E402,F401  (registers the command)
 from . import tune as _tune  # noqa: E402,F401  (registers the command)
 from . import config_cmd as _config_cmd  # noqa: E402,F401  (registers the command)
 from . import chat as _chat  # noqa: E402,F401  (registers the command)
+from . import plan as _plan  # noqa: E402,F401  (registers the command)
 
 
 def report(error) -> int:

@@ -41,7 +41,7 @@ def _gb(n: int | None) -> str:
     return output.human_bytes(n) if n else "-"
 
 
-@app.command(epilog="Examples:\n  specx pull qwen2.5-coder-1.5b\n  specx pull bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M"
+@app.command(epilog="\b\nExamples:\n  specx pull qwen2.5-coder-1.5b\n  specx pull bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M"
                     "\n\n" + EXIT_CODES)
 def pull(name: NAME,
          no_drafter: Annotated[bool, typer.Option("--no-drafter", help="Only the target, not its default drafter.")] = False,

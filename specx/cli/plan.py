@@ -1,0 +1,94 @@
+"""`specx plan MODEL`: the memory plan (placement, precision, KV, headroom, reasons) without loading weights."""
+from __future__ import annotations
+
+import json
+import sys
+from itertools import groupby
+from typing import Annotated, Optional
+
+import typer
+
+from . import EXIT_CODES, app, output
+
+EXAMPLES = """\b
+Examples:
+  specx plan ./qwen2.5-coder-1.5b.gguf --drafter ./qwen2.5-coder-0.5b.gguf
+  specx plan ./model-folder --mem-budget gpu=6GiB,cpu=16GiB --context 8192 -k 6
+  specx plan smollm2 --json | jq .total_bytes
+"""
+
+
+@app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
+def plan(
+    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.")],
+    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (the preset's model drafter), none, ngram, or a model.")] = "auto",
+    mem_budget: Annotated[Optional[str], typer.Option("--mem-budget", help="Simulate budgets, e.g. gpu=6GiB,cpu=16GiB[,disk=100GB]; gpu=0 plans without a GPU. Unnamed ones are detected.")] = None,
+    context: Annotated[Optional[int], typer.Option("--context", help="Tokens of context to plan for (default: min(model limit, 4096)).")] = None,
+    draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round.")] = 4,
+    dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto: bfloat16 on GPU, float32 on CPU).")] = "auto",
+    quant: Annotated[str, typer.Option(help="auto (quantize only when needed), none, int8, nf4, fp4 (GPU), or a registered CPU backend.")] = "auto",
+    allow_disk_offload: Annotated[bool, typer.Option("--allow-disk-offload", help="Allow weights on disk (slow) instead of refusing.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """Plan memory for a target and its drafter from their configs alone (no weights are loaded)."""
+    from ..runtime.errors import UsageError
+    from ..runtime.memory import plan_for
+    from ..runtime.memory.planner import PlanRefused
+    from ..runtime.models import resolve
+
+    if draft_tokens < 0 or draft_tokens > 64:
+        raise UsageError(f"draft tokens must be between 0 and 64 (got {draft_tokens})", "try -k 4")
+    source = resolve(model)
+    choice = drafter
+    if drafter == "auto":
+        choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
+    draft_source = None if choice in ("none", "ngram") or draft_tokens == 0 else resolve(choice)
+    try:
+        result = plan_for(source, draft_source, context, draft_tokens, mem_budget, dtype, quant, allow_disk_offload)
+    except PlanRefused as e:
+        output.note(e.table)
+        raise
+    if json_out:
+        sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n")
+        return
+    sys.stdout.write(render(result) + "\n")
+    for reason in result.reasons:
+        output.note(reason)
+
+
+def _b(n: int) -> str:
+    from ..runtime.memory.probe import fmt_bytes
+
+    return fmt_bytes(n)
+
+
+def _rows(m) -> list[str]:
+    """Consecutive groups of one kind on one device with one scheme share a line."""
+    out = []
+    key = lambda p: (p.kind, p.device, p.scheme)  # noqa: E731
+    for (kind, device, scheme), run in groupby(m.placements, key=key):
+        run = list(run)
+        name = run[0].group if len(run) == 1 else f"{run[0].group} … {run[-1].group.rsplit('.', 1)[-1]}"
+        kv = sum(p.kv_bytes for p in run)
+        out.append(f"  {name:<34}{device:<8}{scheme:<22}{_b(sum(p.bytes for p in run)):>11}"
+                   + (f"  + KV {_b(kv)}" if kv else ""))
+    return out
+
+
+def render(p) -> str:
+    lines = [f"budgets: {p.budgets.describe()}"]
+    for m in (p.target, p.drafter):
+        if m is None:
+            continue
+        lossy = " (lossy: the output is the quantized model's own)" if m.lossy else ""
+        lines.append(f"{m.role} {m.name}: {m.dtype}, quant {m.quant}{lossy}; {m.share()}; "
+                     f"KV {_b(m.kv_bytes_per_token)}/token")
+        lines += _rows(m)
+    lines.append(f"speculation: k {p.k_cap}" + (f" (asked {p.k})" if p.k_cap < p.k else "")
+                 + (f", drafter context {p.drafter_context}" if p.drafter else "") + f", {_b(p.speculation_bytes)}")
+    lines.append(f"context: {p.context} planned, up to {p.max_context} fit")
+    lines.append("headroom: " + (", ".join(f"{d} {_b(n)}" for d, n in p.headroom) or "none"))
+    lines.append(f"load peak (estimate): {_b(p.load_peak_bytes)}")
+    lines.append("total: " + ", ".join(f"{d} {_b(n)}" for d, n in p.total_bytes().items()))
+    lines.append(f"summary: {p.summary()}")
+    return "\n".join(lines)

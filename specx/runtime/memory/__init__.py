@@ -1,0 +1,22 @@
+"""Memory-aware loading: probe budgets, price models from their configs, plan placement (SpecMemo)."""
+from __future__ import annotations
+
+
+def plan_for(source, drafter_source=None, context: int | None = None, k: int = 4, budgets=None,
+             dtype: str = "auto", quant: str = "auto", allow_disk: bool = False):
+    """The MemoryPlan for a resolved target (and model drafter) Source; reads only their configs.
+
+    `budgets`: a Budgets, a `--mem-budget` string or dict (the rest detected), or None (all detected).
+    """
+    from .footprint import shape_for
+    from .planner import Request, plan
+    from .probe import Budgets, detect, parse_mem_budget
+
+    simulated = False
+    if not isinstance(budgets, Budgets):
+        override = parse_mem_budget(budgets) if isinstance(budgets, str) else budgets
+        simulated = bool(override and "gpu" in override)
+        budgets = detect(override)
+    target = shape_for(source)
+    drafter = shape_for(drafter_source) if drafter_source is not None else None
+    return plan(target, drafter, budgets, Request(context, k, dtype, quant, allow_disk), simulated=simulated)

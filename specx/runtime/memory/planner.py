@@ -1,0 +1,143 @@
+"""The planner: precision, placement and speculation memory for a target and its drafter (SpecMemo).
+
+Order of concessions under pressure, each stated in `reasons`:
+1. speculation memory (the drafter's context, then k) shrinks before any target layer leaves the GPU;
+2. with `--quant auto`, the target is quantized (GPU: int8, then nf4; CPU: registered backends);
+3. target groups spill GPU → CPU → disk (MoE experts first, untied input embeddings next — both are
+   cheap to run from the CPU — then decoder layers from the last one back);
+4. a plan that needs disk without `allow_disk`, or whose largest layer fits no budget, is refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..errors import InsufficientResources
+from . import backends as bk
+from .footprint import DTYPE_BYTES, Group, Scheme, Shape, plain
+from .plan import MemoryPlan, ModelPlan, Placement, need_table
+from .probe import Budgets, fmt_bytes
+
+GPU, CPU, DISK = "cuda:0", "cpu", "disk"
+MIN_DRAFT_CONTEXT = 256
+DEFAULT_CONTEXT = 4096
+SPILL_FIRST = {"experts": 0, "embed": 1}   # lower spills first; everything else spills last layer first
+
+
+class PlanRefused(InsufficientResources):
+    """A plan that cannot work; `table` holds the need-versus-budget rows to print."""
+
+    default_hint = "raise the budget, pick a smaller model or --quant nf4, or pass --allow-disk-offload"
+
+    def __init__(self, message: str, table: str, hint: str | None = None):
+        super().__init__(message, hint)
+        self.table = table
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the user asked for."""
+
+    context: int | None = None
+    k: int = 4
+    dtype: str = "auto"
+    quant: str = "auto"
+    allow_disk: bool = False
+
+
+def activation_bytes(shape: Shape, tokens: int, act: int) -> int:
+    """Transient memory of one forward over `tokens` (the prompt): hidden states and MLP intermediates."""
+    inter = shape.intermediate * max(1, shape.experts_per_token)
+    return tokens * (4 * shape.hidden + 3 * inter) * act
+
+
+def speculation_bytes(target: Shape, drafter: Shape | None, k: int, draft_ctx: int, act: int, d_act: int) -> int:
+    """SpecMemo's budget: logits for k+1 verified tokens (model dtype + fp32 copy), k candidate KV
+    entries in the target, and the drafter's KV cache and logits."""
+    out = (k + 1) * target.vocab * (act + 4) + k * target.kv_elems_per_token() * act
+    if drafter is not None:
+        out += k * drafter.vocab * (d_act + 4) + draft_ctx * drafter.kv_elems_per_token() * d_act
+    return out
+
+
+def _layer_kv(shape: Shape, g: Group, context: int, act: int) -> int:
+    return context * shape.kv_heads * shape.head_dim * 2 * act if g.kind == "layer" else 0
+
+
+def _gpu_order(groups: tuple[Group, ...], tied: bool) -> list[Group]:
+    """Groups by claim on the GPU, strongest first: small top-level pieces, layers 0…N−1, then the
+    untied input embeddings (a lookup), then experts (last layer's first to go)."""
+    def rank(g: Group) -> int:
+        return 2 if g.kind == "embed" and tied else SPILL_FIRST.get(g.kind, 2)
+
+    return sorted(groups, key=lambda g: (-rank(g), g.layer if g.layer is not None else -1))
+
+
+def place(shape: Shape, on_gpu: Scheme, off_gpu: Scheme, context: int, act: int,
+          room: dict[str, int | None], tied: bool) -> list[Placement] | None:
+    """Fill the GPU in claim order, then the CPU, then disk; None when something fits nowhere."""
+    room = dict(room)
+    out = []
+    for g in _gpu_order(shape.groups, tied):
+        kv = _layer_kv(shape, g, context, act)
+        device = next((d for d, s in ((GPU, on_gpu), (CPU, off_gpu), (DISK, off_gpu))
+                       if room.get(d) is not None and s.group_bytes(g) + kv * (d != DISK) <= room[d]), None)
+        if device is None:
+            return None
+        scheme = on_gpu if device == GPU else off_gpu
+        size, kv = scheme.group_bytes(g), kv if device != DISK else 0
+        room[device] -= size + kv
+        if device == DISK:
+            room[CPU] = (room[CPU] or 0) - kv  # a disk-offloaded layer keeps its KV in CPU memory
+        out.append(Placement(g.name, g.kind, device, scheme.name, size, kv, g.parts))
+    if tied:   # accelerate keeps tied weights together: the head goes where the embeddings went
+        emb = next(p for p in out if p.kind == "embed")
+        out = [replace(p, device=emb.device) if p.kind == "head" else p for p in out]
+    order = {g.name: i for i, g in enumerate(shape.groups)}
+    return sorted(out, key=lambda p: order[p.group])
+
+
+def plan(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request = Request(),
+         simulated: bool = False) -> MemoryPlan:
+    """The plan for this pair on these budgets, or PlanRefused."""
+    from .decide import decide
+
+    return decide(target, drafter, budgets, req, simulated)
+
+
+def scheme_for(backend: bk.Backend, compute: str) -> Scheme:
+    """A backend's scheme with its non-quantized parts in the compute dtype (GPU backends)."""
+    s = backend.scheme()
+    return replace(s, other_dtype=compute) if backend.device == "cuda" else s
+
+
+def offload_scheme(on_gpu: Scheme, compute: str) -> Scheme:
+    """What a module spilled off the GPU costs: bitsandbytes keeps offloaded modules in fp32."""
+    if on_gpu.name in ("int8", "nf4", "fp4"):
+        return replace(plain("float32"), name="float32 (bnb offload)")
+    return plain(compute)
+
+
+def refuse(message: str, rows: list[tuple[str, int, int | None]], hint: str | None = None) -> PlanRefused:
+    return PlanRefused(message + " (" + "; ".join(
+        f"{d} needs {fmt_bytes(n)} of {'none' if b is None else fmt_bytes(b)}" for d, n, b in rows) + ")",
+        need_table(rows), hint)
+
+
+def act_bytes(dtype: str) -> int:
+    return DTYPE_BYTES[dtype]
+
+
+def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool) -> int:
+    """CPU bytes beyond the tensors: tokenizer and objects, plus the fast path's packed copy on the CPU."""
+    from .footprint import RUNTIME_OVERHEAD, fastpath_copy
+
+    return RUNTIME_OVERHEAD + (fastpath_copy(shape, scheme_name) if on_cpu else 0)
+
+
+def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements: list[Placement],
+                    context: int, lossy: bool, prompt: int) -> ModelPlan:
+    act = act_bytes(dtype)
+    on_cpu = bool(placements) and all(p.device == "cpu" for p in placements)
+    return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
+                     shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act), lossy,
+                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu))

@@ -1,0 +1,42 @@
+"""Run in a fresh process: RSS before and after loading a target (and drafter) from the converted
+safetensors cache and decoding to a given context; prints JSON. Used by tests/test_memory_measured.py."""
+from __future__ import annotations
+
+import gc
+import json
+import sys
+
+
+def rss() -> tuple[int, int]:
+    """(VmRSS, VmHWM) in bytes."""
+    status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+    return int(status["VmRSS"].split()[0]) * 1024, int(status["VmHWM"].split()[0]) * 1024
+
+
+def main(context: int, k: int, paths: list[str]) -> None:
+    import torch  # noqa: F401  (imports and allocator set-up belong to the baseline)
+    import transformers  # noqa: F401
+
+    from specx.runtime.lm import LM  # noqa: F401
+    from specx.runtime.models import load_lm, model_dir, resolve
+
+    sources = [resolve(p) for p in paths]
+    for s in sources:
+        model_dir(s, "float32")        # the converted copy exists (or is made) before the baseline
+    gc.collect()
+    before, _ = rss()
+    lms = [load_lm(s, "float32") for s in sources]
+    loaded, _ = rss()
+    ids = list(range(1000, 1000 + context - k - 1))
+    for lm in lms:                     # prompt, then one verify-sized forward: the cache holds `context`
+        lm.forward(ids, last_only=True)
+        lm.forward(list(range(2000, 2000 + k + 1)))
+    del ids
+    gc.collect()
+    after, peak = rss()
+    print(json.dumps({"before": before, "loaded": loaded, "after": after, "peak": peak,
+                      "cached": [lm.cached for lm in lms]}))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:])

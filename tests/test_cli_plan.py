@@ -1,0 +1,46 @@
+"""`specx plan`: the plan from configs alone, as text or JSON; refusals exit 4 with a need/budget table."""
+from __future__ import annotations
+
+import json
+
+from cli_helpers import invoke, make_folder
+
+
+def weightless(path):
+    """A model folder with its weights deleted: planning must not need them."""
+    folder = make_folder(path, layers=2)
+    for f in folder.glob("*.safetensors"):
+        f.unlink()
+    return folder
+
+
+def test_plan_json_without_weights(tmp_path):
+    target, drafter = weightless(tmp_path / "t"), weightless(tmp_path / "d")
+    result = invoke("plan", str(target), "-d", str(drafter), "--mem-budget", "gpu=1GiB,cpu=2GiB,disk=1GiB",
+                    "--context", "128", "--json")
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["target"]["groups"] and plan["drafter"]["groups"]
+    assert plan["summary"] == "target gpu, drafter gpu"
+    totals = plan["total_bytes"]
+    assert totals["overall"] == totals["cuda:0"] + totals["cpu"] and totals["cuda:0"] > 0
+    assert totals["cpu"] == plan["target"]["runtime_bytes"] + plan["drafter"]["runtime_bytes"]  # tokenizers
+    assert plan["budgets"]["source"] == "from --mem-budget"
+
+
+def test_plan_text_lists_groups_and_reasons(tmp_path):
+    result = invoke("plan", str(weightless(tmp_path / "t")), "--mem-budget", "gpu=0,cpu=2GiB,disk=1GiB")
+    assert result.exit_code == 0, result.stderr
+    assert "model.layers.0 … 1" in result.stdout and "summary: target cpu" in result.stdout
+    assert "dtype: float32 on the CPU" in result.stderr and "target: whole in CPU memory" in result.stderr
+
+
+def test_refusal_exits_4_with_a_table(tmp_path):
+    result = invoke("plan", str(weightless(tmp_path / "t")), "--mem-budget", "gpu=0,cpu=100KB,disk=1GiB")
+    assert result.exit_code == 4
+    assert "need" in result.stderr and "budget" in result.stderr and "error:" in result.stderr
+
+
+def test_bad_budget_is_a_usage_error(tmp_path):
+    result = invoke("plan", str(weightless(tmp_path / "t")), "--mem-budget", "vram=1GiB")
+    assert result.exit_code == 2 and "unknown --mem-budget device" in result.stderr
