@@ -85,7 +85,7 @@ def _pull_one(entry) -> dict:
     return {"name": entry.label, **st}
 
 
-@app.command(name="list", epilog=EXIT_CODES)
+@app.command(name="list", epilog="\b\nExamples:\n  specx list\n  specx list --json | jq -r '.[].name'\n\n" + EXIT_CODES)
 def list_models(json_out: JSON = False) -> None:
     """Presets and downloaded models, with size on disk and whether they are complete."""
     from .. import presets
@@ -146,7 +146,7 @@ def _hf_cache_rows(known: set[str]) -> list[dict]:
             for r in sorted(info.repos, key=lambda r: r.repo_id) if r.repo_type == "model" and r.repo_id not in known]
 
 
-@app.command(epilog=EXIT_CODES)
+@app.command(epilog="\b\nExamples:\n  specx show llama3\n  specx show qwen2.5-coder-7b --json\n\n" + EXIT_CODES)
 def show(name: NAME, json_out: JSON = False) -> None:
     """Where a model comes from, its files and sizes, drafter candidates and licence."""
     from ..runtime import catalog

@@ -12,7 +12,7 @@ from . import EXIT_CODES, app, output
 from .models_cmd import NAME, _gb
 
 
-@app.command(epilog=EXIT_CODES)
+@app.command(epilog="\b\nExamples:\n  specx rm qwen2.5-coder-7b\n  specx rm qwen2.5-coder-7b --yes\n\n" + EXIT_CODES)
 def rm(name: NAME, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False) -> None:
     """Delete a downloaded model from the Hugging Face cache (or specx's own cache)."""
     from ..runtime import catalog, lock
@@ -97,7 +97,7 @@ def _delete(entry, st: dict) -> int:
     return strategy.expected_freed_size
 
 
-@app.command(epilog=EXIT_CODES)
+@app.command(epilog="\b\nExamples:\n  specx verify qwen2.5-coder-7b\n  specx verify llama3:Q4_K_M\n\n" + EXIT_CODES)
 def verify(name: NAME) -> None:
     """Re-hash a downloaded model's files against the sha256 the preset or the Hub stated."""
     from ..runtime import catalog, hub
