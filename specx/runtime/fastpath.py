@@ -87,9 +87,40 @@ def apply(model, weights: str) -> str:
     """Swap the model's linear layers for the chosen CPU kernels; one sentence saying what ran."""
     if weights in qlinear.LAYERS and _on_cpu(model):
         swapped = qlinear.quantize_linears(model, weights)
-        return describe(swapped, weights)
-    swapped = prepack_linears(model) if available(model) else 0
-    return describe(swapped, "none")
+    else:
+        swapped, weights = (prepack_linears(model) if available(model) else 0), "none"
+    if swapped:
+        own_memory(model)
+    return describe(swapped, weights)
+
+
+def own_memory(model) -> None:
+    """Copy the tensors still backed by the memory-mapped weight file into ordinary memory.
+
+    The packed layers hold their own copies, but while any tensor still points into the mapped
+    file, the file stays mapped and every page read during packing stays resident: a float32 model
+    would count twice in RSS (measured on SmolLM2: 1184 MiB instead of ~600). Copying the few
+    unpacked tensors (embeddings, norms) lets the mapping go."""
+    with torch.no_grad():
+        for module in model.modules():
+            for name, param in list(module.named_parameters(recurse=False)):
+                param.data = param.data.clone()
+            for name, buf in list(module.named_buffers(recurse=False)):
+                if buf is not None:
+                    module._buffers[name] = buf.clone()
+    _return_freed_memory()
+
+
+def _return_freed_memory() -> None:
+    """Give the heap freed by the replaced weights back to the OS (glibc keeps it otherwise)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):   # not glibc: the memory is reused, only RSS looks larger
+        pass
 
 
 def describe(swapped: int, weights: str = "none") -> str:
