@@ -1,4 +1,4 @@
-"""Weight-only linear layers for the CPU: fp16, int8 per channel, int4 per group of 128.
+"""Weight-only linear layers for the CPU: fp16, int8 per channel, int4 per group of 32.
 
 Why these kernels (measured on the 2-core AVX2 dev machine, one 8960×1536 layer, 1 / 5 rows):
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-INT4_GROUP = 128
+INT4_GROUP = 32   # measured on Qwen2.5-Coder-1.5B: perplexity 1.010× float32 at 32, 1.046× at 64, 1.113× at 128
 
 
 class PackedLinear(torch.nn.Module):
@@ -97,7 +97,7 @@ class Int8Linear(PackedLinear):
 
 
 class Int4Linear(PackedLinear):
-    """Asymmetric int4 weights in groups of 128 inputs (tinygemm layout); the matmul runs in bf16."""
+    """Asymmetric int4 weights in groups of 32 inputs (tinygemm layout); the matmul runs in bf16."""
 
     precision = "int4"
 

@@ -75,3 +75,20 @@ register_backend("nf4", "cuda", FOUR_BIT, other_dtype="bfloat16", available=_bnb
                  note="bitsandbytes 4-bit NormalFloat, double-quantized blocks of 64")
 register_backend("fp4", "cuda", FOUR_BIT, other_dtype="bfloat16", available=_bnb_available,
                  note="bitsandbytes 4-bit float, double-quantized blocks of 64")
+
+
+def _cpu_kernel(name: str) -> Callable[[], bool]:
+    def available() -> bool:
+        from ..fastpath import usable   # specx's CPU weight-only kernels (runtime/qlinear.py)
+
+        return usable(name)
+    return available
+
+
+# specx's own CPU weight-only layers: activations stay float32 around them (runtime/qlinear.py).
+register_backend("fp16", "cpu", 2, other_dtype="float32", available=_cpu_kernel("fp16"),
+                 note="fp16 weights prepacked for fbgemm; measured the fastest CPU verification on AVX2")
+register_backend("int8", "cpu", 1, other_dtype="float32", row_bytes=2, available=_cpu_kernel("int8"),
+                 note="int8 weights per channel (bf16 scale), matmul in bf16")
+register_backend("int4", "cpu", 0.625, other_dtype="float32", available=_cpu_kernel("int4"),
+                 note="int4 weights in groups of 32 (bf16 scale and zero), matmul in bf16")
