@@ -25,7 +25,7 @@ def trial(label, k, speedup, policy="fixed", baseline=False):
 def test_candidates_sweep_k_1_to_8_and_the_policies():
     model = candidates("./draft.gguf")
     assert sorted(c.k for c in model if c.policy == "fixed") == list(range(1, 9))
-    assert {c.policy for c in model} == {"fixed", "heuristic", "confidence"}
+    assert {c.policy for c in model} == {"fixed", "heuristic", "auto", "confidence"}
     assert len({c.confidence for c in model if c.policy == "confidence"}) >= 3
     assert "confidence" not in {c.policy for c in candidates("ngram")}   # no probabilities to threshold
     assert candidates("none") == []
@@ -177,13 +177,13 @@ def test_ctrl_c_keeps_finished_trials_and_leaves_a_whole_file(cli_models, prompt
     def interrupting(self, label, sample):
         original(self, label, sample)
         calls["n"] += 1
-        if calls["n"] == 10 + 10 + 3:   # warm-ups, one complete prompt, part of the next
+        if calls["n"] == 12 + 12 + 3:   # warm-ups, one complete prompt, part of the next
             raise KeyboardInterrupt
     monkeypatch.setattr(bench_cli.ProgressBar, "advance", interrupting)
     result = invoke("tune", str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1")
     assert result.exit_code == 130, result.stderr
     assert "interrupted: the setting comes from 1 finished comparisons" in result.stderr
     entry = json.loads(tuned.path().read_text())["entries"][0]
-    assert entry["setting"]["complete"] is False and len(entry["trials"]) == 10
+    assert entry["setting"]["complete"] is False and len(entry["trials"]) == 12
     assert all(t["samples"] == 1 for t in entry["trials"])
     assert sorted(p.name for p in tuned.path().parent.iterdir()) == ["tuned.json", "tuned.json.lock"]
