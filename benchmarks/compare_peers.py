@@ -41,8 +41,16 @@ PROMPTS = suite_prompts()
 
 
 def hf_runner(model, assistant=None, lookup=None):
+    import copy
+
+    # transformers adapts the assistant's draft length in its generation_config and keeps it across
+    # calls: every generation here starts from the defaults, as a fresh process would.
+    fresh = copy.deepcopy(assistant.generation_config) if assistant is not None else None
+
     def go(ids, n):
         kw = {"assistant_model": assistant} if assistant is not None else {}
+        if assistant is not None:
+            assistant.generation_config = copy.deepcopy(fresh)
         if lookup:
             kw["prompt_lookup_num_tokens"] = lookup
         with torch.inference_mode():
@@ -52,12 +60,14 @@ def hf_runner(model, assistant=None, lookup=None):
     return go
 
 
-def specx_runner(pair):
+def specx_runner(pair, policy: str = "fixed"):
     from specx.runtime.loop import Generation
+    from specx.runtime.policy import DraftPolicy
     from specx.runtime.types import Round, Sampling
 
     def go(ids, n):
-        gen = Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=n, sampling=Sampling())
+        gen = Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=n, sampling=Sampling(),
+                         policy=DraftPolicy(policy, pair.k))
         return [t for e in gen if isinstance(e, Round) for t in e.token_ids]
     return go
 
@@ -135,6 +145,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("-k", type=int, default=4, help="specx draft tokens for the model drafter")
     ap.add_argument("--ngram-k", type=int, default=8, help="specx draft tokens for ngram")
+    ap.add_argument("--policy", default="fixed", help="specx draft policy for the speculative rows (fixed, auto, …)")
     ap.add_argument("--methods", default="hf_generate,hf_assisted,hf_lookup,specx_model,specx_ngram,specx_none,"
                     "specx_fp16_model,specx_fp16_ngram,specx_fp16_none,llamacpp,llamacpp_lookup")
     ap.add_argument("--prompts", default=",".join(PROMPTS))
@@ -151,11 +162,15 @@ def main() -> int:
         "hf_generate": lambda: hf_runner(dense_target()),
         "hf_assisted": lambda: hf_runner(dense_target(), assistant=dense(args.drafter, args.dtype)),
         "hf_lookup": lambda: hf_runner(dense_target(), lookup=10),
-        "specx_model": lambda: specx_runner(prepare(args.target, args.drafter, k=args.k, dtype=args.dtype)),
-        "specx_ngram": lambda: specx_runner(prepare(args.target, "ngram", k=args.ngram_k, dtype=args.dtype)),
+        "specx_model": lambda: specx_runner(prepare(args.target, args.drafter, k=args.k, dtype=args.dtype),
+                                            args.policy),
+        "specx_ngram": lambda: specx_runner(prepare(args.target, "ngram", k=args.ngram_k, dtype=args.dtype),
+                                            args.policy),
         "specx_none": lambda: specx_runner(tokenizer_pair),
-        "specx_fp16_model": lambda: specx_runner(prepare(args.target, args.drafter, k=args.k, quant="fp16")),
-        "specx_fp16_ngram": lambda: specx_runner(prepare(args.target, "ngram", k=args.ngram_k, quant="fp16")),
+        "specx_fp16_model": lambda: specx_runner(prepare(args.target, args.drafter, k=args.k, quant="fp16"),
+                                                 args.policy),
+        "specx_fp16_ngram": lambda: specx_runner(prepare(args.target, "ngram", k=args.ngram_k, quant="fp16"),
+                                                 args.policy),
         "specx_fp16_none": lambda: specx_runner(prepare(args.target, "none", k=0, quant="fp16")),
         "llamacpp": lambda: llamacpp_runner(args.target, eos),
         "llamacpp_lookup": lambda: llamacpp_runner(args.target, eos, lookup=10),
@@ -226,7 +241,8 @@ def report(args, methods, prompts, rates, outputs, target, ceilings) -> int:
             (f"best specx ({best}) / hf_assisted ≥ 2.0", ratio(best, "hf_assisted"), 2.0),
             (f"best specx ({best}) / llamacpp ≥ 1.0 (goal)", ratio(best, "llamacpp"), 1.0)]
     print(f"\n{args.dtype}, greedy, {args.new_tokens} new tokens, {args.repeats} repeats, tok/s medians "
-          f"(end to end, prefill included); specx k={args.k} (model), k={args.ngram_k} (ngram)\n")
+          f"(end to end, prefill included); specx k={args.k} (model), k={args.ngram_k} (ngram), "
+          f"--draft-policy {args.policy}\n")
     print("\n".join(lines))
     print("\nbandwidth-bound ceiling (linear weight bytes per token ÷ measured read bandwidth): " +
           ", ".join(f"{p} {c:.1f} tok/s" for p, c in ceilings.items()))
