@@ -1,6 +1,8 @@
 """`--drafter auto`: downloaded, same tokenizer, ≤ ¼ (else ≤ ½) of the target, fits in memory; else ngram."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from cli_helpers import make_folder
@@ -17,13 +19,10 @@ def folders(tmp_path_factory):
             for i, (name, layers) in enumerate(SIZES.items())}
 
 
-@pytest.fixture
-def pulled(folders, tmp_path, monkeypatch, isolated_home):
-    """Every tiny repo pulled into a private HF cache through the real client and a fake Hub."""
+@contextlib.contextmanager
+def serve(folders, tmp_path, monkeypatch):
+    """A fake Hub holding every tiny repo as `t/NAME`, with huggingface_hub pointed at it."""
     from huggingface_hub import constants
-
-    from specx import presets
-    from specx.runtime import hub as hubmod
 
     with FakeHub() as fake:
         for name, folder in folders.items():
@@ -32,6 +31,18 @@ def pulled(folders, tmp_path, monkeypatch, isolated_home):
         monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", fake.url + "/{repo_id}/resolve/{revision}/{filename}")
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
         monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+        yield fake
+
+
+@pytest.fixture
+def pulled(folders, tmp_path, monkeypatch, isolated_home):
+    """Every tiny repo pulled into a private HF cache through the real client and a fake Hub."""
+    from huggingface_hub import constants
+
+    from specx import presets
+    from specx.runtime import hub as hubmod
+
+    with serve(folders, tmp_path, monkeypatch):
         for name in folders:
             hubmod.pull(hubmod.HubRef(f"t/{name}"), f"t/{name}")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)   # from here on, nothing may be fetched
@@ -107,18 +118,10 @@ def test_prepare_explains_the_auto_choice(pulled):
 @pytest.fixture
 def online(folders, tmp_path, monkeypatch, isolated_home):
     """The fake Hub stays up; only the target is pulled."""
-    from huggingface_hub import constants
-
     from specx import presets
     from specx.runtime import hub as hubmod
 
-    with FakeHub() as fake:
-        for name, folder in folders.items():
-            fake.repos[f"t/{name}"] = Repo.from_folder(folder)
-        monkeypatch.setattr(constants, "ENDPOINT", fake.url)
-        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", fake.url + "/{repo_id}/resolve/{revision}/{filename}")
-        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    with serve(folders, tmp_path, monkeypatch) as fake:
         hubmod.pull(hubmod.HubRef("t/target"), "t/target")
         presets.user_dir().mkdir(parents=True)
         yield fake

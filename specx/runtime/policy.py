@@ -53,9 +53,10 @@ class DraftPolicy:
         self.rounds += 1
         if self.name == "auto":
             self.cost.observe(drafted, accepted, draft_s, verify_s)
-            if self.off and drafted and self.cost.best_k(self.k_max):   # a probe that pays
+            best = self.cost.best_k(self.k_max) if self.off and drafted else None
+            if best:   # a probe that pays
                 self.off, self.gap = False, PROBE_GAP
-                self.notice = f"speculation on again: {self.cost.explain(self.cost.best_k(self.k_max))}"
+                self.notice = f"speculation on again: {self.cost.explain(best)}"
         if self.name != "heuristic" or drafted == 0:
             return
         self.current = self.current + 2 if accepted == drafted else max(1, self.current - 1)
