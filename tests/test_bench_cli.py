@@ -24,11 +24,12 @@ RATE = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
 ROW = {"type": "object", "additionalProperties": False,
        "required": ["config", "category", "precision", "samples", "tok_s", "speedup", "acceptance_rate",
                     "mean_acceptance_length", "per_position_acceptance", "ttft_s", "draft_s", "verify_s",
-                    "peak_bytes", "weights_bytes", "outputs_matched", "outputs_compared"],
+                    "decode_tok_s", "decode_speedup", "peak_bytes", "weights_bytes", "outputs_matched", "outputs_compared"],
        "properties": {"config": STR, "category": STR, "precision": {"type": "string", "minLength": 1},
                       "samples": INT, "tok_s": INTERVAL, "speedup": OPT_INTERVAL, "acceptance_rate": RATE,
                       "mean_acceptance_length": OPT_NUM, "per_position_acceptance": {"type": "array", "items": RATE},
-                      "ttft_s": OPT_INTERVAL, "draft_s": NUM, "verify_s": NUM, "peak_bytes": INT,
+                      "ttft_s": OPT_INTERVAL, "decode_tok_s": OPT_INTERVAL, "decode_speedup": OPT_INTERVAL,
+                      "draft_s": NUM, "verify_s": NUM, "peak_bytes": INT,
                       "weights_bytes": INT, "outputs_matched": OPT_INT, "outputs_compared": OPT_INT}}
 CONFIG = {"type": "object", "additionalProperties": False,
           "required": ["label", "drafter", "k", "policy", "confidence", "peer", "baseline", "precision", "weights_bytes"],
@@ -83,6 +84,20 @@ def test_json_on_stdout_validates_and_the_table_moves_to_stderr(cli_models, prom
     assert overall["ngram k=4 fixed"]["outputs_matched"] == 6   # greedy: token for token the baseline's
     assert "specx bench" in result.stderr and "precision of none: float32" in result.stderr
     assert doc["complete_units"] == 6 and not doc["interrupted"]
+
+
+def test_exact_configurations_and_decode_rates(cli_models, prompts_file):
+    """--config adds one exact row each (no grid); decode tok/s leaves the first token's time out."""
+    result = bench(str(cli_models["target"]), "-c", "drafter=ngram,k=3,policy=auto", "-c", "drafter=ngram,k=2",
+                   "--prompts", prompts_file, "-n", "6", "-r", "1", "--no-warmup", "--json", "-")
+    doc = json.loads(result.stdout)
+    assert [c["label"] for c in doc["configs"]] == ["none", "ngram k=3 auto", "ngram k=2 fixed"]
+    for s in doc["samples"]:
+        row_total = s["total_s"]
+        assert s["ttft_s"] is None or s["ttft_s"] < row_total
+    overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
+    assert all(r["decode_tok_s"]["median"] > 0 for r in overall.values())
+    assert overall["none"]["decode_speedup"]["median"] == pytest.approx(1.0)
 
 
 def test_files_are_written_saved_under_the_data_dir_and_the_table_goes_to_stdout(cli_models, prompts_file, tmp_path):
@@ -149,7 +164,9 @@ def test_plot_without_matplotlib_is_a_clear_error_before_any_work(cli_models, mo
     (["-k", "0"], "-k must be between 1"), (["--repeats", "0"], "--repeats must be at least 1"),
     (["--draft-policy", "psychic"], "unknown draft policy"), (["--prompts", "/nonexistent.toml"], "not found"),
     (["--plot", "x.jpg"], "PNG"), (["--peer", "vllm"], "unknown peer"),
-    (["--json", "/nonexistent/r.json"], "does not exist"),
+    (["--json", "/nonexistent/r.json"], "does not exist"), (["-c", "k=4"], "names no drafter"),
+    (["-c", "drafter=ngram,speed=9"], "cannot read --config"), (["-c", "tuned"], "no tuned setting"),
+    (["--quant", "int3"], "int3"),
 ])
 def test_bad_options_fail_with_one_usage_error(cli_models, args, fragment):
     result = invoke("bench", str(cli_models["target"]), *args)

@@ -151,6 +151,16 @@ def test_run_uses_the_tuned_setting_and_flags_override_it(cli_models):
     assert (stats["k"], stats["drafter"]) == (0, "none") and "speculation off (tuned 2026-11-23" in err
 
 
+def test_a_setting_tuned_for_one_weight_precision_does_not_apply_to_another(cli_models):
+    target = str(cli_models["target"])
+    tuned.record(tuned.make_key(target, "ngram", quant="fp16"),
+                 TunedSetting("ngram", 3, "fixed", tuned_at="2026-11-23T04:00:00Z", speedup=1.5), [])
+    stats, err = run_k(target)
+    assert "tuned:" not in err and stats["k"] == 4
+    stats, err = run_k(target, "--quant", "fp16")
+    assert stats["k"] == 3 and "tuned: k=3 fixed" in err
+
+
 @pytest.mark.usefixtures("one_thread")
 def test_tune_then_run_end_to_end_and_show_and_reset(cli_models, prompts_file):
     target = str(cli_models["target"])

@@ -13,7 +13,7 @@ from .suite import categories
 SCHEMA_VERSION = 1
 OVERALL = "overall"
 CSV_COLUMNS = ("config", "category", "precision", "samples", "tok_s", "tok_s_lo", "tok_s_hi", "speedup",
-               "speedup_lo", "speedup_hi", "acceptance_rate", "mean_acceptance_length", "ttft_s", "draft_s",
+               "speedup_lo", "speedup_hi", "decode_tok_s", "decode_speedup", "acceptance_rate", "mean_acceptance_length", "ttft_s", "draft_s",
                "verify_s", "peak_bytes", "weights_bytes", "outputs_matched", "outputs_compared")
 
 
@@ -37,6 +37,8 @@ def _row(label: str, category: str, mine: list[Sample], base: dict, greedy: bool
     tok_s = {(s.repeat, s.prompt): s.tok_s for s in mine}
     base_tok_s = {u: b.tok_s for u, b in base.items()}
     ratios = paired_ratios(tok_s, base_tok_s)
+    decode = {(s.repeat, s.prompt): s.decode_tok_s for s in mine if s.decode_tok_s}
+    decode_ratios = paired_ratios(decode, {u: b.decode_tok_s for u, b in base.items() if b.decode_tok_s})
     drafted, accepted, rounds = (sum(getattr(s, f) for s in mine) for f in ("drafted", "accepted", "rounds"))
     ttfts = [s.ttft_s for s in mine if s.ttft_s is not None]
     matched = sum(s.tokens == base[(s.repeat, s.prompt)].tokens for s in mine) if greedy else None
@@ -44,6 +46,8 @@ def _row(label: str, category: str, mine: list[Sample], base: dict, greedy: bool
         "config": label, "category": category, "precision": precision, "samples": len(mine),
         "tok_s": bootstrap_median(list(tok_s.values()), level).as_dict(),
         "speedup": bootstrap_median(ratios, level).as_dict() if ratios else None,
+        "decode_tok_s": bootstrap_median(list(decode.values()), level).as_dict() if decode else None,
+        "decode_speedup": bootstrap_median(decode_ratios, level).as_dict() if decode_ratios else None,
         "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
         "mean_acceptance_length": round(1 + accepted / rounds, 4) if rounds and drafted else None,
         "per_position_acceptance": per_position(mine),
@@ -90,7 +94,8 @@ def csv_text(rows: list[dict]) -> str:
         for key in ("tok_s", "speedup"):
             iv = r.get(key) or {}
             flat[key], flat[f"{key}_lo"], flat[f"{key}_hi"] = iv.get("median"), iv.get("lo"), iv.get("hi")
-        flat["ttft_s"] = (r.get("ttft_s") or {}).get("median")
+        for key in ("ttft_s", "decode_tok_s", "decode_speedup"):
+            flat[key] = (r.get(key) or {}).get("median")
         writer.writerow({k: "" if v is None else v for k, v in flat.items()})
     return out.getvalue()
 

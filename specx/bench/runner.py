@@ -69,6 +69,13 @@ class Sample:
         """End to end (prefill included), the same clock for specx and the peers."""
         return self.new_tokens / self.total_s if self.total_s > 0 else 0.0
 
+    @property
+    def decode_tok_s(self) -> float | None:
+        """Tokens after the first per second after it (prefill excluded); None without a first-token time."""
+        if self.ttft_s is None or self.new_tokens < 2 or self.total_s <= self.ttft_s:
+            return None
+        return (self.new_tokens - 1) / (self.total_s - self.ttft_s)
+
     def as_dict(self) -> dict:
         out = {k: v for k, v in self.__dict__.items() if k != "tokens"}
         out["tok_s"] = round(self.tok_s, 4)
@@ -106,9 +113,11 @@ class Runner:
     """Loads each configuration's pair once (weights are shared by specx's loader) and runs prompts."""
 
     def __init__(self, model: str, configs: list[Config], prompts: list[Prompt], *, dtype: str = "auto",
-                 max_tokens: int = 128, sampling: Sampling = Sampling(), notify: Callable[[str], None] | None = None):
+                 max_tokens: int = 128, sampling: Sampling = Sampling(), notify: Callable[[str], None] | None = None,
+                 quant: str = "auto"):
         self.model, self.configs, self.prompts = model, with_baseline(configs), prompts
         self.dtype, self.max_tokens, self.sampling, self.notify = dtype, max_tokens, sampling, notify
+        self.quant = quant
         self.calls: dict[str, Callable[[Prompt, int], Sample]] = {}
         self.measurements = Measurements(self.configs, prompts)
 
@@ -121,7 +130,7 @@ class Runner:
             if c.peer:
                 continue
             pairs[c] = pair = prepare(self.model, c.drafter, k=0 if c.baseline else c.k, dtype=self.dtype,
-                                      notify=self.notify)
+                                      quant=self.quant, notify=self.notify)
             self.calls[c.label] = specx_call(self.model, pair, c, self.sampling)
             self.measurements.precision[c.label], self.measurements.weights_bytes[c.label] = \
                 describe_pair(pair, self.dtype)

@@ -13,6 +13,7 @@ EXAMPLES = """\b
 Examples:
   specx bench smollm2
   specx bench ./target.gguf --drafter ./drafter.gguf --drafter ngram -k 2 -k 4 --repeats 5
+  specx bench ./target.gguf -c tuned -c drafter=ngram,k=8,policy=auto --quant fp16
   specx bench ./target.gguf --drafter ./drafter.gguf --peer hf --json result.json --csv result.csv
   specx bench smollm2 --prompts my-prompts.toml --json - | jq '.rows[] | select(.category=="overall")'
   specx bench --compare before.json after.json
@@ -23,14 +24,16 @@ Examples:
 def bench(
     model: Annotated[str, typer.Argument(help="Target: a GGUF file, a Hugging Face model folder, or a preset name.")] = "smollm2",
     drafter: Annotated[Optional[list[str]], typer.Option("--drafter", "-d", help="auto, ngram, or a model; repeat to compare several (the baseline `none` is always included).")] = None,
-    draft_policy: Annotated[Optional[list[str]], typer.Option("--draft-policy", help="fixed, heuristic, confidence; repeatable.")] = None,
+    draft_policy: Annotated[Optional[list[str]], typer.Option("--draft-policy", help="fixed, heuristic, confidence, auto (cost-model k, 0 when drafting does not pay); repeatable.")] = None,
     draft_tokens: Annotated[Optional[list[int]], typer.Option("--draft-tokens", "-k", help="Tokens drafted per round; repeatable (default 4).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
+    config: Annotated[Optional[list[str]], typer.Option("--config", "-c", metavar="SPEC", help="One exact configuration, `drafter=D,k=K,policy=P[,confidence=C]`, or `tuned` (what `specx tune` saved for this model); repeatable, added to the --drafter × --draft-policy × -k grid.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 128,
     repeats: Annotated[int, typer.Option("--repeats", "-r", help="Measured runs of every prompt and configuration.")] = 5,
     warmup: Annotated[bool, typer.Option("--warmup/--no-warmup", help="One short unmeasured run of every configuration first.")] = True,
     prompts: Annotated[Optional[str], typer.Option("--prompts", help="Your own prompts (TOML [[prompt]] tables or JSON; see the README).")] = None,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
+    quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU for every row: auto (= none), none, fp16, int8, int4.")] = "auto",
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy; > 0 samples (outputs are then not compared).")] = 0.0,
     seed: Annotated[int, typer.Option(help="Seed for sampling.")] = 0,
     peer: Annotated[Optional[list[str]], typer.Option("--peer", help="Add transformers' rows on the same weights: `hf` (assisted generation, prompt lookup).")] = None,
@@ -46,10 +49,11 @@ def bench(
     from ..bench.runner import Runner
 
     settings, configs, chosen = plan(model, drafter, draft_policy, draft_tokens, confidence, max_tokens, repeats,
-                                     prompts, dtype, temperature, seed, peer, plot_path, json_path, csv_path)
+                                     prompts, dtype, temperature, seed, peer, plot_path, json_path, csv_path, quant,
+                                     config)
     from ..runtime.types import Sampling
 
-    runner = Runner(model, configs, chosen, dtype=dtype, max_tokens=max_tokens,
+    runner = Runner(model, configs, chosen, dtype=dtype, max_tokens=max_tokens, quant=quant,
                     sampling=Sampling(temperature, None, None, seed if temperature else None), notify=output.note)
     runner.load()
     total = len(runner.configs) * (repeats * len(chosen) + (1 if warmup else 0))
@@ -61,7 +65,7 @@ def bench(
 
 
 def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts, dtype, temperature, seed,
-         peers, plot_path, json_out=None, csv_out=None):
+         peers, plot_path, json_out=None, csv_out=None, quant="auto", specs=None):
     """Every check that needs no model, then the configurations: drafters × policies × k, plus peers."""
     from ..bench import suite
     from ..bench.peers import peer_configs
@@ -73,7 +77,7 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
 
     policies, ks = policies or ["fixed"], ks or [4]
     for policy in policies:
-        check_options(max_tokens, Sampling(temperature), policy, confidence)
+        check_options(max_tokens, Sampling(temperature), policy, confidence, quant)
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1 (got {repeats})", "try --repeats 5")
     for k in ks:
@@ -88,13 +92,61 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
         if dest not in (None, "-") and not Path(dest).expanduser().parent.is_dir():
             raise UsageError(f"the folder of {dest} does not exist", "create it first, or write somewhere else")
     chosen = suite.load(prompts)
-    names = [resolve_auto(model) if d == "auto" else d for d in (drafters or ["auto"])]
-    configs = with_baseline([Config(d, k, p, confidence) for d in names if d != "none" for p in policies for k in ks])
+    exact = [parse_spec(s, model, dtype, temperature, quant) for s in specs or []]
+    names = [resolve_auto(model) if d == "auto" else d for d in (drafters or ([] if exact else ["auto"]))]
+    configs = with_baseline([Config(d, k, p, confidence) for d in names if d != "none" for p in policies for k in ks]
+                            + exact)
     configs += peer_configs(peers or [], configs)
-    settings = {"model": model, "dtype": dtype_name(dtype), "max_tokens": max_tokens, "repeats": repeats,
+    from ..runtime.fastpath import choose
+
+    settings = {"model": model, "dtype": dtype_name(dtype), "quant": choose(quant, "target"), "max_tokens": max_tokens, "repeats": repeats,
                 "mode": "greedy" if temperature == 0 else f"sampling t={temperature:g} seed={seed}",
                 "prompts": prompts or "bundled", "level": 0.9, "tok_s": "end to end (prefill included)"}
     return settings, configs, chosen
+
+
+def parse_spec(spec: str, model: str, dtype: str, temperature: float, quant: str):
+    """`drafter=D,k=K,policy=P[,confidence=C]` or `tuned` → a Config (checked like the flags)."""
+    from ..bench.runner import Config
+    from ..runtime.api import MAX_K, check_options
+    from ..runtime.errors import UsageError
+    from ..runtime.types import Sampling
+
+    hint = "e.g. --config drafter=ngram,k=8,policy=auto or --config tuned"
+    if spec.strip() == "tuned":
+        return tuned_config(model, dtype, temperature, quant)
+    fields = {}
+    for part in filter(None, spec.split(",")):
+        key, eq, value = part.partition("=")
+        if not eq or key.strip() not in ("drafter", "k", "policy", "confidence"):
+            raise UsageError(f"cannot read --config {spec!r} at {part!r}", hint)
+        fields[key.strip()] = value.strip()
+    if "drafter" not in fields:
+        raise UsageError(f"--config {spec!r} names no drafter", hint)
+    try:
+        k, conf = int(fields.get("k", 4)), float(fields.get("confidence", 0.4))
+    except ValueError:
+        raise UsageError(f"--config {spec!r}: k must be an integer and confidence a number", hint) from None
+    policy = fields.get("policy", "fixed")
+    check_options(1, Sampling(temperature), policy, conf)
+    if not 1 <= k <= MAX_K:
+        raise UsageError(f"--config {spec!r}: k must be between 1 and {MAX_K}", hint)
+    drafter = resolve_auto(model) if fields["drafter"] == "auto" else fields["drafter"]
+    return Config(drafter, k, policy, conf)
+
+
+def tuned_config(model: str, dtype: str, temperature: float, quant: str):
+    from ..bench.runner import BASELINE, Config
+    from ..runtime import tuned
+    from ..runtime.errors import UsageError
+    from ..runtime.fastpath import choose
+
+    setting = tuned.lookup_tuned(tuned.make_key(model, None, dtype, temperature, choose(quant, "target")))
+    if setting is None:
+        raise UsageError(f"no tuned setting for {model} with these --dtype/--quant/--temperature",
+                         f"run `specx tune {model}` first (with the same options)")
+    output.note(f"tuned: {setting.describe()}")
+    return BASELINE if setting.off else Config(setting.drafter, setting.k, setting.policy, setting.confidence)
 
 
 def resolve_auto(model: str) -> str:

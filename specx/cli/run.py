@@ -62,11 +62,12 @@ def run(
     text = read_prompt(prompt)
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence,
                   quant, draft_quant)
+    from ..runtime.fastpath import choose
     from .tune import apply_tuned   # flags > tuned (`specx tune`) > built-in defaults
 
     drafter, draft_tokens, draft_policy, confidence = apply_tuned(
         model, drafter, draft_tokens, draft_policy, confidence, dtype, temperature,
-        output.warnings_only if no_stats else output.note, filled[EXPLICIT])
+        output.warnings_only if no_stats else output.note, filled[EXPLICIT], choose(quant, "target"))
     generation = stream(model, text, drafter=drafter, k=draft_tokens, max_tokens=max_tokens,
                         temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, system=system,
                         stop=tuple(stop or ()), raw=raw, dtype=dtype, draft_policy=draft_policy,

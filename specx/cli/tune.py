@@ -26,6 +26,7 @@ def tune(
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 64,
     repeats: Annotated[int, typer.Option("--repeats", "-r", help="Measured runs of every prompt and configuration.")] = 2,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
+    quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU: auto (= none), none, fp16, int8, int4; `specx run` uses the result with the same --quant.")] = "auto",
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="Tune for greedy (0) or for sampling (> 0).")] = 0.0,
     show: Annotated[bool, typer.Option("--show", help="List the tuned settings and exit.")] = False,
     reset: Annotated[bool, typer.Option("--reset", help="Forget the tuned settings (of MODEL, or all) and exit.")] = False,
@@ -45,10 +46,10 @@ def tune(
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1 (got {repeats})", "try --repeats 2")
     tuned.check_writable()   # before an hour of measuring, not after
-    measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temperature)
+    measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temperature, quant)
 
 
-def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temperature) -> None:
+def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temperature, quant="auto") -> None:
     from ..bench import report, suite
     from ..bench.runner import Runner
     from ..bench.tune import candidates, choose, trials
@@ -58,15 +59,17 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     from ..runtime.types import Sampling
     from .bench import ProgressBar, resolve_auto
 
-    check_options(max_tokens, Sampling(temperature))
+    from ..runtime.fastpath import choose as choose_weights
+
+    check_options(max_tokens, Sampling(temperature), quant=quant)
     ref = resolve_auto(model) if drafter == "auto" else drafter
     if ref == "none":
         raise UsageError("there is nothing to tune without a drafter", "give --drafter ngram or a drafter model")
     ref = ref if ref == "ngram" or not Path(ref).expanduser().exists() else str(Path(ref).expanduser().resolve())
-    key = tuned.make_key(model, ref, dtype, temperature)
+    key = tuned.make_key(model, ref, dtype, temperature, choose_weights(quant, "target"))
     chosen = suite.load(prompts) if prompts else suite.calibration(suite.bundled())
     configs = candidates(ref)
-    runner = Runner(model, configs, chosen, dtype=dtype, max_tokens=max_tokens,
+    runner = Runner(model, configs, chosen, dtype=dtype, max_tokens=max_tokens, quant=quant,
                     sampling=Sampling(temperature, None, None, 0 if temperature else None), notify=output.note)
     runner.load()
     output.note(f"tuning {len(runner.configs)} configurations (the baseline included) on {len(chosen)} prompts, "
@@ -147,7 +150,8 @@ def explicit_options() -> set[str]:
 
 
 def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float, dtype: str,
-                temperature: float, notify=output.note, explicit: set[str] = frozenset()) -> tuple[str, int, str, float]:
+                temperature: float, notify=output.note, explicit: set[str] = frozenset(),
+                quant: str = "none") -> tuple[str, int, str, float]:
     """Flags > environment > config > tuned > built-in: a tuned setting fills what the user left unset
     (`explicit`: options set by flag, SPECX_* or the config file), and says so."""
     from ..runtime import tuned
@@ -158,7 +162,7 @@ def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float
     wanted = None if drafter == "auto" else drafter
     if wanted and wanted != "ngram" and Path(wanted).expanduser().exists():
         wanted = str(Path(wanted).expanduser().resolve())
-    setting = tuned.lookup_tuned(tuned.make_key(model, wanted, dtype, temperature))
+    setting = tuned.lookup_tuned(tuned.make_key(model, wanted, dtype, temperature, quant))
     if setting is None or not _usable(setting.drafter):
         return drafter, k, policy, confidence
     if setting.off:

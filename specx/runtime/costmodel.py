@@ -1,7 +1,11 @@
 """What a round costs and yields, from measurements: the `auto` draft policy picks k with it (SmartSpec).
 
-Tokens per round with k drafts, each accepted with probability a until the first rejection, plus the
-target's own token: E(k) = (1 − a^(k+1)) / (1 − a). Cost: k drafter steps plus one target forward of
+Tokens per round with k drafts: the target's own token plus the drafts accepted before the first
+rejection, E(k) = 1 + Σ_{j≤k} Π_{i≤j} h_i, where h_j is the chance that draft j is accepted once the
+j−1 before it were. h_j is measured per position (a drafter that copies its input is often wrong on
+the first token and then right for many: no single rate describes it) and shrunk towards h_{j−1}
+where a position has little evidence; with none at all every h_j is the pooled rate a and
+E(k) = (1 − a^(k+1)) / (1 − a), the geometric law. Cost: k drafter steps plus one target forward of
 k+1 tokens. The best k maximises E(k) / cost(k); k = 0 (plain decoding, one token per forward of 1)
 wins when drafting costs more than it saves. All inputs are measured during the run and decay so the
 model follows the text (code that copies its input, then free prose).
@@ -11,34 +15,56 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 DECAY = 0.85          # weight kept by older rounds at each new one
-PRIOR_ACCEPT = 0.5    # before any evidence: one accepted and one rejected draft
+PRIOR_ACCEPT = 0.5    # a constant prior worth one round: half a draft accepted, half rejected
+SHRINK = 1.0          # pseudo-rounds of the previous position's rate in each position's estimate
 
 
 @dataclass
 class CostModel:
     verify_s: dict[int, float] = field(default_factory=dict)   # tokens per target forward → seconds
     draft_step_s: float | None = None                           # seconds per drafted token
-    accepted: float = PRIOR_ACCEPT
-    rejected: float = 1 - PRIOR_ACCEPT
+    accepted: float = 0.0     # decayed drafted tokens accepted
+    rejected: float = 0.0     # decayed rounds that ended in a rejection
+    reached: dict[int, float] = field(default_factory=dict)   # position j → rounds that judged draft j
+    passed: dict[int, float] = field(default_factory=dict)    # position j → rounds that accepted it
 
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
         """Fold in one round: drafted tokens, how many were accepted, and the two timings."""
         n = drafted + 1
         self.verify_s[n] = verify_s if n not in self.verify_s else _ema(self.verify_s[n], verify_s)
+        self.accepted, self.rejected = self.accepted * DECAY, self.rejected * DECAY   # every round, plain
+        for counts in (self.reached, self.passed):                                   # ones too: the text
+            for j in counts:                                                          # moves on
+                counts[j] *= DECAY
         if drafted:
             step = draft_s / drafted
             self.draft_step_s = step if self.draft_step_s is None else _ema(self.draft_step_s, step)
-            self.accepted = self.accepted * DECAY + accepted
-            self.rejected = self.rejected * DECAY + (1 if accepted < drafted else 0)
+            self.accepted += accepted
+            self.rejected += 1 if accepted < drafted else 0
+            for j in range(1, min(drafted, accepted + 1) + 1):
+                self.reached[j] = self.reached.get(j, 0.0) + 1
+                if j <= accepted:
+                    self.passed[j] = self.passed.get(j, 0.0) + 1
 
     @property
     def acceptance(self) -> float:
         """Probability that the next drafted token is accepted, given the previous ones were."""
-        return self.accepted / (self.accepted + self.rejected)
+        return (self.accepted + PRIOR_ACCEPT) / (self.accepted + self.rejected + 1)
+
+    def hazards(self, k: int) -> list[float]:
+        """h_1 … h_k: each position's measured rate, shrunk towards the one before it."""
+        out, prior = [], self.acceptance
+        for j in range(1, k + 1):
+            prior = (self.passed.get(j, 0.0) + SHRINK * prior) / (self.reached.get(j, 0.0) + SHRINK)
+            out.append(min(prior, 0.999))
+        return out
 
     def expected_tokens(self, k: int) -> float:
-        a = min(self.acceptance, 0.999)
-        return (1 - a ** (k + 1)) / (1 - a)
+        total, survive = 1.0, 1.0
+        for h in self.hazards(k):
+            survive *= h
+            total += survive
+        return total
 
     def verify_time(self, n: int) -> float | None:
         """Seconds for a target forward of n tokens: measured, else interpolated linearly."""
@@ -61,12 +87,12 @@ class CostModel:
             return None
         return self.expected_tokens(k) / (verify + k * (self.draft_step_s or 0.0))
 
-    def best_k(self, k_max: int) -> int | None:
-        """The k in 0..k_max with the highest expected rate; None until plain and drafting are measured."""
+    def best_k(self, k_max: int, k_min: int = 0) -> int | None:
+        """The k in k_min..k_max with the highest expected rate; None until plain and drafting are measured."""
         rates = {k: self.rate(k) for k in range(k_max + 1)}
         if rates[0] is None or all(r is None for k, r in rates.items() if k):
             return None
-        return max((k for k, r in rates.items() if r is not None), key=lambda k: (rates[k], -k))
+        return max((k for k, r in rates.items() if r is not None and k >= k_min), key=lambda k: (rates[k], -k))
 
     def explain(self, k: int) -> str:
         """One sentence: the measured costs behind choosing k."""

@@ -10,6 +10,7 @@ HEURISTIC_CAP = 64   # the same bound as -k
 WARMUP_ROUNDS = 2    # auto: rounds that draft k before the cost model decides
 PROBE_GAP = 16       # auto: plain rounds before drafting is tried again; doubles after a failed probe
 PROBE_GAP_MAX = 128
+MIN_JUDGED = 8       # auto: drafted tokens judged (since drafting went on) before it may go off
 
 
 @dataclass
@@ -19,7 +20,9 @@ class DraftPolicy:
     falls below `threshold` (SpecDec++, transformers' assistant_confidence_threshold); `auto` drafts
     with the confidence stop and picks k in 0..k each round from measured costs (costmodel.py):
     k = 0 decodes plainly, and drafting is probed again after PROBE_GAP plain rounds (the gap doubles
-    after each probe that does not pay, up to PROBE_GAP_MAX)."""
+    after each probe that does not pay, up to PROBE_GAP_MAX). Drafting only goes off once MIN_JUDGED
+    drafted tokens were judged, and a probe waits for a round in which the drafter proposes something
+    (the n-gram drafter has nothing to offer until the text repeats)."""
 
     name: str = "fixed"
     k_max: int = 4
@@ -31,6 +34,8 @@ class DraftPolicy:
     rounds: int = 0
     plain_rounds: int = 0
     gap: int = PROBE_GAP
+    probing: bool = False
+    judged: int = 0             # drafted tokens judged since drafting (re)started
 
     def __post_init__(self):
         if self.name not in POLICIES:
@@ -53,10 +58,9 @@ class DraftPolicy:
         self.rounds += 1
         if self.name == "auto":
             self.cost.observe(drafted, accepted, draft_s, verify_s)
-            best = self.cost.best_k(self.k_max) if self.off and drafted else None
-            if best:   # a probe that pays
-                self.off, self.gap = False, PROBE_GAP
-                self.notice = f"speculation on again: {self.cost.explain(best)}"
+            self.judged += min(drafted, accepted + 1)
+            if self.probing and drafted:
+                self._probed()
         if self.name != "heuristic" or drafted == 0:
             return
         self.current = self.current + 2 if accepted == drafted else max(1, self.current - 1)
@@ -68,13 +72,27 @@ class DraftPolicy:
         if self.cost.verify_time(1) is None:
             return 0                      # one plain round measures what drafting must beat
         if self.off:
+            if self.probing:
+                return self.k_max         # until the drafter proposes something
             self.plain_rounds += 1
             if self.plain_rounds < self.gap:
                 return 0
-            self.plain_rounds, self.gap = 0, min(self.gap * 2, PROBE_GAP_MAX)
+            self.plain_rounds, self.probing = 0, True
             return self.k_max             # the probe; update() turns drafting back on if it pays
         best = self.cost.best_k(self.k_max)
+        if best == 0 and self.judged < MIN_JUDGED:   # too little evidence to give up yet
+            best = self.cost.best_k(self.k_max, k_min=1)
         if best == 0:
             self.off, self.plain_rounds = True, 0
             self.notice = f"speculation off: {self.cost.explain(0)}; trying again in {self.gap} tokens"
         return self.k_max if best is None else best
+
+    def _probed(self) -> None:
+        """A probe round drafted: on again if drafting now pays, else wait twice as long."""
+        self.probing = False
+        best = self.cost.best_k(self.k_max)
+        if best:
+            self.off, self.gap, self.judged = False, PROBE_GAP, 0
+            self.notice = f"speculation on again: {self.cost.explain(best)}"
+        else:
+            self.gap = min(self.gap * 2, PROBE_GAP_MAX)
