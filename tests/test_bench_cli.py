@@ -126,6 +126,26 @@ def test_peer_rows_run_transformers_on_the_same_weights(cli_models, prompts_file
     assert "transformers generate" in overall["hf-assisted"]["precision"]
 
 
+def test_assisted_generation_gets_the_drafter_with_every_output_row(cli_models, prompts_file, tmp_path,
+                                                                   monkeypatch):
+    """specx's drafter may be VocabTrimmed; transformers reads assistant logits as ids, so it must not be."""
+    from specx.bench import peers
+    from specx.runtime import vocabtrim
+
+    monkeypatch.setattr(vocabtrim, "MIN_VOCAB_TO_TRIM", 16)
+    monkeypatch.setattr(vocabtrim, "DEFAULT_KEEP", 24)
+    seen = []
+    real = peers.full_vocabulary
+    monkeypatch.setattr(peers, "full_vocabulary", lambda *a: seen.append(real(*a)) or seen[-1])
+    draft = make_folder(tmp_path / "draft", layers=1, seed=5)
+    result = bench(str(cli_models["target"]), "-d", str(draft), "--prompts", prompts_file, "-n", "4", "-r", "1",
+                   "--no-warmup", "--peer", "hf-assisted", "--json", "-")
+    labels = [c["label"] for c in json.loads(result.stdout)["configs"]]
+    assert labels == ["none", "draft k=4 fixed", "hf-assisted"]
+    head = seen[0].model.get_output_embeddings()
+    assert seen[0].keep_ids is None and head.out_features == seen[0].vocab
+
+
 def test_compare_shows_the_change_between_two_saved_results(cli_models, prompts_file, tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     bench(str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1", "--json", str(a))

@@ -5,6 +5,7 @@ weights, dtype and CPU kernels are the same as specx's rows: only the decoding a
 """
 from __future__ import annotations
 
+import copy
 import resource
 import time
 
@@ -13,7 +14,7 @@ from ..runtime.types import Done, Round, Sampling
 from .runner import Config, Sample
 from .suite import Prompt
 
-PEERS = {"hf": ("hf-assisted", "hf-lookup")}
+PEERS = {"hf": ("hf-assisted", "hf-lookup"), "hf-assisted": ("hf-assisted",), "hf-lookup": ("hf-lookup",)}
 LOOKUP_TOKENS = 10   # prompt_lookup_num_tokens, as transformers' documentation shows it
 
 
@@ -53,6 +54,16 @@ def specx_call(model: str, pair, config: Config, sampling: Sampling):
     return go
 
 
+def full_vocabulary(lm, ref: str, dtype: str):
+    """The drafter as transformers needs it: the same weights and kernels, every output row (its
+    assisted generation reads the assistant's logits as token ids, so a VocabTrim head cannot serve)."""
+    from ..runtime.models import load_lm, resolve
+
+    if lm.keep_ids is None:
+        return lm
+    return load_lm(resolve(ref), dtype, lm.weights, 0)
+
+
 def peer_configs(names: list[str], configs: list[Config]) -> list[Config]:
     """Rows for `--peer hf`: prompt lookup always, assisted generation when a model drafter is benchmarked."""
     out = []
@@ -60,9 +71,10 @@ def peer_configs(names: list[str], configs: list[Config]) -> list[Config]:
         if name not in PEERS:
             raise UsageError(f"unknown peer {name!r}", f"use one of: {', '.join(PEERS)}")
         model_drafters = [c.drafter for c in configs if not c.peer and c.drafter not in ("none", "ngram")]
-        if model_drafters:
+        if model_drafters and "hf-assisted" in PEERS[name]:
             out.append(Config(model_drafters[0], peer="hf-assisted"))
-        out.append(Config("ngram", peer="hf-lookup"))
+        if "hf-lookup" in PEERS[name]:
+            out.append(Config("ngram", peer="hf-lookup"))
     return out
 
 
@@ -73,14 +85,17 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str):
     base = next(p for c, p in pairs.items() if c.baseline)
     model = base.target.model
     kwargs: dict = {}
+    assistant = None
     if config.peer == "hf-assisted":
         drafted = next(p for c, p in pairs.items() if c.drafter == config.drafter and hasattr(p.drafter, "lm"))
-        kwargs["assistant_model"] = drafted.drafter.lm.model
+        assistant = full_vocabulary(drafted.drafter.lm, config.drafter, dtype)
+        kwargs["assistant_model"] = assistant.model
         precision, weights = describe_pair(drafted, dtype)
     else:
         kwargs["prompt_lookup_num_tokens"] = LOOKUP_TOKENS
         precision, weights = describe_pair(base, dtype)
     tokenizer, eos = base.target.tokenizer, base.target.eos_ids
+    fresh_config = copy.deepcopy(assistant.model.generation_config) if assistant is not None else None
 
     def go(prompt: Prompt, max_tokens: int) -> Sample:
         import torch
@@ -88,6 +103,8 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str):
         from ..runtime.api import prompt_ids
 
         ids = torch.tensor([prompt_ids(tokenizer, prompt.text)])
+        if assistant is not None:   # transformers adapts the draft length in place and keeps it across calls
+            assistant.model.generation_config = copy.deepcopy(fresh_config)
         t = time.perf_counter()
         with torch.inference_mode():
             out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_tokens,
