@@ -32,7 +32,7 @@ STATS = {
                  "mean_acceptance_length", "per_position_acceptance", "decode_tok_s", "end_to_end_tok_s",
                  "time_to_first_token_s", "prefill_s", "draft_s", "verify_s", "decode_s", "total_s",
                  "peak_bytes", "k", "draft_policy", "mean_drafted", "drafter", "forward_s", "overhead_share",
-                 "notices"],
+                 "notices", "placement", "gpu_peak_bytes", "experts"],
     "properties": {
         "prompt_tokens": INT, "new_tokens": INT, "rounds": INT, "drafted": INT, "accepted": INT,
         "acceptance_rate": {"type": "number", "minimum": 0, "maximum": 1},
@@ -44,6 +44,10 @@ STATS = {
         "draft_policy": {"enum": ["auto", "fixed", "heuristic", "confidence"]}, "mean_drafted": NUM,
         "forward_s": NUM, "overhead_share": {"type": "number", "minimum": 0, "maximum": 1},
         "notices": {"type": "array", "items": {"type": "string"}},
+        "placement": {"type": "string", "minLength": 1}, "gpu_peak_bytes": {"type": ["integer", "null"]},
+        "experts": {"oneOf": [{"type": "null"}, {
+            "type": "object", "required": ["hits", "misses", "prefetches", "prefetch_used", "bytes_moved",
+                                           "peak_bytes", "hit_rate"]}]},
     },
 }
 DONE = {

@@ -29,3 +29,28 @@ def test_nf4_plan_with_cpu_offload_stays_within_its_gpu_budget(tmp_path, monkeyp
     with torch.no_grad():
         model(input_ids=torch.arange(1, 500, device="cuda:0").view(1, -1))
     assert torch.cuda.max_memory_allocated() <= p.total_bytes()["cuda:0"]
+
+
+def test_run_on_the_gpu_reports_placement_and_cuda_peak_and_matches_generate(tmp_path):
+    """`specx run` on CUDA: the plan puts the model on the GPU, stats carry the allocator's peak, and the
+    greedy output equals transformers' generate on the same GPU model."""
+    import json
+
+    from cli_helpers import invoke, make_folder
+    from transformers import AutoModelForCausalLM
+
+    folder = make_folder(tmp_path / "tiny", layers=2)
+    result = invoke("run", str(folder), "w5 w9 w12 w5 w9", "--raw", "-n", "12", "-d", "ngram", "--json",
+                    "--dtype", "float32")
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(x) for x in result.stdout.splitlines()]
+    stats = lines[-1]["stats"]
+    assert "gpu" in stats["placement"] and stats["gpu_peak_bytes"] > 0
+    tokens = [t for e in lines if e["type"] == "round" for t in e["token_ids"]]
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to("cuda:0").eval()
+    from specx.runtime.models import load_tokenizer, resolve
+
+    prompt = load_tokenizer(resolve(str(folder)))("w5 w9 w12 w5 w9")["input_ids"]
+    ids = torch.tensor([prompt], device="cuda:0")
+    out = model.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:].tolist()
+    assert tokens == out

@@ -190,3 +190,11 @@ def test_a_probe_waits_for_a_round_in_which_the_drafter_proposes():
         k = policy.next_k()
         policy.update(0, 0, 0.0, 0.1)
     assert k == 4 and policy.probing and policy.gap == PROBE_GAP
+
+
+def test_on_a_moe_target_the_off_sentence_names_the_expert_cost():
+    from specx.runtime.costmodel import CostModel
+
+    model = CostModel(verify_s={1: 0.10, 5: 0.30}, draft_step_s=0.08, moe=True)
+    assert "union of their experts" in model.explain(0)
+    assert "experts" not in CostModel(verify_s={1: 0.1, 5: 0.3}, draft_step_s=0.08).explain(0)

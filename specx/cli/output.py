@@ -28,7 +28,14 @@ def summary_line(stats, reason: str | None = None) -> str:
     if stats.first_token_s is not None:
         parts.append(f"first token {stats.first_token_s:.2f}s")
     parts.append(f"draft {stats.draft_s:.2f}s / verify {stats.verify_s:.2f}s")
-    parts.append(f"peak {human_bytes(stats.peak_bytes)}")
+    parts.append(f"peak {human_bytes(stats.peak_bytes)}" + (
+        f" (GPU {human_bytes(stats.gpu_peak_bytes)})" if stats.gpu_peak_bytes else ""))
+    if stats.placement:
+        parts.append(stats.placement)
+    if stats.experts:
+        e = stats.experts
+        parts.append(f"experts: {e['hit_rate']:.0%} cache hits, {e['prefetch_used']}/{e['prefetches']} prefetches "
+                     f"used, {human_bytes(e['bytes_moved'])} moved")
     if stats.decode_s:
         parts.append(f"loop overhead {stats.overhead_share:.1%}")
     if stats.notices:

@@ -34,7 +34,10 @@ def run(
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens (never past the context).")] = 512,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
-    quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU: auto (= none), none, fp16, int8, int4. Not float32 weights: a faster, slightly different target (see README).")] = "auto",
+    quant: Annotated[str, typer.Option("--quant", help="Target weights: auto (as loaded where they fit, quantized only where they do not), none; on CPU fp16, int8, int4; on a GPU int8, nf4, fp4 (bitsandbytes). Anything but none/auto is a faster, slightly different target (see README).")] = "auto",
+    mem_budget: Annotated[Optional[str], typer.Option("--mem-budget", help="Memory to plan for, e.g. gpu=6GiB,cpu=16GiB (unnamed ones are detected); see `specx plan`.")] = None,
+    allow_disk_offload: Annotated[bool, typer.Option("--allow-disk-offload", help="Let the plan keep weights on disk (slow) instead of refusing.")] = False,
+    moe_offload: Annotated[bool, typer.Option("--moe-offload", help="Keep MoE experts in CPU memory behind a cache on the compute device (on by default when they do not fit).")] = False,
     draft_dtype: Annotated[Optional[str], typer.Option("--draft-dtype", help="Drafter dtype (default: --dtype).")] = None,
     draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU: auto (= fp16 where available), none, fp16, int8, int4. Never changes the output.")] = "auto",
     draft_vocab: Annotated[Optional[int], typer.Option("--draft-vocab", help="Drafter scores only the N most frequent tokens (VocabTrim; default 32768 for vocabularies ≥ 65536, 0 = all). Never changes the output.")] = None,
@@ -62,17 +65,20 @@ def run(
     text = read_prompt(prompt)
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence,
                   quant, draft_quant)
+    from ..runtime.api import GPU_ONLY_QUANT
     from ..runtime.fastpath import choose
     from .tune import apply_tuned   # flags > tuned (`specx tune`) > built-in defaults
 
     drafter, draft_tokens, draft_policy, confidence = apply_tuned(
         model, drafter, draft_tokens, draft_policy, confidence, dtype, temperature,
-        output.warnings_only if no_stats else output.note, filled[EXPLICIT], choose(quant, "target"))
+        output.warnings_only if no_stats else output.note, filled[EXPLICIT],
+        quant if quant in GPU_ONLY_QUANT else choose(quant, "target"))
     generation = stream(model, text, drafter=drafter, k=draft_tokens, max_tokens=max_tokens,
                         temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, system=system,
                         stop=tuple(stop or ()), raw=raw, dtype=dtype, draft_policy=draft_policy,
                         confidence=confidence, quant=quant, draft_quant=draft_quant,
-                        draft_dtype=draft_dtype, draft_vocab=draft_vocab,
+                        draft_dtype=draft_dtype, draft_vocab=draft_vocab, mem_budget=mem_budget,
+                        allow_disk_offload=allow_disk_offload, moe_offload=moe_offload,
                         notify=output.warnings_only if no_stats else output.note)
     code = consume(generation, Sink(json_out, not no_stats, color_drafted))
     if code:

@@ -9,6 +9,7 @@ from .errors import UsageError
 from .types import Sampling
 
 MAX_K = 64
+GPU_ONLY_QUANT = ("nf4", "fp4")
 
 
 @dataclass
@@ -28,16 +29,19 @@ def _say(notify: Callable[[str], None] | None, text: str) -> None:
 
 def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto",
             draft_dtype: str | None = None, quant: str = "auto", draft_quant: str = "auto",
-            draft_vocab: int | None = None, notify: Callable[[str], None] | None = None) -> Pair:
-    """Resolve and load the target and the drafter; the drafter's tokenizer is checked first.
+            draft_vocab: int | None = None, mem_budget: str | None = None, allow_disk_offload: bool = False,
+            moe_offload: bool = False, notify: Callable[[str], None] | None = None) -> Pair:
+    """Resolve, plan memory for, and load the target and the drafter; the drafter's tokenizer is checked first.
 
-    `quant` / `draft_quant` pick the CPU weight precision (fastpath.py): `auto` keeps the target's
-    weights and gives the drafter the fastest kernel; `draft_vocab` trims the drafter's output layer
-    (None = automatic, 0 = full vocabulary)."""
-    from . import fastpath, vocabtrim
-    from .drafters import ModelDrafter, NgramDrafter, NoDrafter
+    The memory plan (placement.py) sets the target's precision and placement: `quant` = auto keeps
+    the target's weights where they fit and quantizes only where they do not; `mem_budget`
+    (`gpu=6GiB,cpu=16GiB`) simulates a smaller machine. The drafter gets the fastest CPU kernel
+    (`draft_quant` auto) and `draft_vocab` trims its output layer (None = automatic, 0 = all)."""
+    from . import vocabtrim
     from .compat import check_drafter
+    from .drafters import ModelDrafter, NgramDrafter, NoDrafter
     from .models import dtype_name, eos_ids, load_lm, load_tokenizer, resolve
+    from .placement import attach_experts, plan_run
 
     if k < 0 or k > MAX_K:
         raise UsageError(f"draft tokens must be between 0 and {MAX_K} (got {k})", "try -k 4; -k 0 decodes plainly")
@@ -47,19 +51,26 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
         from .autodraft import pick
 
         choice, auto_note = pick(source, dtype_name(dtype))
-    target_weights = fastpath.choose(quant, "target")
-    if k == 0 or choice == "none":
-        return Pair(load_lm(source, dtype, target_weights), NoDrafter(), 0, "drafter: none (plain decoding)")
-    if choice == "ngram":
-        why = "prompt lookup, no model" + (
+    choice = "none" if k == 0 else choice
+    draft_source = None if choice in ("none", "ngram") else resolve(choice)
+    if draft_source is not None:
+        target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
+        check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
+    applied = plan_run(source, draft_source, k, dtype, quant, mem_budget, allow_disk_offload, moe_offload,
+                       draft_quant, notify)
+    _say(notify, applied.note)
+    target = load_lm(source, applied.target.dtype, applied.target.weights, placement=applied.target)
+    target.placement = applied.summary
+    if applied.moe_budget:
+        target.experts = attach_experts(target, applied.moe_budget, notify)
+    if draft_source is None:
+        why = "plain decoding" if choice == "none" else "prompt lookup, no model" + (
             f"; {auto_note}" if auto_note else "")
-        return Pair(load_lm(source, dtype, target_weights), NgramDrafter(), k, f"drafter: ngram ({why})")
-    draft_source = resolve(choice)
-    target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
-    check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
-    target = load_lm(source, dtype, target_weights)
-    draft_lm = load_lm(draft_source, draft_dtype or dtype, fastpath.choose(draft_quant, "drafter"),
-                       vocabtrim.choose_keep(draft_vocab, len(draft_tok)))
+        return Pair(target, NoDrafter() if choice == "none" else NgramDrafter(), 0 if choice == "none" else k,
+                    f"drafter: {choice} ({why})")
+    d = applied.drafter
+    draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (draft_dtype or dtype), d.weights,
+                       0 if d.dispatched else vocabtrim.choose_keep(draft_vocab, len(draft_tok)), placement=d)
     ratio = target.n_params / max(draft_lm.n_params, 1)
     if ratio < 1:
         _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "
@@ -100,7 +111,9 @@ def check_options(max_tokens: int, sampling: Sampling, draft_policy: str = "auto
     from .fastpath import choose
     from .policy import POLICIES
 
-    choose(quant, "target"), choose(draft_quant, "drafter")
+    if quant not in GPU_ONLY_QUANT:   # nf4/fp4 are bitsandbytes on CUDA: the memory plan checks them
+        choose(quant, "target")
+    choose(draft_quant, "drafter")
     if draft_policy not in POLICIES:
         raise UsageError(f"unknown draft policy {draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
     if not 0 < confidence < 1:
@@ -121,19 +134,23 @@ def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_to
            raw: bool = False, dtype: str = "auto", notify: Callable[[str], None] | None = None,
            stop_event: threading.Event | None = None, pair: Pair | None = None,
            draft_policy: str = "auto", confidence: float = 0.4, quant: str = "auto",
-           draft_quant: str = "auto", draft_dtype: str | None = None, draft_vocab: int | None = None):
+           draft_quant: str = "auto", draft_dtype: str | None = None, draft_vocab: int | None = None,
+           mem_budget: str | None = None, allow_disk_offload: bool = False, moe_offload: bool = False):
     """Speculative generation as events: Round … Done. The output equals the target's own."""
     from .loop import Generation
     from .policy import DraftPolicy
 
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
     pair = pair or prepare(model, drafter, k=k, dtype=dtype, draft_dtype=draft_dtype, quant=quant,
-                           draft_quant=draft_quant, draft_vocab=draft_vocab, notify=notify)
+                           draft_quant=draft_quant, draft_vocab=draft_vocab, mem_budget=mem_budget,
+                           allow_disk_offload=allow_disk_offload, moe_offload=moe_offload, notify=notify)
     _say(notify, pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
     sampling = Sampling(temperature, top_k or None, top_p, seed)
     ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
     validate(pair, ids, max_tokens, sampling)
     policy = DraftPolicy(draft_policy, pair.k, confidence)
+    cfg = pair.target.model.config
+    policy.cost.moe = bool(getattr(cfg, "num_local_experts", 0) or getattr(cfg, "num_experts", 0))
     return Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens,
                       sampling=sampling, stop_strings=tuple(stop), stop=stop_event, policy=policy)
 

@@ -25,6 +25,7 @@ class CostModel:
     draft_step_s: float | None = None                           # seconds per drafted token
     accepted: float = 0.0     # decayed drafted tokens accepted
     rejected: float = 0.0     # decayed rounds that ended in a rejection
+    moe: bool = False          # a mixture-of-experts target: the explanation says why verifying costs more
     reached: dict[int, float] = field(default_factory=dict)   # position j → rounds that judged draft j
     passed: dict[int, float] = field(default_factory=dict)    # position j → rounds that accepted it
 
@@ -98,8 +99,10 @@ class CostModel:
         """One sentence: the measured costs behind choosing k."""
         plain = self.verify_time(1) or 0.0
         if k == 0:
+            moe = ("; on a mixture-of-experts target a forward of k+1 tokens reads the union of their experts"
+                   if self.moe else "")
             return (f"drafting does not pay here: acceptance {self.acceptance:.0%}, a drafted token costs "
-                    f"{1e3 * (self.draft_step_s or 0):.0f} ms and plain decoding {1e3 * plain:.0f} ms per token")
+                    f"{1e3 * (self.draft_step_s or 0):.0f} ms and plain decoding {1e3 * plain:.0f} ms per token{moe}")
         return (f"k={k}: acceptance {self.acceptance:.0%}, expected {self.expected_tokens(k):.1f} tokens per "
                 f"{1e3 * ((self.verify_time(k + 1) or 0) + k * (self.draft_step_s or 0)):.0f} ms round "
                 f"vs {1e3 * plain:.0f} ms per plain token")

@@ -20,7 +20,9 @@ class LM:
     keep_ids: object = None       # VocabTrim: the ids the output layer still scores, else None
     weights: str = "none"         # CPU weight precision (fastpath.py)
     cache: object = None
-    forward_s: float = 0.0        # time spent in forward(), for the loop's overhead figure
+    forward_s: float = 0.0
+    placement: str = ""           # the memory plan's one line, e.g. "target 62% gpu / 38% cpu, drafter gpu"
+    experts: object = None        # the MoE expert cache (memory/experts.py) when experts are offloaded        # time spent in forward(), for the loop's overhead figure
 
     def __post_init__(self):
         self.n_params = self.n_params or sum(p.numel() for p in self.model.parameters())
@@ -77,6 +79,8 @@ class LM:
         out = self.model(input_ids=x, past_key_values=self.cache, use_cache=True,
                          logits_to_keep=1 if last_only else 0)
         logits = out.logits[0]
+        if x.device.type == "cuda":   # kernels run asynchronously: time them, not their launch
+            torch.cuda.synchronize(x.device)
         self.forward_s += time.perf_counter() - t
         return logits
 

@@ -28,7 +28,8 @@ class Generation:
         self.text = TextStream(target.tokenizer, stop_strings)
         self.stop = stop or threading.Event()
         self.eos = target.eos_ids
-        self.stats = Stats(prompt_tokens=len(self.prompt), k=k, drafter=drafter.name, draft_policy=self.policy.name)
+        self.stats = Stats(prompt_tokens=len(self.prompt), k=k, drafter=drafter.name, draft_policy=self.policy.name,
+                           placement=getattr(target, "placement", ""))
         self.generator = torch.Generator().manual_seed(sampling.seed) if sampling.seed is not None else None
         self.context = min(target.max_context, drafter.max_context) if k else target.max_context
 
@@ -62,11 +63,20 @@ class Generation:
             yield Round(tuple(kept), "".join(pieces), len(draft.tokens), accepted, t1 - t0, t2 - t1,
                         tuple(i < accepted for i in range(len(kept))), tuple(pieces), self._notice())
         self.stats.total_s = time.perf_counter() - start
-        self.stats.peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        self._resources()
         tail = self.text.flush()
         if tail:
             yield Round((), tail, 0, 0, 0.0, 0.0, ())
         yield Done(reason, self.stats)
+
+    def _resources(self) -> None:
+        """Peak memory (RSS; CUDA's allocator peak when a model is on a GPU) and the expert cache's counters."""
+        self.stats.peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        if self.target.device.type == "cuda":
+            self.stats.gpu_peak_bytes = int(torch.cuda.max_memory_allocated())
+        cache = getattr(self.target, "experts", None)
+        if cache is not None:
+            self.stats.experts = cache.stats.as_dict()
 
     def _forward_s(self) -> float:
         return self.target.forward_s + getattr(self.drafter, "forward_s", 0.0)

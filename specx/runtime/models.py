@@ -153,35 +153,40 @@ def eos_ids(source: Source, tokenizer) -> frozenset[int]:
 _LOADED: dict[tuple, object] = {}
 
 
-def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vocab: int = 0):
+def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vocab: int = 0, placement=None):
     """Load model + tokenizer (memoised per process) as an LM with its own cache.
 
     `weights` is a resolved CPU weight precision (fastpath.choose): none, fp16, int8 or int4.
-    `draft_vocab` > 0 keeps only that many output rows (VocabTrim; for drafters only)."""
+    `draft_vocab` > 0 keeps only that many output rows (VocabTrim; for drafters only).
+    `placement` (placement.Load with from_pretrained arguments): a device map, disk offload or a
+    bitsandbytes quantization from the memory plan; such a model keeps transformers' own layers."""
     from . import fastpath, vocabtrim
     from .lm import LM
 
-    key = (str(source.path), dtype, weights, draft_vocab)
+    dispatched = placement is not None and placement.dispatched
+    key = (str(source.path), dtype, weights, draft_vocab, placement.kwargs if dispatched else ())
     if key not in _LOADED:
-        model, tokenizer = _from_pretrained(source, dtype)
+        model, tokenizer = _from_pretrained(source, dtype, placement.from_pretrained_kwargs() if dispatched else {})
         n_params = sum(p.numel() for p in model.parameters())
         vocab = int(model.get_output_embeddings().weight.size(0))
         keep = None
         if draft_vocab:
             keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), vocab), draft_vocab)
             vocabtrim.trim_output_layer(model, keep)
-        kernels = ", ".join(filter(None, [fastpath.apply(model, weights), vocabtrim.describe(keep, vocab)]))
+        fast = "kernels: transformers' own (placed by the memory plan)" if dispatched else fastpath.apply(model, weights)
+        kernels = ", ".join(filter(None, [fast, vocabtrim.describe(keep, vocab)]))
         _LOADED[key] = LM(model, tokenizer, source.name, n_params=n_params, kernels=kernels, vocab=vocab,
                           keep_ids=keep, weights=weights)
     return _LOADED[key].fresh()
 
 
-def _from_pretrained(source: Source, dtype: str):
+def _from_pretrained(source: Source, dtype: str, placed: dict):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = model_dir(source, dtype)
+    placed = {**placed, "dtype": torch_dtype(dtype)}
     try:
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype), trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, **placed)
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
     except ValueError as e:
         raise ModelUnavailable(f"cannot load {source.name}: {e}",

@@ -59,6 +59,9 @@ class Stats:
     draft_policy: str = "fixed"
     drafter: str = "none"
     notices: list[str] = field(default_factory=list)   # policy decisions said to the user (auto)
+    placement: str = ""           # where the weights live (the memory plan's summary)
+    gpu_peak_bytes: int | None = None   # torch.cuda.max_memory_allocated, when a model is on a GPU
+    experts: dict | None = None   # MoE expert cache: hits, misses, prefetches used, bytes moved
 
     @property
     def acceptance_rate(self) -> float:
@@ -121,7 +124,8 @@ class Stats:
             "total_s": round(self.total_s, 4), "peak_bytes": self.peak_bytes, "k": self.k, "draft_policy": self.draft_policy,
             "mean_drafted": round(self.mean_drafted, 4), "drafter": self.drafter,
             "forward_s": round(self.forward_s, 4), "overhead_share": round(self.overhead_share, 4),
-            "notices": list(self.notices),
+            "notices": list(self.notices), "placement": self.placement, "gpu_peak_bytes": self.gpu_peak_bytes,
+            "experts": self.experts,
         }
 
 

@@ -1,0 +1,155 @@
+"""`specx run` applies the memory plan: precision, device map, disk offload, the MoE expert cache.
+
+The plan (memory/planner.py) is made from the configs alone, before any weight is read; this module
+turns it into load arguments and says in one sentence what it chose. A plan that cannot work is
+refused before loading (exit 4, with the need-versus-budget table).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import UsageError
+
+CPU_BACKENDS = ("fp16", "int8", "int4")   # the fast path's weight-only CPU kernels (fastpath.py)
+BNB = ("int8", "nf4", "fp4")
+MOE_SLACK = 2          # --moe-offload without a planned budget: room for the experts of this many tokens
+
+
+@dataclass(frozen=True)
+class Load:
+    """How to load one model: dtype, CPU weight precision, and from_pretrained arguments (frozen)."""
+
+    dtype: str
+    weights: str = "none"                  # fastpath precision, only for models wholly in CPU memory
+    kwargs: tuple = ()                     # sorted (key, value) pairs for from_pretrained; () = plain load
+
+    @property
+    def dispatched(self) -> bool:
+        return bool(self.kwargs)
+
+    def from_pretrained_kwargs(self) -> dict:
+        out = dict(self.kwargs)
+        if "device_map" in out:
+            out["device_map"] = dict(out["device_map"])
+        if "quantization_config" in out:
+            from .memory.plan import bnb_config
+
+            out["quantization_config"] = bnb_config(*out["quantization_config"])
+        return out
+
+
+@dataclass(frozen=True)
+class Applied:
+    plan: object                           # MemoryPlan
+    target: Load
+    drafter: Load | None
+    moe_budget: int = 0                    # bytes for the expert cache; 0 = experts stay resident
+    note: str = ""
+
+    @property
+    def summary(self) -> str:
+        """'target float32 cpu, drafter fp16 cpu', '… 62% gpu / 38% cpu', plus the k cap and MoE offload."""
+        parts = [_describe(self.plan.target, self.target)]
+        if self.plan.drafter and self.drafter:
+            parts.append(_describe(self.plan.drafter, self.drafter))
+        if self.plan.k_cap < self.plan.k:
+            parts.append(f"k ≤ {self.plan.k_cap}")
+        if self.moe_budget:
+            parts.append("MoE experts offloaded")
+        return ", ".join(parts)
+
+
+def _describe(model_plan, load: Load) -> str:
+    precision = model_plan.quant if model_plan.quant in BNB else (
+        load.weights if load.weights != "none" else load.dtype)
+    return f"{model_plan.role} {precision} {model_plan.share()}"
+
+
+def plan_run(source, draft_source, k: int, dtype: str, quant: str, mem_budget: str | None,
+             allow_disk: bool = False, moe_offload: bool = False, draft_quant: str = "auto",
+             notify=None) -> Applied:
+    """Plan memory for this run and derive how to load each model. Raises PlanRefused (exit 4)."""
+    from .memory import plan_for
+    from .memory.planner import PlanRefused
+    from .models import _check_hf_folder
+
+    for src in filter(None, (source, draft_source)):   # what loading would refuse, said before planning
+        if src.kind == "hf":
+            _check_hf_folder(src.path)
+    try:
+        plan = plan_for(source, draft_source, None, k, mem_budget, dtype, quant, allow_disk)
+    except PlanRefused as e:
+        if notify:
+            notify(e.table)
+        raise
+    _check_devices(plan)
+    target = _load(plan.target, plan, "target", quant)
+    drafter = _load(plan.drafter, plan, "drafter", draft_quant) if plan.drafter else None
+    moe = plan.expert_cache_bytes
+    if moe_offload and not moe:
+        moe = -1   # sized after loading, from the model's own experts
+    applied = Applied(plan, target, drafter, moe)
+    return Applied(plan, target, drafter, moe, _sentence(plan, applied.summary))
+
+
+def _check_devices(plan) -> None:
+    import torch
+
+    wants_gpu = any(d.startswith("cuda") for m in (plan.target, plan.drafter) if m for d in m.devices)
+    if wants_gpu and not torch.cuda.is_available():
+        raise UsageError("the memory plan places layers on a GPU, and PyTorch sees none here",
+                         "drop gpu=… from --mem-budget to run on the CPU (`specx plan` simulates GPUs)")
+
+
+def _load(model_plan, plan, role: str, quant: str) -> Load:
+    devices = model_plan.devices
+    cpu_only = devices == ("cpu",)
+    if (cpu_only and model_plan.quant not in BNB) or not devices:
+        weights = model_plan.quant if model_plan.quant in CPU_BACKENDS else _default_weights(quant, role)
+        return Load(model_plan.dtype, weights)
+    kwargs = plan.load_kwargs(role)
+    frozen = []
+    for key, value in sorted(kwargs.items()):
+        if key == "device_map":
+            value = tuple(sorted(value.items()))
+        elif key == "quantization_config":
+            value = (model_plan.quant, model_plan.dtype, "cpu" in devices)
+        frozen.append((key, value))
+    return Load(model_plan.dtype, "none", tuple(frozen))
+
+
+def _default_weights(quant: str, role: str) -> str:
+    from . import fastpath
+
+    return fastpath.choose(quant, role)
+
+
+def _sentence(plan, summary: str) -> str:
+    """One human sentence: where the models go, what was planned against which budget, and why."""
+    from .memory.probe import fmt_bytes
+
+    where = ", ".join(f"{d} {fmt_bytes(n)}" for d, n in plan.total_bytes().items() if d != "overall")
+    why = next((r.removeprefix("target: ") for r in plan.reasons if r.startswith("target:")), "")
+    return f"memory: {summary} (planned {where}; budgets {plan.budgets.describe()})" + (f"; {why}" if why else "")
+
+
+def attach_experts(lm, budget: int, notify=None):
+    """Put the target's MoE experts behind a budgeted cache on its compute device; returns the cache."""
+    from .memory.experts import expert_bytes, offload_experts
+    from .memory.probe import fmt_bytes
+
+    try:
+        one = expert_bytes(lm.model)
+    except ValueError:
+        raise UsageError(f"{lm.name} has no mixture-of-experts layers to offload",
+                         "drop --moe-offload (it is for Mixtral, Qwen-MoE and OLMoE models)") from None
+    if budget < 0:
+        cfg = lm.model.config
+        per_token = int(getattr(cfg, "num_experts_per_tok", 2) or 2)
+        budget = one * per_token * int(getattr(cfg, "num_hidden_layers", 1)) * MOE_SLACK
+    cache = offload_experts(lm.model, budget, lm.device)
+    if notify:
+        notify(f"experts: kept in CPU memory behind a {fmt_bytes(budget)} cache on {lm.device} "
+               f"({budget // max(one, 1)} experts of {fmt_bytes(one)}), filled from the router with "
+               f"next-layer prefetch; exact")
+    return cache
