@@ -112,3 +112,14 @@ def test_moe_offload_gives_the_resident_output_and_reports_the_cache(kind, tmp_p
 def test_moe_offload_on_a_dense_model_is_a_usage_error(mid_model):
     result = invoke("run", str(mid_model), PROMPT, "--raw", "-n", "4", "--moe-offload")
     assert result.exit_code == 2 and "no mixture-of-experts" in result.stderr
+
+
+@pytest.mark.parametrize("quant", ["fp16", "int8", "int4"])
+def test_cpu_weight_precisions_load_through_the_fast_path_not_bitsandbytes(mid_model, quant):
+    """On the CPU `int8` names the fast path's kernel; bitsandbytes is only for models on a GPU."""
+    from specx.runtime.models import resolve
+    from specx.runtime.placement import plan_run
+
+    applied = plan_run(resolve(str(mid_model)), None, 4, "auto", quant, "gpu=0,cpu=8GiB")
+    assert applied.target.weights == quant and not applied.target.dispatched
+    assert applied.summary == f"target {quant} cpu"

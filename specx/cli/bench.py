@@ -102,6 +102,8 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
     settings = {"model": model, "dtype": dtype_name(dtype), "quant": choose(quant, "target"), "max_tokens": max_tokens, "repeats": repeats,
                 "mode": "greedy" if temperature == 0 else f"sampling t={temperature:g} seed={seed}",
                 "prompts": prompts or "bundled", "level": 0.9, "tok_s": "end to end (prefill included)"}
+    if specs and "tuned" in [x.strip() for x in specs]:
+        settings["tuned"] = exact[[x.strip() for x in specs].index("tuned")].label
     return settings, configs, chosen
 
 

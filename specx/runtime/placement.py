@@ -59,8 +59,12 @@ class Applied:
         return ", ".join(parts)
 
 
+def _on_gpu(model_plan) -> bool:
+    return any(d.startswith("cuda") for d in model_plan.devices)
+
+
 def _describe(model_plan, load: Load) -> str:
-    precision = model_plan.quant if model_plan.quant in BNB else (
+    precision = model_plan.quant if model_plan.quant in BNB and _on_gpu(model_plan) else (
         load.weights if load.weights != "none" else load.dtype)
     return f"{model_plan.role} {precision} {model_plan.share()}"
 
@@ -103,10 +107,13 @@ def _check_devices(plan) -> None:
 
 def _load(model_plan, plan, role: str, quant: str) -> Load:
     devices = model_plan.devices
-    cpu_only = devices == ("cpu",)
-    if (cpu_only and model_plan.quant not in BNB) or not devices:
+    if not _on_gpu(model_plan) and "disk" not in devices:   # wholly in CPU memory: int8 is the CPU kernel
         weights = model_plan.quant if model_plan.quant in CPU_BACKENDS else _default_weights(quant, role)
         return Load(model_plan.dtype, weights)
+    if not _on_gpu(model_plan) and model_plan.quant in CPU_BACKENDS:
+        raise UsageError(f"the plan both packs the {role} as {model_plan.quant} and keeps part of it on disk, "
+                         "and specx cannot load that combination",
+                         "plan disk offload of the loaded weights with --quant none, or raise --mem-budget")
     kwargs = plan.load_kwargs(role)
     frozen = []
     for key, value in sorted(kwargs.items()):
