@@ -59,6 +59,9 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     applied = plan_run(source, draft_source, k, dtype, quant, mem_budget, allow_disk_offload, moe_offload,
                        draft_quant, notify)
     _say(notify, applied.note)
+    if applied.plan.k_cap < k and choice != "none":   # SpecMemo: speculation shrinks before the target moves
+        _say(notify, f"note: k lowered from {k} to {applied.plan.k_cap}, the most this memory plan leaves room for")
+        k = applied.plan.k_cap
     target = load_lm(source, applied.target.dtype, applied.target.weights, placement=applied.target)
     target.placement = applied.summary
     if applied.moe_budget:
