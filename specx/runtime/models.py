@@ -164,7 +164,8 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     from .lm import LM
 
     dispatched = placement is not None and placement.dispatched
-    key = (str(source.path), dtype, weights, draft_vocab, placement.kwargs if dispatched else ())
+    key = (str(source.path), dtype_name(dtype), weights, draft_vocab,   # "auto" and "float32" are one model
+           placement.kwargs if dispatched else ())
     if key not in _LOADED:
         model, tokenizer = _from_pretrained(source, dtype, placement.from_pretrained_kwargs() if dispatched else {})
         n_params = sum(p.numel() for p in model.parameters())
