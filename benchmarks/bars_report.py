@@ -1,6 +1,7 @@
 """The issue-7 benchmark bars from the results of benchmarks/bars.sh, as Markdown tables and verdicts.
 
-Usage: python benchmarks/bars_report.py OUT_DIR   (reads fp16.json, fp32.json and tune.txt there)
+Usage: python benchmarks/bars_report.py OUT_DIR   (reads fp16.json and fp32.json there; the output
+of bars.sh or of bars_drafters.sh)
 
 Every comparison is a paired ratio per (repeat, prompt) unit, measured back to back in one process;
 medians with 90% percentile-bootstrap intervals (specx.bench.stats)."""
@@ -58,17 +59,8 @@ def bars(fp16: dict, fp32: dict) -> list[str]:
     labels = [c["label"] for c in fp16["configs"]]
     out = []
     fixed = [l for l in labels if l.endswith(" fixed") and not l.startswith("ngram")]
-    best = max(fixed, key=lambda l: sorted(tok_s(fp16, l).values())[len(tok_s(fp16, l)) // 2])
-    tuned = fp16["settings"].get("tuned")
-    if tuned:
-        r = ratio(fp16, tuned, best)
-        out.append(f"tuned ({tuned}) / best fixed k ({best}), overall: {fmt(r)} → "
-                   f"{'pass' if r and r.median >= 0.97 else 'FAIL'} (≥ 0.97)")
-    k4 = next(l for l in fixed if " k=4 " in l)
-    for l in labels:
-        if l.endswith(("heuristic",)) or "confidence" in l:
-            r = ratio(fp16, l, k4)
-            out.append(f"{l} / {k4}, overall: {fmt(r)} → {'pass' if r and r.median >= 1 else 'not ≥ 1'}")
+    if fixed:   # bars.sh: tuned and policy rows; bars_drafters.sh has none
+        out += policy_bars(fp16, labels, fixed)
     for doc, name, need in ((fp32, "float32", 1.5), (fp16, "fp16", 2.0)):
         for l in [x["label"] for x in doc["configs"] if x["label"].startswith("ngram")]:
             r = ratio(doc, l, "none", "rewrite")
@@ -88,6 +80,22 @@ def bars(fp16: dict, fp32: dict) -> list[str]:
             worst = min(((ratio(doc, l, "none", cat), cat) for cat in cats), key=lambda x: x[0].median)
             out.append(f"{l} / none, worst category ({name}): {worst[1]} {fmt(worst[0])} → "
                        f"{'pass' if worst[0].median >= AUTO_FLOOR else 'FAIL'} (≥ {AUTO_FLOOR})")
+    return out
+
+
+def policy_bars(fp16: dict, labels: list[str], fixed: list[str]) -> list[str]:
+    out = []
+    best = max(fixed, key=lambda l: sorted(tok_s(fp16, l).values())[len(tok_s(fp16, l)) // 2])
+    tuned = fp16["settings"].get("tuned")
+    if tuned:
+        r = ratio(fp16, tuned, best)
+        out.append(f"tuned ({tuned}) / best fixed k ({best}), overall: {fmt(r)} → "
+                   f"{'pass' if r and r.median >= 0.97 else 'FAIL'} (≥ 0.97)")
+    k4 = next(l for l in fixed if " k=4 " in l)
+    for l in labels:
+        if l.endswith(("heuristic",)) or "confidence" in l:
+            r = ratio(fp16, l, k4)
+            out.append(f"{l} / {k4}, overall: {fmt(r)} → {'pass' if r and r.median >= 1 else 'not ≥ 1'}")
     return out
 
 

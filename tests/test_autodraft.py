@@ -105,14 +105,16 @@ def test_same_family_downloads_are_candidates_too(pulled):
 
 
 def test_prepare_explains_the_auto_choice(pulled):
-    """`prepare(drafter="auto")` loads the chosen drafter and its sentence states the ratio and the rule."""
+    """`prepare(drafter="auto")` loads the chosen drafter, which also copies from the context, and its
+    sentence states the ratio, the copying and the rule."""
     from specx.runtime.api import prepare
+    from specx.runtime.drafters import HybridDrafter
 
     write_presets(pulled, ["x-small", "ngram"])
     pair = prepare("x-target", "auto")
-    assert pair.drafter.name == "x-small" and pair.k == 4
-    assert pair.explanation.startswith("drafter: x-small (same tokenizer, ") and "× smaller than x-target" in pair.explanation
-    assert "auto: at most ¼ of the target" in pair.explanation
+    assert isinstance(pair.drafter, HybridDrafter) and pair.drafter.model.name == "x-small" and pair.k == 4
+    assert pair.explanation.startswith("drafter: x-small+ngram (same tokenizer, ") and "× smaller than x-target" in pair.explanation
+    assert "copies from the context" in pair.explanation and "auto: at most ¼ of the target" in pair.explanation
 
 
 @pytest.fixture
@@ -140,5 +142,5 @@ def test_downloadable_candidates_are_judged_by_config_and_tokenizer_only(online,
     weights = [p for _, p, _ in online.requests("GET", ".safetensors")]
     assert weights == ["/t/target/resolve/" + "a" * 40 + "/model.safetensors"]
     pair = prepare("x-target", "auto")
-    assert pair.drafter.name == "x-small" and "fetching it now" in pair.explanation
+    assert pair.drafter.name == "x-small+ngram" and "fetching it now" in pair.explanation
     assert any("/t/small/" in p for _, p, _ in online.requests("GET", "model.safetensors"))

@@ -32,6 +32,38 @@ def test_ngram_index_is_incremental():
         assert d.propose(seq, 5, Sampling(), None).tokens == propose(seq, 5)
 
 
+def test_ngram_resumes_the_copy_one_token_past_a_replaced_one():
+    """Copying with an edit (a renamed variable): after the target's replacement the copy goes on."""
+    d = NgramDrafter()
+    seq = [10, 11, 12, 13, 14, 15, 16, 17, 99, 10, 11, 12]
+    assert d.propose(seq, 4, Sampling(), None).tokens == [13, 14, 15, 16]
+    d.commit(4, 1)                      # 13 accepted; the target wrote 50 where the source has 14
+    seq += [13, 50]                     # "12 13 50" occurs nowhere: only the followed copy knows where to go
+    assert d.propose(seq, 3, Sampling(), None).tokens == [15, 16, 17]
+    d.commit(3, 3)
+    seq += [15, 16, 17, 99]             # the copy continues without any lookup
+    assert d.propose(seq, 2, Sampling(), None).tokens == [10, 11]
+
+
+def test_a_resumed_copy_the_target_rejects_outright_is_dropped():
+    """Free prose is not an edited copy: a guess past a replaced token that fails is not repeated."""
+    d = NgramDrafter()
+    seq = [10, 11, 12, 13, 14, 15, 16, 17, 99, 10, 11, 12]
+    d.propose(seq, 4, Sampling(), None)
+    d.commit(4, 0)
+    seq += [60]
+    assert d.propose(seq, 3, Sampling(), None).tokens == [14, 15, 16]   # resume past the replaced 13
+    d.commit(3, 0)
+    seq += [61]
+    assert d.propose(seq, 3, Sampling(), None).tokens == []             # no match and no copy to follow
+
+
+def test_a_one_token_match_drafts_at_most_two():
+    """One matching token is weak evidence: the draft is short."""
+    assert propose([5, 1, 2, 3, 4, 9, 5], k=4) == [1, 2]
+    assert propose([5, 1, 2, 3, 4, 9, 5, 1], k=4) == [2, 3, 4, 9]      # two tokens match: the full k
+
+
 class ByteTok:
     """Decodes ids as raw bytes, so one character can span several tokens."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specx.runtime.drafters import ModelDrafter, NgramDrafter, NoDrafter
+from specx.runtime.drafters import HybridDrafter, ModelDrafter, NgramDrafter, NoDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.types import Done, Round, Sampling
 
@@ -39,7 +39,8 @@ def test_greedy_speculative_equals_plain_greedy(make_lm, arch, k):
     """At temperature 0, the output is the target's own greedy decoding, whatever the drafter."""
     target = make_lm(arch, seed=1)
     for drafter in (model_drafter(make_lm(arch, seed=1), target), model_drafter(make_lm(arch, seed=7, layers=1), target),
-                    NgramDrafter(), NoDrafter()):
+                    NgramDrafter(), NoDrafter(),
+                    HybridDrafter(NgramDrafter(), model_drafter(make_lm(arch, seed=7, layers=1), target))):
         for prompt in PROMPTS:
             tokens, _ = run(target, drafter, prompt, k, 24)
             assert tokens == plain_greedy(target.model, prompt, 24, eos=1), (drafter.name, prompt)
@@ -140,3 +141,34 @@ def test_context_limit_clamps_k(make_lm):
     tokens, events = run(target, model_drafter(make_lm("llama", seed=14, max_pos=16), target), PROMPTS[0], 5, 100)
     assert len(PROMPTS[0]) + len(tokens) == 16
     assert events[-1].reason in ("context", "eos")
+
+
+class Asked(NoDrafter):
+    """A model drafter that records being asked and proposes [77]."""
+
+    name = "asked"
+
+    def __init__(self):
+        self.asked = 0
+
+    def propose(self, *args, **kw):
+        from specx.runtime.drafters import Draft
+
+        self.asked += 1
+        return Draft([77], None)
+
+
+def test_the_hybrid_copies_where_the_context_holds_the_continuation_and_asks_the_model_elsewhere(make_lm):
+    """A three-token match is copied for free (marked `lookup`); a two-token one (common words in
+    prose) goes to the model, as does no match at all."""
+    model = Asked()
+    hybrid = HybridDrafter(NgramDrafter(), model)
+    draft = hybrid.propose([0, 5, 9, 12, 7, 0, 5, 9], 3, Sampling(), None)
+    assert draft.tokens == [12, 7, 0] and draft.lookup and model.asked == 0
+    draft = HybridDrafter(NgramDrafter(), model).propose([3, 5, 9, 12, 7, 0, 5, 9], 3, Sampling(), None)
+    assert draft.tokens == [77] and not draft.lookup and model.asked == 1
+    target = make_lm("llama", seed=5)
+    hybrid = HybridDrafter(NgramDrafter(), model_drafter(make_lm("llama", seed=5, layers=1), target))
+    hybrid.prefill([0, 40, 41, 42])
+    draft = hybrid.propose([0, 40, 41, 42], 3, Sampling(), None)
+    assert len(draft.tokens) == 3 and not draft.lookup and hybrid.name.endswith("+ngram")

@@ -106,7 +106,7 @@ def _drive(policy, rounds, draft_step_s, verify_s, acceptance):
 
 def test_auto_turns_drafting_off_says_so_and_probes_on_schedule():
     """Expensive drafts: after warm-up, one plain round and enough evidence, k = 0 with a notice; probes
-    16 plain rounds later, then 32."""
+    PROBE_GAP plain rounds later, then twice that."""
     from specx.runtime.policy import MIN_JUDGED, PROBE_GAP, WARMUP_ROUNDS
 
     policy = DraftPolicy("auto", 4)
@@ -125,7 +125,7 @@ def test_auto_keeps_drafting_when_it_pays_and_turns_back_on():
     assert not policy.off and ks[-1] == 4 and ks.count(0) == 1   # the one plain measuring round
     off = DraftPolicy("auto", 4)
     verify = lambda n: 0.1 + 0.01 * (n - 1)   # noqa: E731  (the same machine costs throughout)
-    _drive(off, 10, 0.05, verify, 0.25)
+    _drive(off, 24, 0.05, verify, 0.25)
     assert off.off
     off.notice = ""
     _drive(off, 40, 0.05, verify, 1.0)        # the text became easy to draft: the next probe pays
@@ -184,7 +184,10 @@ def test_a_probe_waits_for_a_round_in_which_the_drafter_proposes():
     from specx.runtime.policy import PROBE_GAP
 
     policy = DraftPolicy("auto", 4)
-    _drive(policy, 12, 0.08, lambda n: 0.1 + 0.05 * (n - 1), 0.0)
+    for _ in range(40):
+        _drive(policy, 1, 0.08, lambda n: 0.1 + 0.05 * (n - 1), 0.0)
+        if policy.off:
+            break
     assert policy.off
     for _ in range(PROBE_GAP + 5):   # the probe comes, but the drafter proposes nothing
         k = policy.next_k()
@@ -198,3 +201,14 @@ def test_on_a_moe_target_the_off_sentence_names_the_expert_cost():
     model = CostModel(verify_s={1: 0.10, 5: 0.30}, draft_step_s=0.08, moe=True)
     assert "union of their experts" in model.explain(0)
     assert "experts" not in CostModel(verify_s={1: 0.1, 5: 0.3}, draft_step_s=0.08).explain(0)
+
+
+def test_copied_rounds_teach_the_verify_cost_but_not_the_model_drafters_acceptance():
+    """A hybrid's free copies say nothing about how often its model's drafts are accepted."""
+    from specx.runtime.costmodel import CostModel
+
+    model = CostModel()
+    for _ in range(10):
+        model.observe(4, 4, 0.0, 0.3, lookup=True)
+    assert model.verify_s[5] == pytest.approx(0.3) and model.draft_step_s is None
+    assert model.acceptance == pytest.approx(0.5) and not model.reached

@@ -5,7 +5,7 @@ import pytest
 from conftest import fixture_model, tiny_lm
 
 from specx.runtime.api import Pair
-from specx.runtime.drafters import ModelDrafter, NgramDrafter
+from specx.runtime.drafters import HybridDrafter, ModelDrafter, NgramDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.session import ChatSession, common_prefix
 from specx.runtime.types import Round
@@ -31,9 +31,10 @@ def counting(lm):
 def make_pair(drafter: str, seed: int = 0, **kw) -> Pair:
     target = counting(tiny_lm(seed=seed, **kw))
     target.tokenizer.chat_template = WORD_TEMPLATE
-    if drafter == "model":
+    if drafter in ("model", "hybrid"):
         small = counting(tiny_lm(seed=seed + 1, layers=1, **kw))
-        return Pair(target, ModelDrafter(small, target.vocab_size, target.vocab_size), 3, "")
+        model = ModelDrafter(small, target.vocab_size, target.vocab_size)
+        return Pair(target, HybridDrafter(NgramDrafter(), model) if drafter == "hybrid" else model, 3, "")
     return Pair(target, NgramDrafter(), 3, "")
 
 
@@ -50,7 +51,7 @@ def fresh_tokens(pair: Pair, ids: list[int], max_tokens: int) -> list[int]:
 USER_TURNS = ["w25 w26 w27", "w28 w29", "w30 w25 w26 w31", "w32"]  # (w1x would split: w1 is special)
 
 
-@pytest.mark.parametrize("drafter", ["model", "ngram"])
+@pytest.mark.parametrize("drafter", ["model", "ngram", "hybrid"])
 def test_each_turn_equals_a_fresh_run_and_prefills_only_new_tokens(drafter):
     pair = make_pair(drafter)
     session = ChatSession(pair, system="w23 w24", max_tokens=12)

@@ -31,7 +31,9 @@ class Config:
             return self.peer
         if self.baseline:
             return "none"
-        name = self.drafter if self.drafter in ("ngram", "auto") else Path(self.drafter).stem or self.drafter
+        base, hybrid = self.drafter.removesuffix("+ngram"), self.drafter.endswith("+ngram")
+        name = base if base in ("ngram", "auto") else Path(base).stem or base
+        name += "+ngram" if hybrid else ""
         policy = f"confidence {self.confidence:g}" if self.policy == "confidence" else self.policy
         return f"{name} k={self.k} {policy}"
 

@@ -21,7 +21,7 @@ Examples:
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def plan(
     model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.")],
-    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (the preset's model drafter), none, ngram, or a model.")] = "auto",
+    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (the preset's model drafter), none, ngram, a model, or MODEL+ngram.")] = "auto",
     mem_budget: Annotated[Optional[str], typer.Option("--mem-budget", help="Simulate budgets, e.g. gpu=6GiB,cpu=16GiB[,disk=100GB]; gpu=0 plans without a GPU. Unnamed ones are detected.")] = None,
     context: Annotated[Optional[int], typer.Option("--context", help="Tokens of context to plan for (default: min(model limit, 4096)).")] = None,
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round.")] = 4,
@@ -39,7 +39,7 @@ def plan(
     if draft_tokens < 0 or draft_tokens > 64:
         raise UsageError(f"draft tokens must be between 0 and 64 (got {draft_tokens})", "try -k 4")
     source = resolve(model)
-    choice = drafter
+    choice = drafter.removesuffix("+ngram") if drafter != "+ngram" else drafter   # copying costs no memory
     if drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
     draft_source = None if choice in ("none", "ngram") or draft_tokens == 0 else resolve(choice)

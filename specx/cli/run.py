@@ -28,7 +28,7 @@ def run(
     ctx: typer.Context,
     model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, a preset name (or preset file), or a Hub repo org/name[:quant][@revision].", autocompletion=complete_model)],
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
-    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, or a model (file/folder/preset).", autocompletion=complete_drafter)] = "auto",
+    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (a model drafter that also copies from the context, else ngram), none, ngram, a model (file/folder/preset), or MODEL+ngram.", autocompletion=complete_drafter)] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,
     draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (pick k in 0..k each round from measured costs; 0 = plain decoding, re-probed), fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "auto",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,

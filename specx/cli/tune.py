@@ -65,7 +65,7 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     ref = resolve_auto(model) if drafter == "auto" else drafter
     if ref == "none":
         raise UsageError("there is nothing to tune without a drafter", "give --drafter ngram or a drafter model")
-    ref = ref if ref == "ngram" or not Path(ref).expanduser().exists() else str(Path(ref).expanduser().resolve())
+    ref = _absolute(ref)
     key = tuned.make_key(model, ref, dtype, temperature, choose_weights(quant, "target"))
     chosen = suite.load(prompts) if prompts else suite.calibration(suite.bundled())
     configs = candidates(ref)
@@ -182,6 +182,19 @@ def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float
     return (setting.drafter if wanted is None else drafter), k, policy, confidence
 
 
+def _absolute(ref: str) -> str:
+    """A drafter given as a path, made absolute (MODEL+ngram keeps its suffix)."""
+    from ..runtime import tuned
+
+    base, hybrid = tuned.split_hybrid(ref)
+    if base != "ngram" and Path(base).expanduser().exists():
+        base = str(Path(base).expanduser().resolve())
+    return base + ("+ngram" if hybrid else "")
+
+
 def _usable(ref: str) -> bool:
     """A tuned drafter that is a path must still be there (presets and ngram always are)."""
+    from ..runtime import tuned
+
+    ref = tuned.split_hybrid(ref)[0]
     return ref in ("none", "ngram") or "/" not in ref or Path(ref).exists()

@@ -39,18 +39,20 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     (`draft_quant` auto) and `draft_vocab` trims its output layer (None = automatic, 0 = all)."""
     from . import vocabtrim
     from .compat import check_drafter
-    from .drafters import ModelDrafter, NgramDrafter, NoDrafter
+    from .drafters import HybridDrafter, ModelDrafter, NgramDrafter, NoDrafter
     from .models import dtype_name, eos_ids, load_lm, load_tokenizer, resolve
     from .placement import attach_experts, plan_run
+    from .tuned import split_hybrid
 
     if k < 0 or k > MAX_K:
         raise UsageError(f"draft tokens must be between 0 and {MAX_K} (got {k})", "try -k 4; -k 0 decodes plainly")
     source = resolve(model)
-    choice, auto_note = drafter, ""
-    if drafter == "auto" and k != 0:
+    (choice, hybrid), auto_note = split_hybrid(drafter), ""
+    if drafter == "auto" and k != 0:   # a picked model drafter also copies from the context where it can
         from .autodraft import pick
 
         choice, auto_note = pick(source, dtype_name(dtype))
+        hybrid = choice != "ngram"
     choice = "none" if k == 0 else choice
     draft_source = None if choice in ("none", "ngram") else resolve(choice)
     if draft_source is not None:
@@ -79,9 +81,12 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
         _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "
                      f"target ({target.n_params / 1e6:.0f}M); speculation will likely be slower")
     usable = min(len(target.tokenizer), target.vocab_size, draft_lm.vocab_size)
-    return Pair(target, ModelDrafter(draft_lm, target.vocab_size, usable), k,
-                f"drafter: {draft_lm.name} (same tokenizer, {ratio:.1f}× smaller than {target.name}; "
-                f"{draft_lm.kernels.removeprefix('kernels: ')}" + (f"; {auto_note})" if auto_note else ")"))
+    model_drafter = ModelDrafter(draft_lm, target.vocab_size, usable)
+    draft = HybridDrafter(NgramDrafter(), model_drafter) if hybrid else model_drafter
+    copies = "; copies from the context instead where it already holds the continuation" if hybrid else ""
+    return Pair(target, draft, k,
+                f"drafter: {draft.name} (same tokenizer, {ratio:.1f}× smaller than {target.name}; "
+                f"{draft_lm.kernels.removeprefix('kernels: ')}{copies}" + (f"; {auto_note})" if auto_note else ")"))
 
 
 def prompt_ids(tokenizer, prompt: str, system: str | None = None, raw: bool = False) -> list[int]:

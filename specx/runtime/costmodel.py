@@ -29,10 +29,13 @@ class CostModel:
     reached: dict[int, float] = field(default_factory=dict)   # position j → rounds that judged draft j
     passed: dict[int, float] = field(default_factory=dict)    # position j → rounds that accepted it
 
-    def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float) -> None:
-        """Fold in one round: drafted tokens, how many were accepted, and the two timings."""
+    def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float, lookup: bool = False) -> None:
+        """Fold in one round: drafted tokens, how many were accepted, and the two timings. A copied
+        round (`lookup`) tells the verify cost only: it says nothing of the model drafter's acceptance."""
         n = drafted + 1
         self.verify_s[n] = verify_s if n not in self.verify_s else _ema(self.verify_s[n], verify_s)
+        if lookup:
+            return
         self.accepted, self.rejected = self.accepted * DECAY, self.rejected * DECAY   # every round, plain
         for counts in (self.reached, self.passed):                                   # ones too: the text
             for j in counts:                                                          # moves on

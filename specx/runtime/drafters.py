@@ -13,6 +13,7 @@ from .types import Sampling
 class Draft:
     tokens: list[int]
     probs: torch.Tensor | None  # (k, V_target); None for a deterministic drafter (one-hot q)
+    lookup: bool = False        # a hybrid's free copy from the context, not its model's draft
 
 
 class NoDrafter:
@@ -34,18 +35,28 @@ class NoDrafter:
 
 
 class NgramDrafter(NoDrafter):
-    """Prompt lookup: continue the latest earlier occurrence of the last n tokens (n = max_n … 1)."""
+    """Prompt lookup that follows the copy: continue where the last accepted copy left off, else the
+    latest earlier occurrence of the longest matching suffix (n = max_n … 2), else of the last token.
+
+    Copying an input with edits (rename a variable, fix a line) replaces a source token now and then;
+    after the target's own token the copy resumes one source token further on (the `pointer`), even
+    though the new suffix occurs nowhere before. A one-token match is weak evidence, so it drafts at
+    most ONE_TOKEN_DRAFT tokens."""
 
     name = "ngram"
+    ONE_TOKEN_DRAFT = 2
 
     def __init__(self, max_n: int = 3):
         self.max_n = max_n
-        self.index: list[dict[tuple[int, ...], int]] = [{} for _ in range(max_n + 1)]
-        self.indexed_to = 0  # n-grams ending before this position are indexed
+        self.prefill([])
 
     def prefill(self, seq: list[int], reuse: int = 0) -> None:
-        self.index = [{} for _ in range(self.max_n + 1)]
-        self.indexed_to = 0
+        self.index: list[dict[tuple[int, ...], int]] = [{} for _ in range(self.max_n + 1)]
+        self.indexed_to = 0   # n-grams ending before this position are indexed
+        self.pointer = None   # where the copy being followed resumes
+        self.start = None     # where this round's draft was copied from
+        self.resumed = False  # ... and whether that was a guess past a replaced token
+        self.evidence: str | int = 0
 
     def _extend_index(self, seq: list[int]) -> None:
         # Index every n-gram that ends before the last token, so a lookup never finds the suffix itself.
@@ -55,14 +66,33 @@ class NgramDrafter(NoDrafter):
                     self.index[n][tuple(seq[end - n + 1:end + 1])] = end + 1
         self.indexed_to = max(self.indexed_to, len(seq) - 1)
 
+    def _source(self, seq: list[int]) -> tuple[int | None, str | int]:
+        """(where to copy from, the evidence: "copy", "resume", or the length of the matched suffix)."""
+        p = self.pointer if self.pointer is not None and 0 < self.pointer < len(seq) else None
+        if p is not None and seq[p - 1] == seq[-1]:
+            return p, "copy"                  # the copy being followed goes on
+        for n in range(min(self.max_n, len(seq)), 1, -1):
+            start = self.index[n].get(tuple(seq[-n:]))
+            if start is not None:
+                return start, n
+        if p is not None:
+            return p, "resume"                # the target replaced one source token: resume after it
+        return (self.index[1].get(tuple(seq[-1:])) if seq else None), 1
+
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
                 min_confidence: float | None = None) -> Draft:
         self._extend_index(seq)
-        for n in range(min(self.max_n, len(seq)), 0, -1):
-            start = self.index[n].get(tuple(seq[-n:]))
-            if start is not None:
-                return Draft(seq[start:start + k], None)
-        return Draft([], None)
+        self.start, self.evidence = self._source(seq)
+        self.resumed = self.evidence == "resume"
+        if self.start is None:
+            return Draft([], None)
+        return Draft(seq[self.start:self.start + (min(k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else k)], None)
+
+    def commit(self, drafted: int, accepted: int) -> None:
+        # The target's own token either continues the copy or replaces source token start+accepted;
+        # a resumed copy the target rejected outright was no copy: follow nothing until a match.
+        if self.start is not None:
+            self.pointer = None if self.resumed and drafted and not accepted else self.start + accepted + 1
 
 
 class ModelDrafter(NoDrafter):
@@ -136,3 +166,47 @@ class ModelDrafter(NoDrafter):
     def commit(self, drafted: int, accepted: int) -> None:
         # The cache holds the round's context plus drafts 1..drafted-1; keep the accepted ones.
         self.lm.crop(self.base + min(accepted, max(drafted - 1, 0)))
+
+
+class HybridDrafter(NoDrafter):
+    """A model drafter that copies instead wherever the context already holds the continuation.
+
+    Each round the n-gram lookup goes first: a copy it follows (or resumes past a replaced token) or
+    a match of MIN_MATCH tokens is drafted for free; otherwise the model drafts (shorter matches are
+    common words in prose, which the model guesses better). The model's cache catches up on the
+    copied tokens in its next forward (one pass over several tokens)."""
+
+    MIN_MATCH = 3
+
+    def __init__(self, lookup: NgramDrafter, model: ModelDrafter):
+        self.lookup, self.model = lookup, model
+        self.name = f"{model.name}+ngram"
+        self.max_context = model.max_context
+        self.copied = False
+
+    @property
+    def forward_s(self) -> float:
+        return self.model.forward_s
+
+    @property
+    def lm(self):
+        return self.model.lm
+
+    def prefill(self, seq: list[int], reuse: int = 0) -> None:
+        self.lookup.prefill(seq, reuse)
+        self.model.prefill(seq, reuse)
+
+    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
+                min_confidence: float | None = None) -> Draft:
+        copy = self.lookup.propose(seq, k, sampling, generator)
+        evidence = self.lookup.evidence
+        self.copied = bool(copy.tokens) and (isinstance(evidence, str) or evidence >= self.MIN_MATCH)
+        if self.copied:
+            return Draft(copy.tokens, None, lookup=True)
+        self.lookup.start = self.lookup.pointer = None   # the model drafts: no copy is being followed
+        return self.model.propose(seq, k, sampling, generator, stop, min_confidence)
+
+    def commit(self, drafted: int, accepted: int) -> None:
+        self.lookup.commit(drafted, accepted)
+        if not self.copied:
+            self.model.commit(drafted, accepted)

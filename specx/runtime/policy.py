@@ -8,9 +8,9 @@ from .costmodel import CostModel
 POLICIES = ("auto", "fixed", "heuristic", "confidence")
 HEURISTIC_CAP = 64   # the same bound as -k
 WARMUP_ROUNDS = 2    # auto: rounds that draft k before the cost model decides
-PROBE_GAP = 16       # auto: plain rounds before drafting is tried again; doubles after a failed probe
+PROBE_GAP = 8        # auto: plain rounds before drafting is tried again; doubles after a failed probe
 PROBE_GAP_MAX = 128
-MIN_JUDGED = 8       # auto: drafted tokens judged (since drafting went on) before it may go off
+MIN_JUDGED = 16      # auto: drafted tokens judged (since drafting went on) before it may go off
 
 
 @dataclass
@@ -53,11 +53,12 @@ class DraftPolicy:
             self.current = self._auto_k()
         return self.current
 
-    def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0) -> None:
-        """Learn from the round that just ended."""
+    def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0,
+               lookup: bool = False) -> None:
+        """Learn from the round that just ended (`lookup`: a hybrid drafter copied instead of drafting)."""
         self.rounds += 1
         if self.name == "auto":
-            self.cost.observe(drafted, accepted, draft_s, verify_s)
+            self.cost.observe(drafted, accepted, draft_s, verify_s, lookup)
             self.judged += min(drafted, accepted + 1)
             if self.probing and drafted:
                 self._probed()

@@ -114,9 +114,22 @@ def make_key(model: str, drafter: str | None, dtype: str = "auto", temperature: 
              quant: str = "none", device: str = "cpu") -> TunedKey:
     from .models import dtype_name
 
-    return TunedKey(model_identity(model), None if drafter is None else model_identity(drafter),
+    return TunedKey(model_identity(model), None if drafter is None else _drafter_identity(drafter),
                     device_identity(device), dtype_name(dtype), quant, device.split(":")[0],
                     "greedy" if temperature == 0 else "sampling")
+
+
+def _drafter_identity(drafter: str) -> str:
+    base, hybrid = split_hybrid(drafter)
+    return model_identity(base) + ("+ngram" if hybrid else "")
+
+
+def split_hybrid(drafter: str) -> tuple[str, bool]:
+    """`MODEL+ngram` (a model drafter that copies from the context where it can) → (MODEL, True)."""
+    return (drafter.removesuffix(HYBRID), True) if drafter.endswith(HYBRID) and drafter != HYBRID else (drafter, False)
+
+
+HYBRID = "+ngram"
 
 
 # ---- the store ----------------------------------------------------------------------------------
