@@ -55,8 +55,7 @@ class NgramDrafter(NoDrafter):
         self.indexed_to = 0   # n-grams ending before this position are indexed
         self.pointer = None   # where the copy being followed resumes
         self.start = None     # where this round's draft was copied from
-        self.resumed = False  # ... and whether that was a guess past a replaced token
-        self.evidence: str | int = 0
+        self.evidence: str | int = 0   # ... and why: "copy", "resume" (a guess past a replaced token), n
 
     def _extend_index(self, seq: list[int]) -> None:
         # Index every n-gram that ends before the last token, so a lookup never finds the suffix itself.
@@ -83,7 +82,6 @@ class NgramDrafter(NoDrafter):
                 min_confidence: float | None = None) -> Draft:
         self._extend_index(seq)
         self.start, self.evidence = self._source(seq)
-        self.resumed = self.evidence == "resume"
         if self.start is None:
             return Draft([], None)
         return Draft(seq[self.start:self.start + (min(k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else k)], None)
@@ -92,7 +90,8 @@ class NgramDrafter(NoDrafter):
         # The target's own token either continues the copy or replaces source token start+accepted;
         # a resumed copy the target rejected outright was no copy: follow nothing until a match.
         if self.start is not None:
-            self.pointer = None if self.resumed and drafted and not accepted else self.start + accepted + 1
+            dropped = self.evidence == "resume" and drafted and not accepted
+            self.pointer = None if dropped else self.start + accepted + 1
 
 
 class ModelDrafter(NoDrafter):
