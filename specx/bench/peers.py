@@ -11,6 +11,7 @@ import time
 
 from ..runtime.errors import UsageError
 from ..runtime.types import Done, Round, Sampling
+from ..runtime.tuned import split_hybrid
 from .runner import Config, Sample
 from .suite import Prompt
 
@@ -72,7 +73,7 @@ def peer_configs(names: list[str], configs: list[Config]) -> list[Config]:
             raise UsageError(f"unknown peer {name!r}", f"use one of: {', '.join(PEERS)}")
         model_drafters = [c.drafter for c in configs if not c.peer and c.drafter not in ("none", "ngram")]
         if model_drafters and "hf-assisted" in PEERS[name]:
-            out.append(Config(model_drafters[0].removesuffix("+ngram"), peer="hf-assisted"))
+            out.append(Config(split_hybrid(model_drafters[0])[0], peer="hf-assisted"))
         if "hf-lookup" in PEERS[name]:
             out.append(Config("ngram", peer="hf-lookup"))
     return out
@@ -88,7 +89,7 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str):
     assistant = None
     if config.peer == "hf-assisted":
         drafted = next(p for c, p in pairs.items()
-                       if c.drafter.removesuffix("+ngram") == config.drafter and hasattr(p.drafter, "lm"))
+                       if split_hybrid(c.drafter)[0] == config.drafter and hasattr(p.drafter, "lm"))
         assistant = full_vocabulary(drafted.drafter.lm, config.drafter, dtype)
         kwargs["assistant_model"] = assistant.model
         precision, weights = describe_pair(drafted, dtype)

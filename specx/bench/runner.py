@@ -31,9 +31,11 @@ class Config:
             return self.peer
         if self.baseline:
             return "none"
-        base, hybrid = self.drafter.removesuffix("+ngram"), self.drafter.endswith("+ngram")
+        from ..runtime.tuned import HYBRID, split_hybrid
+
+        base, hybrid = split_hybrid(self.drafter)
         name = base if base in ("ngram", "auto") else Path(base).stem or base
-        name += "+ngram" if hybrid else ""
+        name += HYBRID if hybrid else ""
         policy = f"confidence {self.confidence:g}" if self.policy == "confidence" else self.policy
         return f"{name} k={self.k} {policy}"
 

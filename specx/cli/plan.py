@@ -35,11 +35,12 @@ def plan(
     from ..runtime.memory import plan_for
     from ..runtime.memory.planner import PlanRefused
     from ..runtime.models import resolve
+    from ..runtime.tuned import split_hybrid
 
     if draft_tokens < 0 or draft_tokens > 64:
         raise UsageError(f"draft tokens must be between 0 and 64 (got {draft_tokens})", "try -k 4")
     source = resolve(model)
-    choice = drafter.removesuffix("+ngram") if drafter != "+ngram" else drafter   # copying costs no memory
+    choice = split_hybrid(drafter)[0]   # MODEL+ngram: copying costs no memory beyond the model's
     if drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
     draft_source = None if choice in ("none", "ngram") or draft_tokens == 0 else resolve(choice)
