@@ -64,6 +64,14 @@ def test_int4_leaves_layers_without_whole_groups_in_float():
     assert isinstance(model[0], qlinear.Int4Linear) and type(model[1]) is torch.nn.Linear
 
 
+def test_int4_leaves_layers_with_odd_output_rows_in_float():
+    """The packed kernel takes rows in blocks of 16 (a VocabTrim head of 32,768 ids + specials has not)."""
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 40))
+    assert qlinear.quantize_linears(model, "int4") == 1
+    assert isinstance(model[0], qlinear.Int4Linear) and type(model[1]) is torch.nn.Linear
+    assert model(torch.randn(3, 64)).shape == (3, 40)
+
+
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_speculative_greedy_equals_plain_in_each_precision(precision, make_lm):
     """With the target's and drafter's weights packed, speculative greedy = plain greedy (same target)."""

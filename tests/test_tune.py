@@ -12,6 +12,7 @@ import pytest
 from cli_helpers import ROOT, cli_models, invoke, make_folder, one_thread, run_specx, specx_env  # noqa: F401
 from specx.bench.tune import candidates, choose
 from specx.runtime import tuned
+from specx.runtime.policy import AUTO_K_MAX, draft_cap
 from specx.runtime.tuned import TunedKey, TunedSetting
 
 KEY = TunedKey("sha256:aa", "ngram", "cpu: test, 1 threads", "float32")
@@ -22,8 +23,15 @@ def trial(label, k, speedup, policy="fixed", baseline=False):
             "baseline": baseline, "tok_s": 10 * speedup, "speedup": speedup}
 
 
+def test_draft_cap_widens_only_an_unchosen_auto_k():
+    assert draft_cap(4, "auto", False) == AUTO_K_MAX and draft_cap(4, "auto", True) == 4
+    assert draft_cap(4, "fixed", False) == 4 and draft_cap(0, "auto", False) == 0
+    assert draft_cap(32, "auto", False) == 32
+
+
 def test_candidates_sweep_k_1_to_8_and_the_policies():
     model = candidates("./draft.gguf")
+    assert AUTO_K_MAX in {c.k for c in model if c.policy == "auto"}   # what `specx run` does untuned
     assert sorted(c.k for c in model if c.policy == "fixed") == list(range(1, 9))
     assert {c.policy for c in model} == {"fixed", "heuristic", "auto", "confidence"}
     assert len({c.confidence for c in model if c.policy == "confidence"}) >= 3
@@ -156,9 +164,18 @@ def test_a_setting_tuned_for_one_weight_precision_does_not_apply_to_another(cli_
     tuned.record(tuned.make_key(target, "ngram", quant="fp16"),
                  TunedSetting("ngram", 3, "fixed", tuned_at="2026-11-23T04:00:00Z", speedup=1.5), [])
     stats, err = run_k(target)
-    assert "tuned:" not in err and stats["k"] == 4
+    assert "tuned:" not in err and stats["k"] == AUTO_K_MAX
     stats, err = run_k(target, "--quant", "fp16")
     assert stats["k"] == 3 and "tuned: k=3 fixed" in err
+
+
+def test_auto_drafts_up_to_its_cap_unless_k_is_set(cli_models):
+    """Untuned, `auto` may draft up to AUTO_K_MAX; -k (flag or environment) or another policy keeps k."""
+    target = str(cli_models["target"])
+    assert run_k(target)[0]["k"] == AUTO_K_MAX
+    assert run_k(target, "-k", "4")[0]["k"] == 4
+    assert run_k(target, "--draft-policy", "fixed")[0]["k"] == 4
+    assert run_k(target, "--draft-policy", "auto", "-k", "0")[0]["k"] == 0
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -187,13 +204,13 @@ def test_ctrl_c_keeps_finished_trials_and_leaves_a_whole_file(cli_models, prompt
     def interrupting(self, label, sample):
         original(self, label, sample)
         calls["n"] += 1
-        if calls["n"] == 12 + 12 + 3:   # warm-ups, one complete prompt, part of the next
+        if calls["n"] == 13 + 13 + 3:   # warm-ups, one complete prompt, part of the next
             raise KeyboardInterrupt
     monkeypatch.setattr(bench_cli.ProgressBar, "advance", interrupting)
     result = invoke("tune", str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1")
     assert result.exit_code == 130, result.stderr
     assert "interrupted: the setting comes from 1 finished comparisons" in result.stderr
     entry = json.loads(tuned.path().read_text())["entries"][0]
-    assert entry["setting"]["complete"] is False and len(entry["trials"]) == 12
+    assert entry["setting"]["complete"] is False and len(entry["trials"]) == 13
     assert all(t["samples"] == 1 for t in entry["trials"])
     assert sorted(p.name for p in tuned.path().parent.iterdir()) == ["tuned.json", "tuned.json.lock"]

@@ -26,9 +26,8 @@ def test_keep_ids_are_the_first_ids_plus_special_tokens(make_lm):
     assert vocabtrim.keep_ids(lm.tokenizer, 96, 1000).tolist() == list(range(96))
 
 
-def test_choose_keep_trims_only_large_vocabularies():
-    assert vocabtrim.choose_keep(None, 151_936) == vocabtrim.DEFAULT_KEEP
-    assert vocabtrim.choose_keep(None, 49_152) == 0
+def test_choose_keep_trims_only_when_asked():
+    assert vocabtrim.choose_keep(None, 151_936) == 0 and vocabtrim.choose_keep(None, 49_152) == 0
     assert vocabtrim.choose_keep(0, 151_936) == 0 and vocabtrim.choose_keep(200_000, 151_936) == 0
     assert vocabtrim.choose_keep(5000, 151_936) == 5000
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 
+from ..runtime.policy import AUTO_K_MAX
 from ..runtime.tuned import TunedSetting
 from .report import OVERALL
 from .runner import Config
@@ -14,12 +15,13 @@ HEURISTIC_START = 4
 
 def candidates(drafter: str, ks: tuple[int, ...] = KS) -> list[Config]:
     """fixed k for every k, heuristic from k=4, auto (cost-model k, 0 when drafting does not pay) up to
-    4 and up to the largest k, and (model drafters only) confidence at a few thresholds."""
+    4, up to the largest k and up to its own default cap (what `specx run` does when k is not set),
+    and (model drafters only) confidence at a few thresholds."""
     if drafter == "none":
         return []
     out = [Config(drafter, k, "fixed") for k in ks]
     out.append(Config(drafter, HEURISTIC_START, "heuristic"))
-    out += [Config(drafter, k, "auto") for k in sorted({min(4, max(ks)), max(ks)})]
+    out += [Config(drafter, k, "auto") for k in sorted({min(4, max(ks)), max(ks), AUTO_K_MAX})]
     if drafter != "ngram":   # the n-gram drafter has no probabilities to be confident about
         out += [Config(drafter, max(ks), "confidence", t) for t in THRESHOLDS]
     return out

@@ -25,7 +25,7 @@ def bench(
     model: Annotated[str, typer.Argument(help="Target: a GGUF file, a Hugging Face model folder, or a preset name.")] = "smollm2",
     drafter: Annotated[Optional[list[str]], typer.Option("--drafter", "-d", help="auto, ngram, or a model; repeat to compare several (the baseline `none` is always included).")] = None,
     draft_policy: Annotated[Optional[list[str]], typer.Option("--draft-policy", help="fixed, heuristic, confidence, auto (cost-model k, 0 when drafting does not pay); repeatable.")] = None,
-    draft_tokens: Annotated[Optional[list[int]], typer.Option("--draft-tokens", "-k", help="Tokens drafted per round; repeatable (default 4).")] = None,
+    draft_tokens: Annotated[Optional[list[int]], typer.Option("--draft-tokens", "-k", help="Tokens drafted per round; repeatable (default 4; 16 for --draft-policy auto, its most).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     config: Annotated[Optional[list[str]], typer.Option("--config", "-c", metavar="SPEC", help="One exact configuration, `drafter=D,k=K,policy=P[,confidence=C]`, or `tuned` (what `specx tune` saved for this model); repeatable, added to the --drafter × --draft-policy × -k grid.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 128,
@@ -75,7 +75,9 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
     from ..runtime.models import dtype_name
     from ..runtime.types import Sampling
 
-    policies, ks = policies or ["fixed"], ks or [4]
+    from ..runtime.policy import draft_cap
+
+    policies, ks = policies or ["fixed"], ks or []
     for policy in policies:
         check_options(max_tokens, Sampling(temperature), policy, confidence, quant)
     if repeats < 1:
@@ -94,7 +96,8 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
     chosen = suite.load(prompts)
     exact = [parse_spec(s, model, dtype, temperature, quant) for s in specs or []]
     names = [resolve_auto(model) if d == "auto" else d for d in (drafters or ([] if exact else ["auto"]))]
-    configs = with_baseline([Config(d, k, p, confidence) for d in names if d != "none" for p in policies for k in ks]
+    configs = with_baseline([Config(d, k, p, confidence) for d in names if d != "none" for p in policies
+                             for k in ks or [draft_cap(4, p, False)]]
                             + exact)
     configs += peer_configs(peers or [], configs)
     from ..runtime.fastpath import choose
@@ -112,6 +115,7 @@ def parse_spec(spec: str, model: str, dtype: str, temperature: float, quant: str
     from ..bench.runner import Config
     from ..runtime.api import MAX_K, check_options
     from ..runtime.errors import UsageError
+    from ..runtime.policy import draft_cap
     from ..runtime.types import Sampling
 
     hint = "e.g. --config drafter=ngram,k=8,policy=auto or --config tuned"
@@ -126,11 +130,12 @@ def parse_spec(spec: str, model: str, dtype: str, temperature: float, quant: str
     if "drafter" not in fields:
         raise UsageError(f"--config {spec!r} names no drafter", hint)
     try:
-        k, conf = int(fields.get("k", 4)), float(fields.get("confidence", 0.4))
+        k, conf = int(fields.get("k", 0)), float(fields.get("confidence", 0.4))
     except ValueError:
         raise UsageError(f"--config {spec!r}: k must be an integer and confidence a number", hint) from None
     policy = fields.get("policy", "fixed")
     check_options(1, Sampling(temperature), policy, conf)
+    k = k if "k" in fields else draft_cap(4, policy, False)
     if not 1 <= k <= MAX_K:
         raise UsageError(f"--config {spec!r}: k must be between 1 and {MAX_K}", hint)
     drafter = resolve_auto(model) if fields["drafter"] == "auto" else fields["drafter"]

@@ -29,7 +29,7 @@ def run(
     model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, a preset name (or preset file), or a Hub repo org/name[:quant][@revision].", autocompletion=complete_model)],
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (a model drafter that also copies from the context, else ngram), none, ngram, a model (file/folder/preset), or MODEL+ngram.", autocompletion=complete_drafter)] = "auto",
-    draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,
+    draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding); the most with --draft-policy auto, which drafts up to 16 unless -k is set.")] = 4,
     draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (pick k in 0..k each round from measured costs; 0 = plain decoding, re-probed), fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "auto",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens (never past the context).")] = 512,
@@ -40,7 +40,7 @@ def run(
     moe_offload: Annotated[bool, typer.Option("--moe-offload", help="Keep MoE experts in CPU memory behind a cache on the compute device (on by default when they do not fit).")] = False,
     draft_dtype: Annotated[Optional[str], typer.Option("--draft-dtype", help="Drafter dtype (default: --dtype).")] = None,
     draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU: auto (= fp16 where available), none, fp16, int8, int4. Never changes the output.")] = "auto",
-    draft_vocab: Annotated[Optional[int], typer.Option("--draft-vocab", help="Drafter scores only the N most frequent tokens (VocabTrim; default 32768 for vocabularies ≥ 65536, 0 = all). Never changes the output.")] = None,
+    draft_vocab: Annotated[Optional[int], typer.Option("--draft-vocab", help="Drafter scores only the N most frequent tokens (VocabTrim, e.g. 32768; default 0 = all). Never changes the output.")] = None,
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy (argmax).")] = 0.0,
     top_p: Annotated[Optional[float], typer.Option(help="Nucleus sampling mass in (0, 1].")] = None,
     top_k: Annotated[Optional[int], typer.Option(help="Sample among the k most likely tokens.")] = None,
@@ -69,10 +69,13 @@ def run(
     from ..runtime.fastpath import choose
     from .tune import apply_tuned   # flags > tuned (`specx tune`) > built-in defaults
 
-    drafter, draft_tokens, draft_policy, confidence = apply_tuned(
+    from ..runtime.policy import draft_cap
+
+    drafter, draft_tokens, draft_policy, confidence, k_chosen = apply_tuned(
         model, drafter, draft_tokens, draft_policy, confidence, dtype, temperature,
         output.warnings_only if no_stats else output.note, filled[EXPLICIT],
         quant if quant in GPU_ONLY_QUANT else choose(quant, "target"))
+    draft_tokens = draft_cap(draft_tokens, draft_policy, k_chosen)
     generation = stream(model, text, drafter=drafter, k=draft_tokens, max_tokens=max_tokens,
                         temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, system=system,
                         stop=tuple(stop or ()), raw=raw, dtype=dtype, draft_policy=draft_policy,

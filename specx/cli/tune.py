@@ -151,27 +151,29 @@ def explicit_options() -> set[str]:
 
 def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float, dtype: str,
                 temperature: float, notify=output.note, explicit: set[str] = frozenset(),
-                quant: str = "none") -> tuple[str, int, str, float]:
+                quant: str = "none") -> tuple[str, int, str, float, bool]:
     """Flags > environment > config > tuned > built-in: a tuned setting fills what the user left unset
-    (`explicit`: options set by flag, SPECX_* or the config file), and says so."""
+    (`explicit`: options set by flag, SPECX_* or the config file), and says so. The last value says
+    whether k is the user's or the tuned one (else `auto` may draft past it: policy.draft_cap)."""
     from ..runtime import tuned
 
     explicit = explicit_options() | set(explicit)
-    if drafter == "none" or ("draft_tokens" in explicit and k == 0) or not tuned.load_entries():
-        return drafter, k, policy, confidence
+    chosen = "draft_tokens" in explicit
+    if drafter == "none" or (chosen and k == 0) or not tuned.load_entries():
+        return drafter, k, policy, confidence, chosen
     wanted = None if drafter == "auto" else drafter
     if wanted and wanted != "ngram" and Path(wanted).expanduser().exists():
         wanted = str(Path(wanted).expanduser().resolve())
     setting = tuned.lookup_tuned(tuned.make_key(model, wanted, dtype, temperature, quant))
     if setting is None or not _usable(setting.drafter):
-        return drafter, k, policy, confidence
+        return drafter, k, policy, confidence, chosen
     if setting.off:
         if wanted is not None:
             notify(f"note: tuning found this drafter slower than plain decoding ({setting.describe()}); "
                    f"using it because --drafter was given")
-            return drafter, k, policy, confidence
+            return drafter, k, policy, confidence, chosen
         notify(f"tuned: {setting.describe()}; --drafter or -k overrides it")
-        return "none", 0, policy, confidence
+        return "none", 0, policy, confidence, True
     overridden = [o for o in ("draft_tokens", "draft_policy", "confidence") if o in explicit]
     k = k if "draft_tokens" in explicit else setting.k
     policy = policy if "draft_policy" in explicit else setting.policy
@@ -179,7 +181,7 @@ def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float
     flags = ", ".join("-k" if o == "draft_tokens" else "--" + o.replace("_", "-") for o in overridden)
     kept = f"; {flags} from the command line override{'s' * (len(overridden) == 1)} it" if overridden else ""
     notify(f"tuned: {setting.describe()}{kept}")
-    return (setting.drafter if wanted is None else drafter), k, policy, confidence
+    return (setting.drafter if wanted is None else drafter), k, policy, confidence, True
 
 
 def _absolute(ref: str) -> str:

@@ -11,6 +11,15 @@ WARMUP_ROUNDS = 2    # auto: rounds that draft k before the cost model decides
 PROBE_GAP = 8        # auto: plain rounds before drafting is tried again; doubles after a failed probe
 PROBE_GAP_MAX = 128
 MIN_JUDGED = 16      # auto: drafted tokens judged (since drafting went on) before it may go off
+AUTO_K_MAX = 16      # auto: the most it drafts when the user (or tune) did not set k
+
+
+def draft_cap(k: int, policy: str, chosen: bool) -> int:
+    """The k a run uses: `auto` picks 0..k each round from measured costs, so unless the user or
+    `specx tune` chose k it may draft up to AUTO_K_MAX. Where verifying many tokens costs little more
+    than one (float32 on the CPU: 17 tokens ≈ 2.2× one) and the drafter agrees for long runs (code,
+    copied text), rounds of 9–16 accepted tokens pay; where they do not, the cost model stays short."""
+    return max(k, AUTO_K_MAX) if policy == "auto" and k > 0 and not chosen else k
 
 
 @dataclass

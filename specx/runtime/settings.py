@@ -38,7 +38,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("model", str, None, "the model when none is given (file, folder or preset)"),
     Key("drafter", str, "auto", "auto, none, ngram, a model, or MODEL+ngram"),
     Key("k", int, 4, "tokens drafted per round (0 = plain decoding)"),
-    Key("draft_policy", str, "fixed", "fixed, heuristic or confidence", ("fixed", "heuristic", "confidence")),
+    Key("draft_policy", str, "auto", "auto, fixed, heuristic or confidence", ("auto", "fixed", "heuristic", "confidence")),
     Key("confidence", float, 0.4, "threshold of the confidence draft policy"),
     Key("max_tokens", int, 512, "most new tokens"),
     Key("temperature", float, 0.0, "0 = greedy"),

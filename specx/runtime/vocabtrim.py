@@ -6,19 +6,25 @@ BPE and SentencePiece vocabularies are ordered by merge rank or score, so low id
 ones) plus the special tokens cuts that share by the ratio N / V. Output stays exact: a token outside
 the kept set can still be produced by the target (as the correction after a rejected draft); the
 drafter just never proposes it, and its draft distribution is zero there, which verification handles.
+
+It is off unless asked (`--draft-vocab N`). Measured on the fixture pair (Qwen2.5-Coder 1.5B target,
+0.5B fp16 drafter, float32 target, 48 new tokens, `auto` k ≤ 8): trimming to 32,768 ids made a drafted
+token 17% cheaper (59 vs 71 ms) but a code answer 30% slower (14.8 s vs 11.4 s), because the code
+fence token (``` is id 73,594) lies outside the first ids, and the softmax over the kept rows only
+overstates the drafter's confidence, so wrong drafts ran on instead of stopping.
 """
 from __future__ import annotations
 
 import torch
 
-DEFAULT_KEEP = 32768
-MIN_VOCAB_TO_TRIM = 2 * DEFAULT_KEEP  # smaller vocabularies gain little
+DEFAULT_KEEP = 0            # rows kept when not asked: 0 = all (see above)
+MIN_VOCAB_TO_TRIM = 65536   # a default trim only applies to vocabularies this large
 
 
 def choose_keep(requested: int | None, vocab: int) -> int:
     """How many rows to keep: the request (0 = all), else DEFAULT_KEEP for large vocabularies."""
     if requested is None:
-        return DEFAULT_KEEP if vocab >= MIN_VOCAB_TO_TRIM else 0
+        return DEFAULT_KEEP if DEFAULT_KEEP and vocab >= MIN_VOCAB_TO_TRIM else 0
     return 0 if requested <= 0 or requested >= vocab else requested
 
 
