@@ -130,12 +130,12 @@ def parse_spec(spec: str, model: str, dtype: str, temperature: float, quant: str
     if "drafter" not in fields:
         raise UsageError(f"--config {spec!r} names no drafter", hint)
     try:
-        k, conf = int(fields.get("k", 0)), float(fields.get("confidence", 0.4))
+        policy = fields.get("policy", "fixed")
+        k = int(fields["k"]) if "k" in fields else draft_cap(4, policy, False)
+        conf = float(fields.get("confidence", 0.4))
     except ValueError:
         raise UsageError(f"--config {spec!r}: k must be an integer and confidence a number", hint) from None
-    policy = fields.get("policy", "fixed")
     check_options(1, Sampling(temperature), policy, conf)
-    k = k if "k" in fields else draft_cap(4, policy, False)
     if not 1 <= k <= MAX_K:
         raise UsageError(f"--config {spec!r}: k must be between 1 and {MAX_K}", hint)
     drafter = resolve_auto(model) if fields["drafter"] == "auto" else fields["drafter"]
