@@ -1,7 +1,7 @@
 """The issue-7 benchmark bars from the results of benchmarks/bars.sh, as Markdown tables and verdicts.
 
-Usage: python benchmarks/bars_report.py OUT_DIR   (reads fp16.json and fp32.json there; the output
-of bars.sh or of bars_drafters.sh)
+Usage: python benchmarks/bars_report.py OUT_DIR   (reads fp32.json and, when present, fp16.json
+there; the output of bars.sh or of bars_drafters.sh)
 
 Every comparison is a paired ratio per (repeat, prompt) unit, measured back to back in one process;
 medians with 90% percentile-bootstrap intervals (specx.bench.stats)."""
@@ -55,13 +55,16 @@ def table(doc: dict) -> str:
     return "\n".join(out)
 
 
-def bars(fp16: dict, fp32: dict) -> list[str]:
-    labels = [c["label"] for c in fp16["configs"]]
+def bars(fp16: dict | None, fp32: dict) -> list[str]:
+    """The verdicts; fp16 may be missing (a run of the float32 half only)."""
+    labels = [c["label"] for c in fp16["configs"]] if fp16 else []
     out = []
     fixed = [l for l in labels if l.endswith(" fixed") and not l.startswith("ngram")]
     if fixed:   # bars.sh: tuned and policy rows; bars_drafters.sh has none
         out += policy_bars(fp16, labels, fixed)
     for doc, name, need in ((fp32, "float32", 1.5), (fp16, "fp16", 2.0)):
+        if doc is None:
+            continue
         for l in [x["label"] for x in doc["configs"] if x["label"].startswith("ngram")]:
             r = ratio(doc, l, "none", "rewrite")
             row = next(x for x in doc["rows"] if x["config"] == l and x["category"] == "rewrite")
@@ -75,6 +78,8 @@ def bars(fp16: dict, fp32: dict) -> list[str]:
             out.append(f"{l} / transformers assisted (float32), overall: {fmt(r)} → "
                        f"{'pass' if r and r.median >= 1.2 else 'not ≥ 1.2'}")
     for doc, name in ((fp16, "fp16"), (fp32, "float32")):
+        if doc is None:
+            continue
         cats = list(dict.fromkeys(p["category"] for p in doc["prompts"]))
         for l in [c["label"] for c in doc["configs"] if c["label"].endswith(" auto")]:
             worst = min(((ratio(doc, l, "none", cat), cat) for cat in cats), key=lambda x: x[0].median)
@@ -101,8 +106,11 @@ def policy_bars(fp16: dict, labels: list[str], fixed: list[str]) -> list[str]:
 
 def main(folder: str) -> None:
     d = Path(folder)
-    fp16, fp32 = load(d / "fp16.json"), load(d / "fp32.json")
+    fp16 = load(d / "fp16.json") if (d / "fp16.json").exists() else None
+    fp32 = load(d / "fp32.json")
     for doc, title in ((fp16, "fp16 target weights"), (fp32, "float32")):
+        if doc is None:
+            continue
         print(f"### {title}: tok/s median [90% CI] · speedup vs none\n")
         print(table(doc) + "\n")
     print("### Bars\n")

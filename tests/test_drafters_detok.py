@@ -95,3 +95,26 @@ def test_stop_string_across_tokens_is_cut_and_held_text_is_not_leaked():
     assert s.stopped and out == "w5 w7 w9 "
     s = TextStream(tok, ("w7 w8",))
     assert "".join(s.push(i) for i in (5, 7, 9)) + s.flush() == tok.decode([5, 7, 9])
+
+
+def test_a_copys_evidence_is_how_far_back_the_match_goes():
+    """The cost model learns each kind of copy apart: the label is the match length, in buckets."""
+    from specx.runtime.drafters import evidence_kind
+
+    assert [evidence_kind(n) for n in (1, 2, 3, 4, 7, 8, 16)] == (
+        ["match1", "match2", "match3", "match4", "match4", "match8", "match8"])
+    assert evidence_kind("resume") == "resume"
+    source = list(range(20, 32))
+    long_copy = source + [99] + source[:10]          # the last 10 tokens repeat: a long running copy
+    assert NgramDrafter().propose(long_copy, 2, Sampling(), None).source == "match8"
+    assert NgramDrafter().propose([5, 6, 1, 2, 9, 4, 1, 2], 2, Sampling(), None).source == "match2"
+
+
+def test_a_copy_resumes_past_a_replaced_token_only_after_a_real_run():
+    """One or two matching tokens followed by a replacement is prose, not an edited copy: no resume."""
+    d = NgramDrafter()
+    seq = [40, 41, 42, 43, 44, 99, 7, 40]
+    d.propose(seq, 3, Sampling(), None)   # a one-token match: 41, 42 drafted
+    d.commit(2, 1)
+    seq += [41, 60]                       # 41 accepted, then the target's own 60 (the source has 42)
+    assert d.propose(seq, 3, Sampling(), None).tokens == []

@@ -7,8 +7,10 @@ the first token and then right for many: no single rate describes it) and shrunk
 where a position has little evidence; with none at all every h_j is the pooled rate a and
 E(k) = (1 − a^(k+1)) / (1 − a), the geometric law. Cost: k drafter steps plus one target forward of
 k+1 tokens. The best k maximises E(k) / cost(k); k = 0 (plain decoding, one token per forward of 1)
-wins when drafting costs more than it saves. All inputs are measured during the run and decay so the
-model follows the text (code that copies its input, then free prose).
+wins when drafting costs more than it saves, and drafting must promise MARGIN more to be chosen.
+All inputs are measured during the run and decay so the model follows the text (code that copies its
+input, then free prose). Acceptance is learned per source: the model drafter's drafts, and copies
+from the context by their evidence (a copy running for 8+ tokens, a fresh 3-token match, …).
 """
 from __future__ import annotations
 
@@ -16,44 +18,48 @@ from dataclasses import dataclass, field
 
 DECAY = 0.85          # weight kept by older rounds at each new one
 PRIOR_ACCEPT = 0.5    # a constant prior worth one round: half a draft accepted, half rejected
-SHRINK = 1.0          # pseudo-rounds of the previous position's rate in each position's estimate
+SHRINK = 2.0          # pseudo-rounds of the previous position's rate in each position's estimate
+MARGIN = 0.05         # drafting must promise this much more than plain decoding: what the estimate
+                      # leaves out (the drafter's prompt pass, its catch-up steps) is paid anyway
+MODEL = "model"       # the source of a model drafter's drafts; copies name their evidence (ngram)
+# Copies from a 1- or 2-token match are guesses: in one trace of the five held-out prompts (float32,
+# 48 tokens) 3 of 17 such rounds had their first token accepted. Their prior is low, so they are drafted
+# only where verifying extra tokens is nearly free (a GPU), and learned from there.
+WEAK_PRIOR = {"match1": 0.15, "match2": 0.15}
+COPIES = "copies"     # all copies pooled: a kind of copy not drafted yet borrows what they showed
 
 
 @dataclass
-class CostModel:
-    verify_s: dict[int, float] = field(default_factory=dict)   # tokens per target forward → seconds
-    draft_step_s: float | None = None                           # seconds per drafted token
-    accepted: float = 0.0     # decayed drafted tokens accepted
-    rejected: float = 0.0     # decayed rounds that ended in a rejection
-    moe: bool = False          # a mixture-of-experts target: the explanation says why verifying costs more
-    reached: dict[int, float] = field(default_factory=dict)   # position j → rounds that judged draft j
-    passed: dict[int, float] = field(default_factory=dict)    # position j → rounds that accepted it
+class Track:
+    """What one kind of draft has shown: decayed counts of accepted tokens, failed rounds, and per
+    position j the rounds that judged draft j (`reached`) and accepted it (`passed`)."""
 
-    def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float, lookup: bool = False) -> None:
-        """Fold in one round: drafted tokens, how many were accepted, and the two timings. A copied
-        round (`lookup`) tells the verify cost only: it says nothing of the model drafter's acceptance."""
-        n = drafted + 1
-        self.verify_s[n] = verify_s if n not in self.verify_s else _ema(self.verify_s[n], verify_s)
-        if lookup:
-            return
-        self.accepted, self.rejected = self.accepted * DECAY, self.rejected * DECAY   # every round, plain
-        for counts in (self.reached, self.passed):                                   # ones too: the text
-            for j in counts:                                                          # moves on
+    accepted: float = 0.0
+    rejected: float = 0.0
+    reached: dict[int, float] = field(default_factory=dict)
+    passed: dict[int, float] = field(default_factory=dict)
+    tries: int = 0            # rounds that drafted from this source (not decayed)
+    prior: float = PRIOR_ACCEPT
+
+    def decay(self) -> None:
+        self.accepted, self.rejected = self.accepted * DECAY, self.rejected * DECAY
+        for counts in (self.reached, self.passed):
+            for j in counts:
                 counts[j] *= DECAY
-        if drafted:
-            step = draft_s / drafted
-            self.draft_step_s = step if self.draft_step_s is None else _ema(self.draft_step_s, step)
-            self.accepted += accepted
-            self.rejected += 1 if accepted < drafted else 0
-            for j in range(1, min(drafted, accepted + 1) + 1):
-                self.reached[j] = self.reached.get(j, 0.0) + 1
-                if j <= accepted:
-                    self.passed[j] = self.passed.get(j, 0.0) + 1
+
+    def add(self, drafted: int, accepted: int) -> None:
+        self.tries += 1
+        self.accepted += accepted
+        self.rejected += 1 if accepted < drafted else 0
+        for j in range(1, min(drafted, accepted + 1) + 1):
+            self.reached[j] = self.reached.get(j, 0.0) + 1
+            if j <= accepted:
+                self.passed[j] = self.passed.get(j, 0.0) + 1
 
     @property
     def acceptance(self) -> float:
         """Probability that the next drafted token is accepted, given the previous ones were."""
-        return (self.accepted + PRIOR_ACCEPT) / (self.accepted + self.rejected + 1)
+        return (self.accepted + self.prior) / (self.accepted + self.rejected + 1)
 
     def hazards(self, k: int) -> list[float]:
         """h_1 … h_k: each position's measured rate, shrunk towards the one before it."""
@@ -63,39 +69,95 @@ class CostModel:
             out.append(min(prior, 0.999))
         return out
 
-    def expected_tokens(self, k: int) -> float:
+
+@dataclass
+class CostModel:
+    """Measured costs (shared) and acceptance per source of drafts: the model drafter's own, and for
+    copies from the context one track per kind of evidence ("copy", "match3", "match2", …), since a
+    copy that has been running and a fresh two-token match are right at very different rates. Copies
+    cost nothing to propose; a model's drafted token costs `draft_step_s`."""
+
+    verify_s: dict[int, float] = field(default_factory=dict)   # tokens per target forward → seconds
+    draft_step_s: float | None = None                           # seconds per token the model drafts
+    moe: bool = False          # a mixture-of-experts target: the explanation says why verifying costs more
+    tracks: dict[str, Track] = field(default_factory=dict)
+
+    def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float, source: str = MODEL) -> None:
+        """Fold in one round: drafted tokens, how many were accepted, the two timings, and where the
+        draft came from. Every round ages every track (plain ones too: the text moves on)."""
+        n = drafted + 1
+        self.verify_s[n] = verify_s if n not in self.verify_s else _ema(self.verify_s[n], verify_s)
+        for track in self.tracks.values():
+            track.decay()
+        if not drafted:
+            return
+        if source == MODEL:
+            step = draft_s / drafted
+            self.draft_step_s = step if self.draft_step_s is None else _ema(self.draft_step_s, step)
+        elif source not in WEAK_PRIOR:
+            self.track(COPIES).add(drafted, accepted)
+        self.track(source).add(drafted, accepted)
+
+    def track(self, source: str = MODEL) -> Track:
+        if source not in self.tracks:
+            self.tracks[source] = Track(prior=WEAK_PRIOR.get(source, PRIOR_ACCEPT))
+        return self.tracks[source]
+
+    @property
+    def acceptance(self) -> float:
+        """The model drafter's acceptance rate (what the policy's sentences report)."""
+        return self.track(MODEL).acceptance
+
+    def hazards(self, k: int, source: str = MODEL) -> list[float]:
+        """A kind of copy never drafted yet borrows the pooled copies' rates (1–2-token matches keep
+        their own low prior): in prose one failed copy speaks for the others, in an edit one success."""
+        track = self.track(source)
+        if not track.tries and source not in (MODEL, *WEAK_PRIOR):
+            track = self.track(COPIES)
+        return track.hazards(k)
+
+    def expected_tokens(self, k: int, source: str = MODEL) -> float:
         total, survive = 1.0, 1.0
-        for h in self.hazards(k):
+        for h in self.hazards(k, source):
             survive *= h
             total += survive
         return total
 
     def verify_time(self, n: int) -> float | None:
-        """Seconds for a target forward of n tokens: measured, else interpolated linearly."""
+        """Seconds for a target forward of n tokens: measured, else interpolated linearly between the
+        sizes measured around it. Beyond the longest measured forward it is taken to cost no more than
+        that one until measured (on a CPU each extra token costs less than the one before: 1→5 tokens
+        +75 ms each, 9→17 +13 ms; extrapolating from short forwards kept k at 1 for whole answers).
+        Plain decoding (n = 1) is what drafting must beat: it is only ever measured, since deriving it
+        from longer forwards overstates it and makes drafting look paying."""
         if n in self.verify_s:
             return self.verify_s[n]
         known = sorted(self.verify_s)
-        if len(known) < 2:
+        if len(known) < 2 or n == 1:
             return None
+        if n > known[-1]:
+            return self.verify_s[known[-1]]
         lower = max((m for m in known if m < n), default=known[0])
-        upper = min((m for m in known if m > n), default=known[-1])
-        if lower == upper:   # extrapolate from the two nearest points
-            lower, upper = (known[-2], known[-1]) if n > known[-1] else (known[0], known[1])
+        upper = min(m for m in known if m > n)
+        if lower == upper or lower > n:   # below the shortest measured: along its line to the next
+            lower, upper = known[0], known[1]
         slope = (self.verify_s[upper] - self.verify_s[lower]) / (upper - lower)
         return max(self.verify_s[lower] + slope * (n - lower), 1e-9)
 
-    def rate(self, k: int) -> float | None:
-        """Expected tokens per second when drafting k (k = 0: plain decoding)."""
+    def rate(self, k: int, source: str = MODEL) -> float | None:
+        """Expected tokens per second when drafting k from `source` (k = 0: plain decoding)."""
         verify = self.verify_time(k + 1)
-        if verify is None or (k and self.draft_step_s is None):
+        step = self.draft_step_s if source == MODEL else 0.0
+        if verify is None or (k and step is None):
             return None
-        return self.expected_tokens(k) / (verify + k * (self.draft_step_s or 0.0))
+        return self.expected_tokens(k, source) / (verify + k * (step or 0.0))
 
-    def best_k(self, k_max: int, k_min: int = 0) -> int | None:
+    def best_k(self, k_max: int, k_min: int = 0, source: str = MODEL) -> int | None:
         """The k in k_min..k_max with the highest expected rate; None until plain and drafting are measured."""
-        rates = {k: self.rate(k) for k in range(k_max + 1)}
+        rates = {k: self.rate(k, source) for k in range(k_max + 1)}
         if rates[0] is None or all(r is None for k, r in rates.items() if k):
             return None
+        rates[0] *= 1 + MARGIN
         return max((k for k, r in rates.items() if r is not None and k >= k_min), key=lambda k: (rates[k], -k))
 
     def explain(self, k: int) -> str:

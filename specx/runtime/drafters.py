@@ -13,7 +13,12 @@ from .types import Sampling
 class Draft:
     tokens: list[int]
     probs: torch.Tensor | None  # (k, V_target); None for a deterministic drafter (one-hot q)
-    lookup: bool = False        # a hybrid's free copy from the context, not its model's draft
+    source: str = "model"       # a model's draft, or a free copy from the context and its evidence
+                                # ("match3", "match8", "resume", …): the auto policy learns each apart
+
+    @property
+    def lookup(self) -> bool:
+        return self.source != "model"
 
 
 class NoDrafter:
@@ -40,8 +45,9 @@ class NgramDrafter(NoDrafter):
 
     Copying an input with edits (rename a variable, fix a line) replaces a source token now and then;
     after the target's own token the copy resumes one source token further on (the `pointer`), even
-    though the new suffix occurs nowhere before. A one-token match is weak evidence, so it drafts at
-    most ONE_TOKEN_DRAFT tokens."""
+    though the new suffix occurs nowhere before, if at least RESUME_RUN tokens of it had matched. Each
+    draft names its evidence (`source`: the match length, or "resume"), which `--draft-policy auto`
+    learns apart. A one-token match is weak evidence, so it drafts at most ONE_TOKEN_DRAFT tokens."""
 
     name = "ngram"
     ONE_TOKEN_DRAFT = 2
@@ -55,7 +61,7 @@ class NgramDrafter(NoDrafter):
         self.indexed_to = 0   # n-grams ending before this position are indexed
         self.pointer = None   # where the copy being followed resumes
         self.start = None     # where this round's draft was copied from
-        self.evidence: str | int = 0   # ... and why: "copy", "resume" (a guess past a replaced token), n
+        self.evidence: str | int = 0   # ... and why: the match length, or "resume" (past a replaced token)
 
     def _extend_index(self, seq: list[int]) -> None:
         # Index every n-gram that ends before the last token, so a lookup never finds the suffix itself.
@@ -66,25 +72,29 @@ class NgramDrafter(NoDrafter):
         self.indexed_to = max(self.indexed_to, len(seq) - 1)
 
     def _source(self, seq: list[int]) -> tuple[int | None, str | int]:
-        """(where to copy from, the evidence: "copy", "resume", or the length of the matched suffix)."""
+        """(where to copy from, the evidence: "resume", or how many tokens before the end already
+        match those before the source: a copy that has run for 12 tokens is a better bet than a
+        fresh 2-token match)."""
         p = self.pointer if self.pointer is not None and 0 < self.pointer < len(seq) else None
         if p is not None and seq[p - 1] == seq[-1]:
-            return p, "copy"                  # the copy being followed goes on
+            return p, _run(seq, p)            # the copy being followed goes on
         for n in range(min(self.max_n, len(seq)), 1, -1):
             start = self.index[n].get(tuple(seq[-n:]))
             if start is not None:
-                return start, n
-        if p is not None:
-            return p, "resume"                # the target replaced one source token: resume after it
-        return (self.index[1].get(tuple(seq[-1:])) if seq else None), 1
+                return start, _run(seq, start)
+        if p is not None and _run(seq[:-1], p - 1) >= RESUME_RUN:
+            return p, "resume"                # the target replaced one token of a long copy: resume after it
+        start = self.index[1].get(tuple(seq[-1:])) if seq else None
+        return start, 1
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
                 min_confidence: float | None = None) -> Draft:
         self._extend_index(seq)
         self.start, self.evidence = self._source(seq)
         if self.start is None:
-            return Draft([], None)
-        return Draft(seq[self.start:self.start + (min(k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else k)], None)
+            return Draft([], None, "match")
+        n = min(k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else k
+        return Draft(seq[self.start:self.start + n], None, evidence_kind(self.evidence))
 
     def commit(self, drafted: int, accepted: int) -> None:
         # The target's own token either continues the copy or replaces source token start+accepted;
@@ -92,6 +102,26 @@ class NgramDrafter(NoDrafter):
         if self.start is not None:
             dropped = self.evidence == "resume" and drafted and not accepted
             self.pointer = None if dropped else self.start + accepted + 1
+
+
+RUN_CAP = 16      # a match is measured back this far at most
+RESUME_RUN = 3    # a copy resumes past a replaced token only if at least this much of it had matched
+
+
+def _run(seq: list[int], start: int) -> int:
+    """How many tokens before `start` equal the last ones of seq (the match behind a copy from start)."""
+    run = 0
+    while run < RUN_CAP and start - run - 1 >= 0 and seq[start - run - 1] == seq[len(seq) - run - 1]:
+        run += 1
+    return run
+
+
+def evidence_kind(evidence: str | int) -> str:
+    """The cost model's name for a copy's evidence: "resume", or the match length in buckets 1, 2, 3,
+    4 (4–7) and 8 (8 and more), each learned apart."""
+    if isinstance(evidence, str):
+        return evidence
+    return f"match{max(b for b in (1, 2, 3, 4, 8) if evidence >= b)}"
 
 
 class ModelDrafter(NoDrafter):
@@ -170,8 +200,9 @@ class ModelDrafter(NoDrafter):
 class HybridDrafter(NoDrafter):
     """A model drafter that copies instead wherever the context already holds the continuation.
 
-    Each round the n-gram lookup goes first: a copy it follows (or resumes past a replaced token) or
-    a match of MIN_MATCH tokens is drafted for free; otherwise the model drafts (shorter matches are
+    Each round the n-gram lookup goes first: a match of MIN_MATCH tokens or more (a copy it follows
+    counts its whole run) or a copy resumed past a replaced token is drafted for free, and named by
+    its evidence so `auto` can cut it; otherwise the model drafts (shorter matches are
     common words in prose, which the model guesses better). The model's cache catches up on the
     copied tokens in its next forward (one pass over several tokens)."""
 
@@ -199,9 +230,9 @@ class HybridDrafter(NoDrafter):
                 min_confidence: float | None = None) -> Draft:
         copy = self.lookup.propose(seq, k, sampling, generator)
         evidence = self.lookup.evidence
-        self.copied = bool(copy.tokens) and (isinstance(evidence, str) or evidence >= self.MIN_MATCH)
+        self.copied = bool(copy.tokens) and (evidence == "resume" or evidence >= self.MIN_MATCH)
         if self.copied:
-            return Draft(copy.tokens, None, lookup=True)
+            return copy
         self.lookup.start = self.lookup.pointer = None   # the model drafts: no copy is being followed
         return self.model.propose(seq, k, sampling, generator, stop, min_confidence)
 

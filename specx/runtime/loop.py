@@ -42,8 +42,8 @@ class Generation:
         while reason is None:
             k = self._round_k(len(seq))
             t0 = time.perf_counter()
-            draft = self.drafter.propose(seq, k, self.sampling, self.generator, self.stop,     # 1. propose
-                                         self.policy.min_confidence)
+            draft = self.policy.trim(self.drafter.propose(seq, k, self.sampling, self.generator,  # 1. propose
+                                                          self.stop, self.policy.min_confidence))
             t1 = time.perf_counter()
             logits = self.target.forward(seq[-1:] + draft.tokens)                             # 2. verify k+1
             accepted, nxt = self._accept(logits, draft)                                       # 3. accept
@@ -53,7 +53,7 @@ class Generation:
             kept, pieces, reason = self._finish(new, len(seq))                                # 5. stop rules
             seq.extend(kept)
             t2 = time.perf_counter()
-            self.policy.update(len(draft.tokens), accepted, t1 - t0, t2 - t1, draft.lookup)   # 6. adapt k
+            self.policy.update(len(draft.tokens), accepted, t1 - t0, t2 - t1, draft.source)   # 6. adapt k
             self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1)
             self.stats.first_token_s = self.stats.first_token_s or (t2 - start)
             self.stats.decode_s += t2 - t0

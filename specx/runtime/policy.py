@@ -1,16 +1,18 @@
 """Draft-length policies: how many tokens to draft next round, from what the last rounds showed."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from .costmodel import CostModel
+from .costmodel import COPIES, MODEL, WEAK_PRIOR, CostModel
 
 POLICIES = ("auto", "fixed", "heuristic", "confidence")
 HEURISTIC_CAP = 64   # the same bound as -k
-WARMUP_ROUNDS = 2    # auto: rounds that draft k before the cost model decides
+WARMUP_ROUNDS = 1    # auto: rounds that draft WARMUP_K before a plain round and then the cost model decide
+WARMUP_K = 4         # a first draft of 16 that fails costs ~4 plain tokens on a CPU; the cost model
+                     # lengthens drafts at once where the first ones are accepted
 PROBE_GAP = 8        # auto: plain rounds before drafting is tried again; doubles after a failed probe
 PROBE_GAP_MAX = 128
-MIN_JUDGED = 16      # auto: drafted tokens judged (since drafting went on) before it may go off
+MIN_JUDGED = 16      # auto: model-drafted tokens judged before drafting may first go off
 AUTO_K_MAX = 16      # auto: the most it drafts when the user (or tune) did not set k
 
 
@@ -22,6 +24,12 @@ def draft_cap(k: int, policy: str, chosen: bool) -> int:
     return max(k, AUTO_K_MAX) if policy == "auto" and k > 0 and not chosen else k
 
 
+def explore_cap(source: str) -> int:
+    """A first copy, with no evidence yet, drafts twice as far as its match goes back (a match of 8+
+    tokens: 16; of 3: 6; a resumed copy: WARMUP_K)."""
+    return 2 * int(source[5:]) if source.startswith("match") and source[5:].isdigit() else WARMUP_K
+
+
 @dataclass
 class DraftPolicy:
     """`fixed` keeps k; `heuristic` is +2 after a fully accepted round, −1 otherwise (as transformers
@@ -29,9 +37,11 @@ class DraftPolicy:
     falls below `threshold` (SpecDec++, transformers' assistant_confidence_threshold); `auto` drafts
     with the confidence stop and picks k in 0..k each round from measured costs (costmodel.py):
     k = 0 decodes plainly, and drafting is probed again after PROBE_GAP plain rounds (the gap doubles
-    after each probe that does not pay, up to PROBE_GAP_MAX). Drafting only goes off once MIN_JUDGED
-    drafted tokens were judged, and a probe waits for a round in which the drafter proposes something
-    (the n-gram drafter has nothing to offer until the text repeats)."""
+    after each probe that does not pay, up to PROBE_GAP_MAX). Drafting first goes off once MIN_JUDGED
+    drafted tokens were judged, and a probe waits for a round in which the model drafts. Copies from
+    the context (n-gram drafter, a hybrid's copies) cost nothing to propose: `trim` cuts each to the
+    length that pays for its kind of evidence, down to nothing (a fresh two-token match in prose);
+    the first copy of a run, with no evidence at all, goes twice as far as its match (explore_cap)."""
 
     name: str = "fixed"
     k_max: int = 4
@@ -44,7 +54,7 @@ class DraftPolicy:
     plain_rounds: int = 0
     gap: int = PROBE_GAP
     probing: bool = False
-    judged: int = 0             # drafted tokens judged since drafting (re)started
+    judged: int = 0             # model-drafted tokens judged
 
     def __post_init__(self):
         if self.name not in POLICIES:
@@ -62,14 +72,25 @@ class DraftPolicy:
             self.current = self._auto_k()
         return self.current
 
+    def trim(self, draft):
+        """`auto`: a copied draft cut to the length its evidence has earned (the model's are not cut:
+        its k was chosen before it drafted, and its tokens cost time to make)."""
+        if self.name != "auto" or not draft.lookup or not draft.tokens:
+            return draft
+        if not self.cost.track(COPIES).tries and draft.source not in WEAK_PRIOR:   # the first copy:
+            return replace(draft, tokens=draft.tokens[:explore_cap(draft.source)])  # no evidence yet
+        best = self.cost.best_k(len(draft.tokens), source=draft.source)
+        return draft if best is None else replace(draft, tokens=draft.tokens[:best])
+
     def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0,
-               lookup: bool = False) -> None:
-        """Learn from the round that just ended (`lookup`: a hybrid drafter copied instead of drafting)."""
+               source: str = MODEL) -> None:
+        """Learn from the round that just ended; `source` says where its draft came from."""
         self.rounds += 1
         if self.name == "auto":
-            self.cost.observe(drafted, accepted, draft_s, verify_s, lookup)
-            self.judged += min(drafted, accepted + 1)
-            if self.probing and drafted:
+            self.cost.observe(drafted, accepted, draft_s, verify_s, source)
+            if source == MODEL:
+                self.judged += min(drafted, accepted + 1)
+            if self.probing and drafted and source == MODEL:
                 self._probed()
         if self.name != "heuristic" or drafted == 0:
             return
@@ -78,7 +99,7 @@ class DraftPolicy:
 
     def _auto_k(self) -> int:
         if self.rounds < WARMUP_ROUNDS:
-            return self.k_max
+            return min(self.k_max, WARMUP_K)
         if self.cost.verify_time(1) is None:
             return 0                      # one plain round measures what drafting must beat
         if self.off:
@@ -102,7 +123,7 @@ class DraftPolicy:
         self.probing = False
         best = self.cost.best_k(self.k_max)
         if best:
-            self.off, self.gap, self.judged = False, PROBE_GAP, 0
+            self.off, self.gap = False, PROBE_GAP
             self.notice = f"speculation on again: {self.cost.explain(best)}"
         else:
             self.gap = min(self.gap * 2, PROBE_GAP_MAX)
