@@ -73,8 +73,8 @@ class Track:
 @dataclass
 class CostModel:
     """Measured costs (shared) and acceptance per source of drafts: the model drafter's own, and for
-    copies from the context one track per kind of evidence ("copy", "match3", "match2", …), since a
-    copy that has been running and a fresh two-token match are right at very different rates. Copies
+    copies from the context one track per kind of evidence ("match8", "match3", "resume", …), since
+    a copy that has run for 8 tokens and a fresh two-token match are right at very different rates. Copies
     cost nothing to propose; a model's drafted token costs `draft_step_s`."""
 
     verify_s: dict[int, float] = field(default_factory=dict)   # tokens per target forward → seconds

@@ -92,7 +92,7 @@ class NgramDrafter(NoDrafter):
         self._extend_index(seq)
         self.start, self.evidence = self._source(seq)
         if self.start is None:
-            return Draft([], None, "match")
+            return Draft([], None)
         n = min(k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else k
         return Draft(seq[self.start:self.start + n], None, evidence_kind(self.evidence))
 
