@@ -82,7 +82,7 @@ class NgramDrafter(NoDrafter):
             start = self.index[n].get(tuple(seq[-n:]))
             if start is not None:
                 return start, _run(seq, start)
-        if p is not None and _run(seq[:-1], p - 1) >= RESUME_RUN:
+        if p is not None and _run(seq, p - 1, len(seq) - 1) >= RESUME_RUN:
             return p, "resume"                # the target replaced one token of a long copy: resume after it
         start = self.index[1].get(tuple(seq[-1:])) if seq else None
         return start, 1
@@ -108,10 +108,12 @@ RUN_CAP = 16      # a match is measured back this far at most
 RESUME_RUN = 3    # a copy resumes past a replaced token only if at least this much of it had matched
 
 
-def _run(seq: list[int], start: int) -> int:
-    """How many tokens before `start` equal the last ones of seq (the match behind a copy from start)."""
+def _run(seq: list[int], start: int, end: int | None = None) -> int:
+    """How many tokens before `start` equal those before `end` (default: the end of seq), i.e. the
+    match behind a copy from start."""
+    end = len(seq) if end is None else end
     run = 0
-    while run < RUN_CAP and start - run - 1 >= 0 and seq[start - run - 1] == seq[len(seq) - run - 1]:
+    while run < RUN_CAP and start - run - 1 >= 0 and seq[start - run - 1] == seq[end - run - 1]:
         run += 1
     return run
 
