@@ -1,6 +1,8 @@
 """Draft-length policies: how k moves, where the confidence policy stops, and that output never changes."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from specx.runtime.drafters import ModelDrafter
@@ -84,7 +86,8 @@ def test_verify_time_is_interpolated_from_measured_sizes():
 
     model = CostModel(verify_s={1: 0.10, 5: 0.18})
     assert model.verify_time(3) == pytest.approx(0.14)
-    assert model.verify_time(7) == pytest.approx(0.18)   # no dearer than the longest measured, until measured
+    # beyond the longest measured: along a + b·ln n through the two longest (CPU verification is concave)
+    assert model.verify_time(25) == pytest.approx(0.18 + 0.08 * math.log(5) / math.log(5))
     assert CostModel(verify_s={5: 0.2}).verify_time(1) is None
 
 
@@ -297,3 +300,60 @@ def test_drafting_must_promise_a_margin_over_plain_decoding():
     model = _pooled(0.0, 0.0, verify_s={1: 0.100, 2: 0.147}, draft_step_s=0.0)
     even = model.rate(1) / model.rate(0)
     assert 1.0 < even < 1 + MARGIN and model.best_k(1) == 0
+
+
+def test_after_a_draft_accepted_whole_auto_drafts_at_least_twice_as_far():
+    """One rejection at position 6 would hold k at 5 while every round of 5 is accepted (position 6 is
+    never judged again); a whole acceptance doubles the next draft, a rejection ends that."""
+    from specx.runtime.drafters import Draft
+
+    policy = DraftPolicy("auto", 16)
+    verify = lambda n: 0.4 + 0.03 * (n - 1)   # noqa: E731  (a CPU: 17 tokens ≈ 2.2× one)
+    policy.update(0, 0, 0.0, verify(1))
+    policy.update(6, 5, 6 * 0.06, verify(7))
+    held = policy.cost.best_k(16)
+    policy.update(held, held, held * 0.06, verify(held + 1))
+    assert 1 <= held < 8 and policy.next_k() >= min(16, 2 * held)
+    policy.update(12, 3, 12 * 0.06, verify(13))
+    assert policy.next_k() == policy.cost.best_k(16)
+    policy.update(4, 4, 0.0, verify(5), "match3")
+    assert len(policy.trim(Draft(list(range(16)), None, "match3")).tokens) >= 8
+
+
+def test_the_model_drafter_stops_when_its_draft_would_likely_be_wasted(make_lm):
+    """auto: the drafter stops once the product of its confidences falls below a drafted token's cost
+    in plain tokens (CostModel.break_even); a random tiny model is never that sure of two tokens."""
+    from specx.runtime.costmodel import CostModel
+
+    assert CostModel(verify_s={1: 0.4}, draft_step_s=0.08).break_even() == pytest.approx(0.2)
+    assert CostModel(verify_s={2: 0.4}, draft_step_s=0.08).break_even() is None
+    assert DraftPolicy("fixed", 4).min_survival is None
+    drafter = ModelDrafter(make_lm("llama", seed=22, layers=1), 96, 96)
+    seq = [0, 5, 9, 12, 5, 9]
+    drafter.prefill(seq)
+    assert len(drafter.propose(seq, 6, Sampling(), None, min_survival=0.5).tokens) == 1
+    drafter.prefill(seq)
+    assert len(drafter.propose(seq, 6, Sampling(), None, min_survival=1e-30).tokens) == 6
+
+
+def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
+    """A hybrid's copies are cut by `trim`, not by the model's k: with the model drafter off they are
+    still offered k_max (clamped to the budget), the model none."""
+    from specx.runtime.drafters import Draft, NoDrafter
+
+    class Recorder(NoDrafter):
+        asks: list = []
+
+        def propose(self, seq, k, sampling, generator, stop=None, min_confidence=None,
+                    min_survival=None, model_k=None):
+            self.asks.append((k, model_k))
+            return Draft([], None)
+
+    policy = DraftPolicy("auto", 16)
+    policy.update(4, 0, 0.4, 0.5)
+    policy.update(0, 0, 0.0, 0.4)
+    policy.off, policy.gap = True, 1000
+    recorder = Recorder()
+    list(Generation(make_lm("llama", seed=21), recorder, [0, 5, 9], k=16, max_tokens=10,
+                    sampling=Sampling(), policy=policy))
+    assert recorder.asks[0] == (9, 0) and all(model_k == 0 for _, model_k in recorder.asks)

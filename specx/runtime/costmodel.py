@@ -14,6 +14,7 @@ from the context by their evidence (a copy running for 8+ tokens, a fresh 3-toke
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 DECAY = 0.85          # weight kept by older rounds at each new one
@@ -125,9 +126,11 @@ class CostModel:
 
     def verify_time(self, n: int) -> float | None:
         """Seconds for a target forward of n tokens: measured, else interpolated linearly between the
-        sizes measured around it. Beyond the longest measured forward it is taken to cost no more than
-        that one until measured (on a CPU each extra token costs less than the one before: 1→5 tokens
-        +75 ms each, 9→17 +13 ms; extrapolating from short forwards kept k at 1 for whole answers).
+        sizes measured around it. Beyond the longest measured forward it grows with the logarithm of
+        the size, along the two longest measured (on a CPU each extra token costs less than the one
+        before: float32 1→5 tokens +75 ms each, 9→17 +13 ms, close to a + b·ln n; extrapolating
+        linearly from short forwards kept k at 1 for whole answers, and taking them as flat made a
+        16-token copy look free after 4-token rounds).
         Plain decoding (n = 1) is what drafting must beat: it is only ever measured, since deriving it
         from longer forwards overstates it and makes drafting look paying."""
         if n in self.verify_s:
@@ -136,7 +139,9 @@ class CostModel:
         if len(known) < 2 or n == 1:
             return None
         if n > known[-1]:
-            return self.verify_s[known[-1]]
+            short, long = known[-2], known[-1]
+            per_log = max(self.verify_s[long] - self.verify_s[short], 0.0) / math.log(long / short)
+            return self.verify_s[long] + per_log * math.log(n / long)
         lower = max((m for m in known if m < n), default=known[0])
         upper = min(m for m in known if m > n)
         if lower == upper or lower > n:   # below the shortest measured: along its line to the next
@@ -159,6 +164,12 @@ class CostModel:
             return None
         rates[0] *= 1 + MARGIN
         return max((k for k, r in rates.items() if r is not None and k >= k_min), key=lambda k: (rates[k], -k))
+
+    def break_even(self) -> float | None:
+        """The chance of being used that a drafted token needs to pay for itself: its drafting step
+        over a plain token's time (None until both are measured)."""
+        plain = self.verify_s.get(1)
+        return None if not plain or self.draft_step_s is None else self.draft_step_s / plain
 
     def explain(self, k: int) -> str:
         """One sentence: the measured costs behind choosing k."""

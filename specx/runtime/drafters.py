@@ -32,7 +32,8 @@ class NoDrafter:
         pass
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
-                min_confidence: float | None = None) -> Draft:
+                min_confidence: float | None = None, min_survival: float | None = None,
+                model_k: int | None = None) -> Draft:
         return Draft([], None)
 
     def commit(self, drafted: int, accepted: int) -> None:
@@ -88,7 +89,8 @@ class NgramDrafter(NoDrafter):
         return start, 1
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
-                min_confidence: float | None = None) -> Draft:
+                min_confidence: float | None = None, min_survival: float | None = None,
+                model_k: int | None = None) -> Draft:
         self._extend_index(seq)
         self.start, self.evidence = self._source(seq)
         if self.start is None:
@@ -155,16 +157,18 @@ class ModelDrafter(NoDrafter):
             self.lm.forward(seq[self.lm.cached:-1], last_only=True)
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
-                min_confidence: float | None = None) -> Draft:
+                min_confidence: float | None = None, min_survival: float | None = None,
+                model_k: int | None = None) -> Draft:
         self.base = len(seq)
-        ids, tokens, probs = seq[self.lm.cached:], [], []
-        for _ in range(k):
+        ids, tokens, probs, survival = seq[self.lm.cached:], [], [], 1.0
+        scored = min_confidence is not None or min_survival is not None
+        for _ in range(k if model_k is None else min(k, model_k)):
             if stop is not None and stop.is_set():
                 break
             logits = self._logits(ids)
             if sampling.greedy:
                 index = int(greedy(logits)[0])
-                confidence = None if min_confidence is None else float(torch.softmax(logits[0].float(), -1)[index])
+                confidence = float(torch.softmax(logits[0].float(), -1)[index]) if scored else None
             else:
                 q = warp(logits, sampling.temperature, sampling.top_k, sampling.top_p)
                 index = int(sample(q, generator)[0])
@@ -175,6 +179,10 @@ class ModelDrafter(NoDrafter):
             ids = [token]
             if min_confidence is not None and confidence < min_confidence:
                 break  # the drafter doubts this token: let the target speak sooner
+            if min_survival is not None:
+                survival *= confidence
+                if survival < min_survival:
+                    break  # a further token would likely be drafted for nothing
         return Draft(tokens, self._pad(probs) if probs else None)
 
     def _logits(self, ids: list[int]) -> torch.Tensor:
@@ -229,14 +237,15 @@ class HybridDrafter(NoDrafter):
         self.model.prefill(seq, reuse)
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
-                min_confidence: float | None = None) -> Draft:
+                min_confidence: float | None = None, min_survival: float | None = None,
+                model_k: int | None = None) -> Draft:
         copy = self.lookup.propose(seq, k, sampling, generator)
         evidence = self.lookup.evidence
         self.copied = bool(copy.tokens) and (evidence == "resume" or evidence >= self.MIN_MATCH)
         if self.copied:
             return copy
         self.lookup.start = self.lookup.pointer = None   # the model drafts: no copy is being followed
-        return self.model.propose(seq, k, sampling, generator, stop, min_confidence)
+        return self.model.propose(seq, k, sampling, generator, stop, min_confidence, min_survival, model_k)
 
     def commit(self, drafted: int, accepted: int) -> None:
         self.lookup.commit(drafted, accepted)

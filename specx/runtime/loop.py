@@ -40,10 +40,11 @@ class Generation:
         forward_before = self._forward_s()
         reason = None
         while reason is None:
-            k = self._round_k(len(seq))
+            k, model_k = self._round_k(len(seq))
             t0 = time.perf_counter()
             draft = self.policy.trim(self.drafter.propose(seq, k, self.sampling, self.generator,  # 1. propose
-                                                          self.stop, self.policy.min_confidence))
+                                                          self.stop, self.policy.min_confidence,
+                                                          self.policy.min_survival, model_k))
             t1 = time.perf_counter()
             logits = self.target.forward(seq[-1:] + draft.tokens)                             # 2. verify k+1
             accepted, nxt = self._accept(logits, draft)                                       # 3. accept
@@ -100,10 +101,14 @@ class Generation:
             self.drafter.prefill(seq, self.reuse)
         self.stats.prefill_s = time.perf_counter() - t
 
-    def _round_k(self, length: int) -> int:
-        """k, clamped to what remains of the token budget and of both contexts."""
-        left = min(self.max_tokens - self.stats.new_tokens, self.context - length)
-        return max(0, min(self.policy.next_k() if self.k else 0, left - 1))
+    def _round_k(self, length: int) -> tuple[int, int]:
+        """How far a draft may go this round (a copy from the context), and how far a model drafter
+        may (the policy's k), both clamped to what remains of the token budget and of both contexts."""
+        if not self.k:
+            return 0, 0
+        cap = max(0, min(self.max_tokens - self.stats.new_tokens, self.context - length) - 1)
+        model_k = min(self.policy.next_k(), cap)
+        return min(max(model_k, self.policy.copy_k), cap), model_k
 
     def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:
         tokens = torch.tensor(draft.tokens, dtype=torch.long)

@@ -12,7 +12,7 @@ WARMUP_K = 4         # a first draft of 16 that fails costs ~4 plain tokens on a
                      # lengthens drafts at once where the first ones are accepted
 PROBE_GAP = 8        # auto: plain rounds before drafting is tried again; doubles after a failed probe
 PROBE_GAP_MAX = 128
-MIN_JUDGED = 16      # auto: model-drafted tokens judged before drafting may first go off
+MIN_JUDGED = 8       # auto: model-drafted tokens judged before drafting may first go off
 AUTO_K_MAX = 16      # auto: the most it drafts when the user (or tune) did not set k
 
 
@@ -55,6 +55,7 @@ class DraftPolicy:
     gap: int = PROBE_GAP
     probing: bool = False
     judged: int = 0             # model-drafted tokens judged
+    full: dict = field(default_factory=dict)   # source → length of its last draft, if wholly accepted
 
     def __post_init__(self):
         if self.name not in POLICIES:
@@ -65,6 +66,19 @@ class DraftPolicy:
     def min_confidence(self) -> float | None:
         """The drafter's stop threshold (confidence and auto; drafters without scores ignore it)."""
         return self.threshold if self.name in ("confidence", "auto") else None
+
+    @property
+    def min_survival(self) -> float | None:
+        """`auto`: the model drafter also stops once the chance that all its tokens so far are
+        accepted (the product of its confidences) falls below what a drafted token costs in plain
+        tokens: a further token would more likely be paid for than used."""
+        return self.cost.break_even() if self.name == "auto" else None
+
+    @property
+    def copy_k(self) -> int:
+        """How far a copy from the context may go this round: `auto` cuts copies itself (`trim`), so
+        up to k_max even while the model drafter is off or held short; other policies: this round's k."""
+        return self.k_max if self.name == "auto" else self.current
 
     def next_k(self) -> int:
         """How many tokens to draft this round (the loop still clamps to the budget and context)."""
@@ -79,8 +93,16 @@ class DraftPolicy:
             return draft
         if not self.cost.track(COPIES).tries and draft.source not in WEAK_PRIOR:   # the first copy:
             return replace(draft, tokens=draft.tokens[:explore_cap(draft.source)])  # no evidence yet
-        best = self.cost.best_k(len(draft.tokens), source=draft.source)
+        best = self._grow(self.cost.best_k(len(draft.tokens), source=draft.source), draft.source)
         return draft if best is None else replace(draft, tokens=draft.tokens[:best])
+
+    def _grow(self, best: int | None, source: str) -> int | None:
+        """Where drafting pays and the last draft from this source was accepted whole, draft at least
+        twice as far: a cost model that has seen position 6 rejected once keeps k at 5 while every
+        round of 5 is accepted (it never sees position 6 again), on code for a whole answer. Doubling
+        risks at most the tokens the last round won; the model drafter's confidence stop still ends
+        a draft early."""
+        return max(best, 2 * self.full[source]) if best and source in self.full else best
 
     def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0,
                source: str = MODEL) -> None:
@@ -88,6 +110,10 @@ class DraftPolicy:
         self.rounds += 1
         if self.name == "auto":
             self.cost.observe(drafted, accepted, draft_s, verify_s, source)
+            if drafted and accepted == drafted:
+                self.full[source] = drafted
+            elif drafted:
+                self.full.pop(source, None)
             if source == MODEL:
                 self.judged += min(drafted, accepted + 1)
             if self.probing and drafted and source == MODEL:
@@ -111,6 +137,7 @@ class DraftPolicy:
             self.plain_rounds, self.probing = 0, True
             return self.k_max             # the probe; update() turns drafting back on if it pays
         best = self.cost.best_k(self.k_max)
+        best = best if best is None else min(self.k_max, self._grow(best, MODEL))
         if best == 0 and self.judged < MIN_JUDGED:   # too little evidence to give up yet
             best = self.cost.best_k(self.k_max, k_min=1)
         if best == 0:
