@@ -33,7 +33,7 @@ class NoDrafter:
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
                 min_confidence: float | None = None, min_survival: float | None = None,
-                model_k: int | None = None) -> Draft:
+                model_k: int | None = None, trim=None) -> Draft:
         return Draft([], None)
 
     def commit(self, drafted: int, accepted: int) -> None:
@@ -90,13 +90,14 @@ class NgramDrafter(NoDrafter):
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
                 min_confidence: float | None = None, min_survival: float | None = None,
-                model_k: int | None = None) -> Draft:
+                model_k: int | None = None, trim=None) -> Draft:
         self._extend_index(seq)
         self.start, self.evidence = self._source(seq)
         if self.start is None:
             return Draft([], None)
         n = min(k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else k
-        return Draft(seq[self.start:self.start + n], None, evidence_kind(self.evidence))
+        copy = Draft(seq[self.start:self.start + n], None, evidence_kind(self.evidence))
+        return copy if trim is None else trim(copy)
 
     def commit(self, drafted: int, accepted: int) -> None:
         # The target's own token either continues the copy or replaces source token start+accepted;
@@ -158,7 +159,7 @@ class ModelDrafter(NoDrafter):
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
                 min_confidence: float | None = None, min_survival: float | None = None,
-                model_k: int | None = None) -> Draft:
+                model_k: int | None = None, trim=None) -> Draft:
         self.base = len(seq)
         ids, tokens, probs, survival = seq[self.lm.cached:], [], [], 1.0
         scored = min_confidence is not None or min_survival is not None
@@ -211,8 +212,8 @@ class HybridDrafter(NoDrafter):
     """A model drafter that copies instead wherever the context already holds the continuation.
 
     Each round the n-gram lookup goes first: a match of MIN_MATCH tokens or more (a copy it follows
-    counts its whole run) or a copy resumed past a replaced token is drafted for free, and named by
-    its evidence so `auto` can cut it; otherwise the model drafts (shorter matches are
+    counts its whole run) or a copy resumed past a replaced token is drafted for free, cut by `trim`
+    (the `auto` policy's, by its evidence); otherwise, or where nothing of it is left, the model drafts (shorter matches are
     common words in prose, which the model guesses better). The model's cache catches up on the
     copied tokens in its next forward (one pass over several tokens)."""
 
@@ -238,8 +239,8 @@ class HybridDrafter(NoDrafter):
 
     def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
                 min_confidence: float | None = None, min_survival: float | None = None,
-                model_k: int | None = None) -> Draft:
-        copy = self.lookup.propose(seq, k, sampling, generator)
+                model_k: int | None = None, trim=None) -> Draft:
+        copy = self.lookup.propose(seq, k, sampling, generator, trim=trim)
         evidence = self.lookup.evidence
         self.copied = bool(copy.tokens) and (evidence == "resume" or evidence >= self.MIN_MATCH)
         if self.copied:

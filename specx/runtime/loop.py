@@ -42,9 +42,9 @@ class Generation:
         while reason is None:
             k, model_k = self._round_k(len(seq))
             t0 = time.perf_counter()
-            draft = self.policy.trim(self.drafter.propose(seq, k, self.sampling, self.generator,  # 1. propose
-                                                          self.stop, self.policy.min_confidence,
-                                                          self.policy.min_survival, model_k))
+            draft = self.drafter.propose(seq, k, self.sampling, self.generator, self.stop,     # 1. propose
+                                         self.policy.min_confidence, self.policy.min_survival, model_k,
+                                         self.policy.trim)   # copies cut to what their evidence earned
             t1 = time.perf_counter()
             logits = self.target.forward(seq[-1:] + draft.tokens)                             # 2. verify k+1
             accepted, nxt = self._accept(logits, draft)                                       # 3. accept
