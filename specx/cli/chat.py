@@ -26,7 +26,7 @@ def chat(
     model: Annotated[Optional[str], typer.Argument(help="A GGUF file, a model folder or a preset (default: `specx config set model …`).", autocompletion=complete_model)] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, a model, or MODEL+ngram.", autocompletion=complete_drafter)] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,
-    draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (k in 0..k from measured costs), fixed, heuristic or confidence.")] = "auto",
+    draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (drafts up to k while measured costs say it pays), fixed, heuristic or confidence.")] = "auto",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens per answer.")] = 512,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16.")] = "auto",

@@ -30,7 +30,7 @@ def run(
     prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (a model drafter that also copies from the context, else ngram), none, ngram, a model (file/folder/preset), or MODEL+ngram.", autocompletion=complete_drafter)] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding); the most with --draft-policy auto, which drafts up to 16 unless -k is set.")] = 4,
-    draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (pick k in 0..k each round from measured costs; 0 = plain decoding, re-probed), fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "auto",
+    draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (draft up to k while measured costs say it pays, each draft ending where the rest would likely be wasted; else plain decoding, re-probed), fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "auto",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens (never past the context).")] = 512,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",

@@ -157,13 +157,13 @@ class CostModel:
             return None
         return self.expected_tokens(k, source) / (verify + k * (step or 0.0))
 
-    def best_k(self, k_max: int, k_min: int = 0, source: str = MODEL) -> int | None:
-        """The k in k_min..k_max with the highest expected rate; None until plain and drafting are measured."""
+    def best_k(self, k_max: int, source: str = MODEL) -> int | None:
+        """The k in 0..k_max with the highest expected rate; None until plain and drafting are measured."""
         rates = {k: self.rate(k, source) for k in range(k_max + 1)}
         if rates[0] is None or all(r is None for k, r in rates.items() if k):
             return None
         rates[0] *= 1 + MARGIN
-        return max((k for k, r in rates.items() if r is not None and k >= k_min), key=lambda k: (rates[k], -k))
+        return max((k for k, r in rates.items() if r is not None), key=lambda k: (rates[k], -k))
 
     def break_even(self) -> float | None:
         """The chance of being used that a drafted token needs to pay for itself: its drafting step

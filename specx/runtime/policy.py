@@ -56,7 +56,7 @@ class DraftPolicy:
     gap: int = PROBE_GAP
     probing: bool = False
     judged: int = 0             # model-drafted tokens judged
-    full: dict = field(default_factory=dict)   # source → length of its last draft, if wholly accepted
+    full: dict = field(default_factory=dict)   # kind of copy → length of its last copy, if accepted whole
 
     def __post_init__(self):
         if self.name not in POLICIES:
@@ -101,11 +101,10 @@ class DraftPolicy:
         return draft if best is None else replace(draft, tokens=draft.tokens[:best])
 
     def _grow(self, best: int | None, source: str) -> int | None:
-        """Where drafting pays and the last draft from this source was accepted whole, draft at least
-        twice as far: a cost model that has seen position 6 rejected once keeps k at 5 while every
-        round of 5 is accepted (it never sees position 6 again), on code for a whole answer. Doubling
-        risks at most the tokens the last round won; the model drafter's confidence stop still ends
-        a draft early."""
+        """Where copying pays and the last copy of this kind was accepted whole, copy at least twice
+        as far: a cost model that has seen position 6 rejected once keeps copies at 5 while every
+        copy of 5 is accepted (it never sees position 6 again). Doubling risks at most the tokens
+        the last round won."""
         return max(best, 2 * self.full[source]) if best and source in self.full else best
 
     def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0,
@@ -114,10 +113,11 @@ class DraftPolicy:
         self.rounds += 1
         if self.name == "auto":
             self.cost.observe(drafted, accepted, draft_s, verify_s, source)
-            if drafted and accepted == drafted:
-                self.full[source] = drafted
-            elif drafted:
-                self.full.pop(source, None)
+            if drafted and source != MODEL:
+                if accepted == drafted:
+                    self.full[source] = drafted
+                else:
+                    self.full.pop(source, None)
             if source == MODEL:
                 self.judged += min(drafted, accepted + 1)
             if self.probing and drafted and source == MODEL:
@@ -140,16 +140,11 @@ class DraftPolicy:
                 return 0
             self.plain_rounds, self.probing = 0, True
             return self.k_max             # the probe; update() turns drafting back on if it pays
-        best = self.cost.best_k(self.k_max)
-        if best == 0 and self.judged < MIN_JUDGED:   # too little evidence to give up yet
-            best = self.cost.best_k(self.k_max, k_min=1)
-        if best == 0:
+        if self.cost.best_k(self.k_max) == 0 and self.judged >= MIN_JUDGED:   # enough evidence to give up
             self.off, self.plain_rounds = True, 0
             self.notice = f"speculation off: {self.cost.explain(0)}; trying again in {self.gap} tokens"
             return 0
-        if best is None or self.min_survival is not None:
-            return self.k_max             # drafting pays: the drafter's own stops end each draft
-        return min(self.k_max, self._grow(best, MODEL))
+        return self.k_max                 # drafting pays: the drafter's own stops end each draft
 
     def _probed(self) -> None:
         """A probe round drafted: on again if drafting now pays, else wait twice as long."""
