@@ -14,6 +14,7 @@ from the context by their evidence (a copy running for 8+ tokens, a fresh 3-toke
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -27,7 +28,34 @@ MODEL = "model"       # the source of a model drafter's drafts; copies name thei
 # 48 tokens) 3 of 17 such rounds had their first token accepted. Their prior is low, so they are drafted
 # only where verifying extra tokens is nearly free (a GPU), and learned from there.
 WEAK_PRIOR = {"match1": 0.15, "match2": 0.15}
+COPY_PRIOR = 0.3      # other copies: in prose a copy that ran for 3 tokens, or resumed past an edit, is
+                      # mostly rejected at once; one partly accepted copy under the model's 0.5 made
+                      # 16-token copies look paying (summarisation trace: resume 16/0, match3 16/0)
 COPIES = "copies"     # all copies pooled: a kind of copy not drafted yet borrows what they showed
+CONFIDENCE_BINS = (0.4, 0.6, 0.8, 0.9, 0.97)   # the drafter's confidence, binned: acceptance is learned per bin
+CALIBRATION_PRIOR = 2.0   # pseudo-tokens, accepted at the confidence itself, in each bin's estimate
+
+
+@dataclass
+class Calibration:
+    """How often the target accepts a token the model drafter gave confidence c, learned per bin of
+    c; with no evidence, c itself (a cautious estimate: measured on the fixture pair, greedy, tokens
+    drafted at 0.4–0.6 were accepted 56–74% of the time, 0.6–0.8: 63–91%)."""
+
+    judged: dict[int, float] = field(default_factory=dict)
+    passed: dict[int, float] = field(default_factory=dict)
+
+    def add(self, confidences: tuple[float, ...], accepted: int) -> None:
+        """The judged tokens of a round (drafts 1..accepted+1 at most) and how many were accepted."""
+        for i, c in enumerate(confidences):
+            b = bisect.bisect_right(CONFIDENCE_BINS, c)
+            self.judged[b] = self.judged.get(b, 0.0) + 1
+            self.passed[b] = self.passed.get(b, 0.0) + (1 if i < accepted else 0)
+
+    def acceptance(self, c: float) -> float:
+        b = bisect.bisect_right(CONFIDENCE_BINS, c)
+        estimate = (self.passed.get(b, 0.0) + CALIBRATION_PRIOR * c) / (self.judged.get(b, 0.0) + CALIBRATION_PRIOR)
+        return min(estimate, 0.999)
 
 
 @dataclass
@@ -82,26 +110,32 @@ class CostModel:
     draft_step_s: float | None = None                           # seconds per token the model drafts
     moe: bool = False          # a mixture-of-experts target: the explanation says why verifying costs more
     tracks: dict[str, Track] = field(default_factory=dict)
+    calibration: Calibration = field(default_factory=Calibration)
 
-    def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float, source: str = MODEL) -> None:
+    def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float, source: str = MODEL,
+                made: int | None = None) -> None:
         """Fold in one round: drafted tokens, how many were accepted, the two timings, and where the
-        draft came from. Every round ages every track (plain ones too: the text moves on)."""
+        draft came from; `made`: tokens the model drafter produced, when the policy sent fewer.
+        Every round ages every track (plain ones too: the text moves on)."""
         n = drafted + 1
+        made = drafted if made is None else made
         self.verify_s[n] = verify_s if n not in self.verify_s else _ema(self.verify_s[n], verify_s)
         for track in self.tracks.values():
             track.decay()
+        if source == MODEL and made:
+            step = draft_s / made
+            self.draft_step_s = step if self.draft_step_s is None else _ema(self.draft_step_s, step)
+            if not drafted:    # a draft not worth verifying: drafting time spent for nothing, as a
+                self.track(MODEL).add(made, 0)   # draft whose first token fails
         if not drafted:
             return
-        if source == MODEL:
-            step = draft_s / drafted
-            self.draft_step_s = step if self.draft_step_s is None else _ema(self.draft_step_s, step)
-        elif source not in WEAK_PRIOR:
+        if source != MODEL and source not in WEAK_PRIOR:
             self.track(COPIES).add(drafted, accepted)
         self.track(source).add(drafted, accepted)
 
     def track(self, source: str = MODEL) -> Track:
         if source not in self.tracks:
-            self.tracks[source] = Track(prior=WEAK_PRIOR.get(source, PRIOR_ACCEPT))
+            self.tracks[source] = Track(prior=WEAK_PRIOR.get(source, PRIOR_ACCEPT if source == MODEL else COPY_PRIOR))
         return self.tracks[source]
 
     @property
@@ -164,6 +198,25 @@ class CostModel:
             return None
         rates[0] *= 1 + MARGIN
         return max((k for k, r in rates.items() if r is not None), key=lambda k: (rates[k], -k))
+
+    def worth_verifying(self, confidences: tuple[float, ...]) -> int | None:
+        """How many of a model draft's tokens to send to the target, its drafting time being spent
+        already: the prefix m maximising (1 + expected accepted of m) / verify(m + 1), 0 if plain
+        decoding's 1 / verify(1) is better (None until both are measured). On a CPU a forward of 2
+        tokens costs ~1.7× one in float32, so a lone doubtful draft costs more to check than it saves."""
+        plain = self.verify_s.get(1)
+        if not plain or not confidences:
+            return None
+        best, best_rate, total, survive = 0, 1.0 / plain, 1.0, 1.0
+        for m, c in enumerate(confidences, 1):
+            verify = self.verify_time(m + 1)
+            if verify is None:
+                return None
+            survive *= self.calibration.acceptance(c)
+            total += survive
+            if total / verify > best_rate:
+                best, best_rate = m, total / verify
+        return best
 
     def break_even(self) -> float | None:
         """The chance of being used that a drafted token needs to pay for itself: its drafting step

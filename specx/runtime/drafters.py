@@ -15,6 +15,8 @@ class Draft:
     probs: torch.Tensor | None  # (k, V_target); None for a deterministic drafter (one-hot q)
     source: str = "model"       # a model's draft, or a free copy from the context and its evidence
                                 # ("match3", "match8", "resume", …): the auto policy learns each apart
+    confidences: tuple[float, ...] = ()   # a model drafter's probability of each drafted token
+    made: int | None = None     # tokens the drafter produced before the policy cut the draft (None: all sent)
 
     @property
     def lookup(self) -> bool:
@@ -161,7 +163,7 @@ class ModelDrafter(NoDrafter):
                 min_confidence: float | None = None, min_survival: float | None = None,
                 model_k: int | None = None, trim=None) -> Draft:
         self.base = len(seq)
-        ids, tokens, probs, survival = seq[self.lm.cached:], [], [], 1.0
+        ids, tokens, probs, confidences, survival = seq[self.lm.cached:], [], [], [], 1.0
         scored = min_confidence is not None or min_survival is not None
         for _ in range(k if model_k is None else min(k, model_k)):
             if stop is not None and stop.is_set():
@@ -177,6 +179,8 @@ class ModelDrafter(NoDrafter):
                 confidence = float(q[0, index])
             token = index if self.keep is None else int(self.keep[index])
             tokens.append(token)
+            if confidence is not None:
+                confidences.append(confidence)
             ids = [token]
             if min_confidence is not None and confidence < min_confidence:
                 break  # the drafter doubts this token: let the target speak sooner
@@ -184,7 +188,9 @@ class ModelDrafter(NoDrafter):
                 survival *= confidence
                 if survival < min_survival:
                     break  # a further token would likely be drafted for nothing
-        return Draft(tokens, self._pad(probs) if probs else None)
+        draft = Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences),
+                      made=len(tokens))
+        return draft if trim is None else trim(draft)   # auto: sends the target only what pays to verify
 
     def _logits(self, ids: list[int]) -> torch.Tensor:
         """(1, V') scores for the next token over what this drafter may propose."""
@@ -204,7 +210,7 @@ class ModelDrafter(NoDrafter):
         return q
 
     def commit(self, drafted: int, accepted: int) -> None:
-        # The cache holds the round's context plus drafts 1..drafted-1; keep the accepted ones.
+        # The cache holds the round's context plus drafts 1..made-1 (made >= drafted); keep the accepted ones.
         self.lm.crop(self.base + min(accepted, max(drafted - 1, 0)))
 
 
@@ -246,7 +252,7 @@ class HybridDrafter(NoDrafter):
         if self.copied:
             return copy
         self.lookup.start = self.lookup.pointer = None   # the model drafts: no copy is being followed
-        return self.model.propose(seq, k, sampling, generator, stop, min_confidence, min_survival, model_k)
+        return self.model.propose(seq, k, sampling, generator, stop, min_confidence, min_survival, model_k, trim)
 
     def commit(self, drafted: int, accepted: int) -> None:
         self.lookup.commit(drafted, accepted)

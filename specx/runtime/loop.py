@@ -54,7 +54,8 @@ class Generation:
             kept, pieces, reason = self._finish(new, len(seq))                                # 5. stop rules
             seq.extend(kept)
             t2 = time.perf_counter()
-            self.policy.update(len(draft.tokens), accepted, t1 - t0, t2 - t1, draft.source)   # 6. adapt k
+            self.policy.update(len(draft.tokens), accepted, t1 - t0, t2 - t1, draft.source,   # 6. adapt k
+                               draft.made, draft.confidences)
             self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1)
             self.stats.first_token_s = self.stats.first_token_s or (t2 - start)
             self.stats.decode_s += t2 - t0

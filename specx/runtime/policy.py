@@ -91,10 +91,14 @@ class DraftPolicy:
         return self.current
 
     def trim(self, draft):
-        """`auto`: a copied draft cut to the length its evidence has earned (the model's are not cut:
-        its k was chosen before it drafted, and its tokens cost time to make)."""
-        if self.name != "auto" or not draft.lookup or not draft.tokens:
+        """`auto`: a copied draft cut to the length its evidence has earned; a model's draft cut to
+        the prefix worth verifying (`CostModel.worth_verifying`, from its confidences), down to
+        nothing: its tokens are made already, but each costs the target more to check."""
+        if self.name != "auto" or not draft.tokens:
             return draft
+        if not draft.lookup:
+            keep = self.cost.worth_verifying(draft.confidences)
+            return draft if keep is None or keep == len(draft.tokens) else _cut(draft, keep)
         if not self.cost.track(COPIES).tries and draft.source not in WEAK_PRIOR:   # the first copy:
             return replace(draft, tokens=draft.tokens[:explore_cap(draft.source)])  # no evidence yet
         best = self._grow(self.cost.best_k(len(draft.tokens), source=draft.source), draft.source)
@@ -108,19 +112,23 @@ class DraftPolicy:
         return max(best, 2 * self.full[source]) if best and source in self.full else best
 
     def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0,
-               source: str = MODEL) -> None:
-        """Learn from the round that just ended; `source` says where its draft came from."""
+               source: str = MODEL, made: int | None = None, confidences: tuple[float, ...] = ()) -> None:
+        """Learn from the round that just ended; `source` says where its draft came from, `made`
+        how many tokens the model drafter produced (more than `drafted` where `trim` cut them) and
+        `confidences` its probability of each."""
         self.rounds += 1
+        made = drafted if made is None else made
         if self.name == "auto":
-            self.cost.observe(drafted, accepted, draft_s, verify_s, source)
+            self.cost.observe(drafted, accepted, draft_s, verify_s, source, made)
+            self.cost.calibration.add(confidences[:min(drafted, accepted + 1)], accepted)
             if drafted and source != MODEL:
                 if accepted == drafted:
                     self.full[source] = drafted
                 else:
                     self.full.pop(source, None)
             if source == MODEL:
-                self.judged += min(drafted, accepted + 1)
-            if self.probing and drafted and source == MODEL:
+                self.judged += min(drafted, accepted + 1) if drafted else made
+            if self.probing and made and source == MODEL:
                 self._probed()
         if self.name != "heuristic" or drafted == 0:
             return
@@ -155,3 +163,9 @@ class DraftPolicy:
             self.notice = f"speculation on again: {self.cost.explain(best)}"
         else:
             self.gap = min(self.gap * 2, PROBE_GAP_MAX)
+
+
+def _cut(draft, keep: int):
+    """The first `keep` tokens of a model's draft (its probabilities too, for sampled verification)."""
+    probs = draft.probs[:keep] if draft.probs is not None and keep else None
+    return replace(draft, tokens=draft.tokens[:keep], probs=probs, confidences=draft.confidences[:keep])
