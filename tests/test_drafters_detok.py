@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from conftest import word_tokenizer
 from specx.runtime.detok import TextStream
-from specx.runtime.drafters import NgramDrafter
-from specx.runtime.types import Sampling
+from specx.runtime.drafters import Ask, NgramDrafter
 
 
 def propose(seq, k=4):
-    return NgramDrafter().propose(seq, k, Sampling(), None).tokens
+    return NgramDrafter().propose(seq, Ask(k)).tokens
 
 
 def test_ngram_continues_the_latest_earlier_occurrence():
@@ -29,33 +28,33 @@ def test_ngram_index_is_incremental():
     d, seq = NgramDrafter(), [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]
     for extra in ([8, 9, 7, 9], [3, 2, 3, 8, 4, 6], [2, 6, 4, 3, 3, 8, 3, 2, 7, 9, 5]):
         seq = seq + extra
-        assert d.propose(seq, 5, Sampling(), None).tokens == propose(seq, 5)
+        assert d.propose(seq, Ask(5)).tokens == propose(seq, 5)
 
 
 def test_ngram_resumes_the_copy_one_token_past_a_replaced_one():
     """Copying with an edit (a renamed variable): after the target's replacement the copy goes on."""
     d = NgramDrafter()
     seq = [10, 11, 12, 13, 14, 15, 16, 17, 99, 10, 11, 12]
-    assert d.propose(seq, 4, Sampling(), None).tokens == [13, 14, 15, 16]
+    assert d.propose(seq, Ask(4)).tokens == [13, 14, 15, 16]
     d.commit(4, 1)                      # 13 accepted; the target wrote 50 where the source has 14
     seq += [13, 50]                     # "12 13 50" occurs nowhere: only the followed copy knows where to go
-    assert d.propose(seq, 3, Sampling(), None).tokens == [15, 16, 17]
+    assert d.propose(seq, Ask(3)).tokens == [15, 16, 17]
     d.commit(3, 3)
     seq += [15, 16, 17, 99]             # the copy continues without any lookup
-    assert d.propose(seq, 2, Sampling(), None).tokens == [10, 11]
+    assert d.propose(seq, Ask(2)).tokens == [10, 11]
 
 
 def test_a_resumed_copy_the_target_rejects_outright_is_dropped():
     """Free prose is not an edited copy: a guess past a replaced token that fails is not repeated."""
     d = NgramDrafter()
     seq = [10, 11, 12, 13, 14, 15, 16, 17, 99, 10, 11, 12]
-    d.propose(seq, 4, Sampling(), None)
+    d.propose(seq, Ask(4))
     d.commit(4, 0)
     seq += [60]
-    assert d.propose(seq, 3, Sampling(), None).tokens == [14, 15, 16]   # resume past the replaced 13
+    assert d.propose(seq, Ask(3)).tokens == [14, 15, 16]   # resume past the replaced 13
     d.commit(3, 0)
     seq += [61]
-    assert d.propose(seq, 3, Sampling(), None).tokens == []             # no match and no copy to follow
+    assert d.propose(seq, Ask(3)).tokens == []             # no match and no copy to follow
 
 
 def test_a_one_token_match_drafts_at_most_two():
@@ -106,15 +105,15 @@ def test_a_copys_evidence_is_how_far_back_the_match_goes():
     assert evidence_kind("resume") == "resume"
     source = list(range(20, 32))
     long_copy = source + [99] + source[:10]          # the last 10 tokens repeat: a long running copy
-    assert NgramDrafter().propose(long_copy, 2, Sampling(), None).source == "match8"
-    assert NgramDrafter().propose([5, 6, 1, 2, 9, 4, 1, 2], 2, Sampling(), None).source == "match2"
+    assert NgramDrafter().propose(long_copy, Ask(2)).source == "match8"
+    assert NgramDrafter().propose([5, 6, 1, 2, 9, 4, 1, 2], Ask(2)).source == "match2"
 
 
 def test_a_copy_resumes_past_a_replaced_token_only_after_a_real_run():
     """One or two matching tokens followed by a replacement is prose, not an edited copy: no resume."""
     d = NgramDrafter()
     seq = [40, 41, 42, 43, 44, 99, 7, 40]
-    d.propose(seq, 3, Sampling(), None)   # a one-token match: 41, 42 drafted
+    d.propose(seq, Ask(3))   # a one-token match: 41, 42 drafted
     d.commit(2, 1)
     seq += [41, 60]                       # 41 accepted, then the target's own 60 (the source has 42)
-    assert d.propose(seq, 3, Sampling(), None).tokens == []
+    assert d.propose(seq, Ask(3)).tokens == []

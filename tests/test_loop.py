@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specx.runtime.drafters import HybridDrafter, ModelDrafter, NgramDrafter, NoDrafter
+from specx.runtime.drafters import Ask, HybridDrafter, ModelDrafter, NgramDrafter, NoDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.types import Done, Round, Sampling
 
@@ -163,12 +163,12 @@ def test_the_hybrid_copies_where_the_context_holds_the_continuation_and_asks_the
     prose) goes to the model, as does no match at all."""
     model = Asked()
     hybrid = HybridDrafter(NgramDrafter(), model)
-    draft = hybrid.propose([0, 5, 9, 12, 7, 0, 5, 9], 3, Sampling(), None)
+    draft = hybrid.propose([0, 5, 9, 12, 7, 0, 5, 9], Ask(3))
     assert draft.tokens == [12, 7, 0] and draft.lookup and model.asked == 0
-    draft = HybridDrafter(NgramDrafter(), model).propose([3, 5, 9, 12, 7, 0, 5, 9], 3, Sampling(), None)
+    draft = HybridDrafter(NgramDrafter(), model).propose([3, 5, 9, 12, 7, 0, 5, 9], Ask(3))
     assert draft.tokens == [77] and not draft.lookup and model.asked == 1
     target = make_lm("llama", seed=5)
     hybrid = HybridDrafter(NgramDrafter(), model_drafter(make_lm("llama", seed=5, layers=1), target))
     hybrid.prefill([0, 40, 41, 42])
-    draft = hybrid.propose([0, 40, 41, 42], 3, Sampling(), None)
+    draft = hybrid.propose([0, 40, 41, 42], Ask(3))
     assert len(draft.tokens) == 3 and not draft.lookup and hybrid.name.endswith("+ngram")

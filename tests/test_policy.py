@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from specx.runtime.drafters import ModelDrafter
+from specx.runtime.drafters import Ask, ModelDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.policy import DraftPolicy
 from specx.runtime.types import Round, Sampling
@@ -159,7 +159,7 @@ class SlowDrafter(ModelDrafter):
     def propose(self, *args, **kw):
         import time
 
-        time.sleep(0.03 * args[1])
+        time.sleep(0.03 * args[1].k)
         return super().propose(*args, **kw)
 
 
@@ -345,9 +345,9 @@ def test_the_model_drafter_stops_when_its_draft_would_likely_be_wasted(make_lm):
     drafter = ModelDrafter(make_lm("llama", seed=22, layers=1), 96, 96)
     seq = [0, 5, 9, 12, 5, 9]
     drafter.prefill(seq)
-    assert len(drafter.propose(seq, 6, Sampling(), None, min_survival=0.5).tokens) == 1
+    assert len(drafter.propose(seq, Ask(6, min_survival=0.5)).tokens) == 1
     drafter.prefill(seq)
-    assert len(drafter.propose(seq, 6, Sampling(), None, min_survival=1e-30).tokens) == 6
+    assert len(drafter.propose(seq, Ask(6, min_survival=1e-30)).tokens) == 6
 
 
 def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
@@ -358,9 +358,8 @@ def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
     class Recorder(NoDrafter):
         asks: list = []
 
-        def propose(self, seq, k, sampling, generator, stop=None, min_confidence=None,
-                    min_survival=None, model_k=None, trim=None):
-            self.asks.append((k, model_k))
+        def propose(self, seq, ask):
+            self.asks.append((ask.k, ask.model_k))
             return Draft([], None)
 
     policy = DraftPolicy("auto", 16)

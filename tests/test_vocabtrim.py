@@ -7,7 +7,7 @@ import copy
 import torch
 
 from specx.runtime import vocabtrim
-from specx.runtime.drafters import ModelDrafter
+from specx.runtime.drafters import Ask, ModelDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.types import Round, Sampling
 
@@ -38,7 +38,7 @@ def test_trimmed_drafter_proposes_the_best_kept_token(make_lm):
     trimmed = ModelDrafter(_trimmed(draft, 40), 96, 96)
     seq = [0, 5, 9, 12, 50, 60]
     trimmed.prefill(seq)
-    proposal = trimmed.propose(seq, 5, Sampling(), None).tokens
+    proposal = trimmed.propose(seq, Ask(5)).tokens
     keep = trimmed.keep
     full = draft.fresh()
     context = list(seq)
@@ -54,7 +54,7 @@ def test_trimmed_draft_probabilities_are_zero_outside_the_kept_ids(make_lm):
     trimmed = ModelDrafter(_trimmed(draft, 40), 96, 96)
     seq = [0, 5, 9]
     trimmed.prefill(seq)
-    q = trimmed.propose(seq, 3, Sampling(temperature=1.0, seed=1), torch.Generator().manual_seed(1)).probs
+    q = trimmed.propose(seq, Ask(3, Sampling(temperature=1.0, seed=1), torch.Generator().manual_seed(1))).probs
     outside = torch.ones(96, dtype=torch.bool)
     outside[trimmed.keep] = False
     assert q[:, outside].abs().max() == 0

@@ -1,7 +1,9 @@
 """Drafters propose tokens; `commit` rolls their state back to what the target accepted."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from threading import Event
 
 import torch
 
@@ -23,6 +25,24 @@ class Draft:
         return self.source != "model"
 
 
+@dataclass(frozen=True)
+class Ask:
+    """What the loop asks of a drafter this round."""
+
+    k: int                                  # the most tokens a draft may have (a copy from the context)
+    sampling: Sampling = field(default_factory=Sampling)
+    generator: torch.Generator | None = None
+    stop: Event | None = None               # set: end the draft now (Ctrl-C)
+    min_confidence: float | None = None     # a model drafter stops after a token it gives less
+    min_survival: float | None = None       # ... or once the product of its confidences falls below
+    model_k: int | None = None              # the most a model drafter may draft (None: k)
+    trim: Callable[[Draft], Draft] | None = None   # the policy's cut of a draft (auto), applied last
+
+    @property
+    def model_limit(self) -> int:
+        return self.k if self.model_k is None else min(self.k, self.model_k)
+
+
 class NoDrafter:
     """Plain decoding through the same loop: proposes nothing."""
 
@@ -33,9 +53,7 @@ class NoDrafter:
     def prefill(self, seq: list[int], reuse: int = 0) -> None:
         pass
 
-    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
-                min_confidence: float | None = None, min_survival: float | None = None,
-                model_k: int | None = None, trim=None) -> Draft:
+    def propose(self, seq: list[int], ask: Ask) -> Draft:
         return Draft([], None)
 
     def commit(self, drafted: int, accepted: int) -> None:
@@ -90,16 +108,14 @@ class NgramDrafter(NoDrafter):
         start = self.index[1].get(tuple(seq[-1:])) if seq else None
         return start, 1
 
-    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
-                min_confidence: float | None = None, min_survival: float | None = None,
-                model_k: int | None = None, trim=None) -> Draft:
+    def propose(self, seq: list[int], ask: Ask) -> Draft:
         self._extend_index(seq)
         self.start, self.evidence = self._source(seq)
         if self.start is None:
             return Draft([], None)
-        n = min(k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else k
+        n = min(ask.k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else ask.k
         copy = Draft(seq[self.start:self.start + n], None, evidence_kind(self.evidence))
-        return copy if trim is None else trim(copy)
+        return copy if ask.trim is None else ask.trim(copy)
 
     def commit(self, drafted: int, accepted: int) -> None:
         # The target's own token either continues the copy or replaces source token start+accepted;
@@ -159,14 +175,13 @@ class ModelDrafter(NoDrafter):
         if len(seq) - 1 > self.lm.cached:
             self.lm.forward(seq[self.lm.cached:-1], last_only=True)
 
-    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
-                min_confidence: float | None = None, min_survival: float | None = None,
-                model_k: int | None = None, trim=None) -> Draft:
+    def propose(self, seq: list[int], ask: Ask) -> Draft:
         self.base = len(seq)
         ids, tokens, probs, confidences, survival = seq[self.lm.cached:], [], [], [], 1.0
-        scored = min_confidence is not None or min_survival is not None
-        for _ in range(k if model_k is None else min(k, model_k)):
-            if stop is not None and stop.is_set():
+        sampling = ask.sampling
+        scored = ask.min_confidence is not None or ask.min_survival is not None
+        for _ in range(ask.model_limit):
+            if ask.stop is not None and ask.stop.is_set():
                 break
             logits = self._logits(ids)
             if sampling.greedy:
@@ -174,7 +189,7 @@ class ModelDrafter(NoDrafter):
                 confidence = float(torch.softmax(logits[0].float(), -1)[index]) if scored else None
             else:
                 q = warp(logits, sampling.temperature, sampling.top_k, sampling.top_p)
-                index = int(sample(q, generator)[0])
+                index = int(sample(q, ask.generator)[0])
                 probs.append(q[0])
                 confidence = float(q[0, index])
             token = index if self.keep is None else int(self.keep[index])
@@ -182,15 +197,15 @@ class ModelDrafter(NoDrafter):
             if confidence is not None:
                 confidences.append(confidence)
             ids = [token]
-            if min_confidence is not None and confidence < min_confidence:
+            if ask.min_confidence is not None and confidence < ask.min_confidence:
                 break  # the drafter doubts this token: let the target speak sooner
-            if min_survival is not None:
+            if ask.min_survival is not None:
                 survival *= confidence
-                if survival < min_survival:
+                if survival < ask.min_survival:
                     break  # a further token would likely be drafted for nothing
         draft = Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences),
                       made=len(tokens))
-        return draft if trim is None else trim(draft)   # auto: sends the target only what pays to verify
+        return draft if ask.trim is None else ask.trim(draft)   # auto: sends the target only what pays to verify
 
     def _logits(self, ids: list[int]) -> torch.Tensor:
         """(1, V') scores for the next token over what this drafter may propose."""
@@ -243,16 +258,14 @@ class HybridDrafter(NoDrafter):
         self.lookup.prefill(seq, reuse)
         self.model.prefill(seq, reuse)
 
-    def propose(self, seq: list[int], k: int, sampling: Sampling, generator, stop=None,
-                min_confidence: float | None = None, min_survival: float | None = None,
-                model_k: int | None = None, trim=None) -> Draft:
-        copy = self.lookup.propose(seq, k, sampling, generator, trim=trim)
+    def propose(self, seq: list[int], ask: Ask) -> Draft:
+        copy = self.lookup.propose(seq, ask)
         evidence = self.lookup.evidence
         self.copied = bool(copy.tokens) and (evidence == "resume" or evidence >= self.MIN_MATCH)
         if self.copied:
             return copy
         self.lookup.start = self.lookup.pointer = None   # the model drafts: no copy is being followed
-        return self.model.propose(seq, k, sampling, generator, stop, min_confidence, min_survival, model_k, trim)
+        return self.model.propose(seq, ask)
 
     def commit(self, drafted: int, accepted: int) -> None:
         self.lookup.commit(drafted, accepted)

@@ -11,6 +11,7 @@ import torch
 from ..kernels.sampling import warp
 from ..kernels.verify import verify_greedy, verify_sampled
 from .detok import TextStream
+from .drafters import Ask
 from .policy import DraftPolicy
 from .types import Done, Event, Round, Sampling, Stats
 
@@ -42,9 +43,7 @@ class Generation:
         while reason is None:
             k, model_k = self._round_k(len(seq))
             t0 = time.perf_counter()
-            draft = self.drafter.propose(seq, k, self.sampling, self.generator, self.stop,     # 1. propose
-                                         self.policy.min_confidence, self.policy.min_survival, model_k,
-                                         self.policy.trim)   # copies cut to what their evidence earned
+            draft = self.drafter.propose(seq, self._ask(k, model_k))                           # 1. propose
             t1 = time.perf_counter()
             logits = self.target.forward(seq[-1:] + draft.tokens)                             # 2. verify k+1
             accepted, nxt = self._accept(logits, draft)                                       # 3. accept
@@ -110,6 +109,12 @@ class Generation:
         cap = max(0, min(self.max_tokens - self.stats.new_tokens, self.context - length) - 1)
         model_k = min(self.policy.next_k(), cap)
         return min(max(model_k, self.policy.copy_k), cap), model_k
+
+    def _ask(self, k: int, model_k: int) -> Ask:
+        """This round's request: the policy's stops, and its `trim` (auto cuts copies to what their
+        evidence earned and a model's draft to what is worth verifying)."""
+        return Ask(k, self.sampling, self.generator, self.stop, self.policy.min_confidence,
+                   self.policy.min_survival, model_k, self.policy.trim)
 
     def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:
         tokens = torch.tensor(draft.tokens, dtype=torch.long)
