@@ -37,8 +37,9 @@ class DraftPolicy:
     falls below `threshold` (SpecDec++, transformers' assistant_confidence_threshold); `auto` drafts
     with the confidence stop and decides each round from measured costs (costmodel.py) whether
     drafting pays: if so the model drafter drafts up to k and stops where the rest of its draft would
-    likely be wasted (`min_survival`), and `trim` sends the target only the prefix worth verifying; if not, k = 0 decodes plainly, and drafting is probed again after PROBE_GAP plain rounds (the gap doubles
-    after each probe that does not pay, up to PROBE_GAP_MAX). Drafting first goes off once MIN_JUDGED
+    likely be wasted (`min_survival`), and `trim` sends the target only the prefix worth verifying;
+    if not, k = 0 decodes plainly, and drafting is probed again after PROBE_GAP plain rounds (the gap
+    doubles after each probe that does not pay, up to PROBE_GAP_MAX). Drafting first goes off once MIN_JUDGED
     drafted tokens were judged, and a probe waits for a round in which the model drafts. Copies from
     the context (n-gram drafter, a hybrid's copies) cost nothing to propose: `trim` cuts each to the
     length that pays for its kind of evidence, down to nothing (a fresh two-token match in prose);
