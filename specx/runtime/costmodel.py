@@ -153,11 +153,7 @@ class CostModel:
         return track.hazards(k)
 
     def expected_tokens(self, k: int, source: str = MODEL) -> float:
-        total, survive = 1.0, 1.0
-        for h in self.hazards(k, source):
-            survive *= h
-            total += survive
-        return total
+        return _tokens_per_round(self.hazards(k, source))[-1]
 
     def verify_time(self, n: int) -> float | None:
         """Seconds for a target forward of n tokens: measured, else interpolated linearly between the
@@ -205,19 +201,11 @@ class CostModel:
         already: the prefix m maximising (1 + expected accepted of m) / verify(m + 1), 0 if plain
         decoding's 1 / verify(1) is better (None until both are measured). On a CPU a forward of 2
         tokens costs ~1.8× one in float32, so a lone doubtful draft costs more to check than it saves."""
-        plain = self.verify_s.get(1)
-        if not plain or not confidences:
+        verify = [self.verify_time(m + 1) for m in range(len(confidences) + 1)]   # m = 0: plain decoding
+        if not confidences or None in verify:
             return None
-        best, best_rate, total, survive = 0, 1.0 / plain, 1.0, 1.0
-        for m, c in enumerate(confidences, 1):
-            verify = self.verify_time(m + 1)
-            if verify is None:
-                return None
-            survive *= self.calibration.acceptance(c)
-            total += survive
-            if total / verify > best_rate:
-                best, best_rate = m, total / verify
-        return best
+        tokens = _tokens_per_round([self.calibration.acceptance(c) for c in confidences])
+        return max(range(len(tokens)), key=lambda m: (tokens[m] / verify[m], -m))
 
     def break_even(self) -> float | None:
         """The chance of being used that a drafted token needs to pay for itself: its drafting step
@@ -236,6 +224,16 @@ class CostModel:
         return (f"k={k}: acceptance {self.acceptance:.0%}, expected {self.expected_tokens(k):.1f} tokens per "
                 f"{1e3 * ((self.verify_time(k + 1) or 0) + k * (self.draft_step_s or 0)):.0f} ms round "
                 f"vs {1e3 * plain:.0f} ms per plain token")
+
+
+def _tokens_per_round(hazards: list[float]) -> list[float]:
+    """E(m) for m = 0..len(hazards): the target's own token plus the drafts accepted before the first
+    rejection, 1 + Σ_{j≤m} Π_{i≤j} h_i."""
+    totals, survive = [1.0], 1.0
+    for h in hazards:
+        survive *= h
+        totals.append(totals[-1] + survive)
+    return totals
 
 
 def _ema(old: float, new: float) -> float:

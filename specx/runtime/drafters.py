@@ -233,8 +233,8 @@ class HybridDrafter(NoDrafter):
     """A model drafter that copies instead wherever the context already holds the continuation.
 
     Each round the n-gram lookup goes first: a match of MIN_MATCH tokens or more (a copy it follows
-    counts its whole run) or a copy resumed past a replaced token is drafted for free, cut by `trim`
-    (the `auto` policy's, by its evidence); otherwise, or where nothing of it is left, the model drafts (shorter matches are
+    counts its whole run) or a copy resumed past a replaced token is drafted for free, cut by the
+    policy's `trim`; otherwise, or where nothing of it is left, the model drafts (shorter matches are
     common words in prose, which the model guesses better). The model's cache catches up on the
     copied tokens in its next forward (one pass over several tokens)."""
 

@@ -99,11 +99,11 @@ class DraftPolicy:
             return draft
         if not draft.lookup:
             keep = self.cost.worth_verifying(draft.confidences)
-            return draft if keep is None or keep == len(draft.tokens) else _cut(draft, keep)
-        if not self.cost.track(COPIES).tries and draft.source not in WEAK_PRIOR:   # the first copy:
-            return replace(draft, tokens=draft.tokens[:explore_cap(draft.source)])  # no evidence yet
-        best = self._grow(self.cost.best_k(len(draft.tokens), source=draft.source), draft.source)
-        return draft if best is None else replace(draft, tokens=draft.tokens[:best])
+        elif not self.cost.track(COPIES).tries and draft.source not in WEAK_PRIOR:   # the first copy:
+            keep = explore_cap(draft.source)                                          # no evidence yet
+        else:
+            keep = self._grow(self.cost.best_k(len(draft.tokens), source=draft.source), draft.source)
+        return draft if keep is None or keep >= len(draft.tokens) else _cut(draft, keep)
 
     def _grow(self, best: int | None, source: str) -> int | None:
         """Where copying pays and the last copy of this kind was accepted whole, copy at least twice
@@ -167,6 +167,6 @@ class DraftPolicy:
 
 
 def _cut(draft, keep: int):
-    """The first `keep` tokens of a model's draft (its probabilities too, for sampled verification)."""
+    """The first `keep` tokens of a draft (a model's probabilities and confidences too)."""
     probs = draft.probs[:keep] if draft.probs is not None and keep else None
     return replace(draft, tokens=draft.tokens[:keep], probs=probs, confidences=draft.confidences[:keep])
