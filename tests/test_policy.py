@@ -350,6 +350,18 @@ def test_the_model_drafter_stops_when_its_draft_would_likely_be_wasted(make_lm):
     assert len(drafter.propose(seq, Ask(6, min_survival=1e-30)).tokens) == 6
 
 
+def test_the_survival_stop_reads_confidences_through_the_measured_calibration(make_lm):
+    """A drafter whose doubtful tokens are measured to be accepted drafts on past its raw confidences
+    (the same tiny drafter as above stops after one token uncalibrated)."""
+    policy = DraftPolicy("auto", 6)
+    policy.cost.calibration.add((0.01, 0.1, 0.3, 0.5) * 50, 200)
+    assert policy.calibrate(0.01) > 0.95 and DraftPolicy("fixed", 6).calibrate is None
+    drafter = ModelDrafter(make_lm("llama", seed=22, layers=1), 96, 96)
+    seq = [0, 5, 9, 12, 5, 9]
+    drafter.prefill(seq)
+    assert len(drafter.propose(seq, Ask(6, min_survival=0.5, calibrate=policy.calibrate)).tokens) == 6
+
+
 def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
     """A hybrid's copies are cut by `trim`, not by the model's k: with the model drafter off they are
     still offered k_max (clamped to the budget), the model none."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import UsageError
 from .types import Sampling
@@ -20,6 +20,21 @@ class Pair:
     drafter: object
     k: int
     explanation: str
+    costs: dict = field(default_factory=dict)   # greedy or not → the cost model of the last `auto` answer
+
+    def policy(self, name: str, confidence: float, sampling: Sampling):
+        """One answer's draft policy. `auto` starts from what this pair's previous answer with the same
+        kind of sampling measured (verify costs, drafting step, calibration): in a chat, a bench or a
+        script the first rounds of every answer after the first draft at once instead of measuring."""
+        from .costmodel import CostModel
+        from .policy import DraftPolicy
+
+        cfg = self.target.model.config
+        moe = bool(getattr(cfg, "num_local_experts", 0) or getattr(cfg, "num_experts", 0))
+        cost = CostModel.following(self.costs.get(sampling.greedy), moe=moe)
+        if name == "auto":
+            self.costs[sampling.greedy] = cost
+        return DraftPolicy(name, self.k, confidence, cost=cost)
 
 
 def _say(notify: Callable[[str], None] | None, text: str) -> None:
@@ -146,7 +161,6 @@ def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_to
            mem_budget: str | None = None, allow_disk_offload: bool = False, moe_offload: bool = False):
     """Speculative generation as events: Round … Done. The output equals the target's own."""
     from .loop import Generation
-    from .policy import DraftPolicy
 
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
     pair = pair or prepare(model, drafter, k=k, dtype=dtype, draft_dtype=draft_dtype, quant=quant,
@@ -156,11 +170,8 @@ def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_to
     sampling = Sampling(temperature, top_k or None, top_p, seed)
     ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
     validate(pair, ids, max_tokens, sampling)
-    policy = DraftPolicy(draft_policy, pair.k, confidence)
-    cfg = pair.target.model.config
-    policy.cost.moe = bool(getattr(cfg, "num_local_experts", 0) or getattr(cfg, "num_experts", 0))
-    return Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens,
-                      sampling=sampling, stop_strings=tuple(stop), stop=stop_event, policy=policy)
+    return Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens, sampling=sampling,
+                      stop_strings=tuple(stop), stop=stop_event, policy=pair.policy(draft_policy, confidence, sampling))
 
 
 def generate(model: str, prompt: str, **options) -> str:

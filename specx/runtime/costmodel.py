@@ -15,6 +15,7 @@ from the context by their evidence (a copy running for 8+ tokens, a fresh 3-toke
 from __future__ import annotations
 
 import bisect
+import copy
 import math
 from dataclasses import dataclass, field
 
@@ -111,6 +112,17 @@ class CostModel:
     moe: bool = False          # a mixture-of-experts target: the explanation says why verifying costs more
     tracks: dict[str, Track] = field(default_factory=dict)
     calibration: Calibration = field(default_factory=Calibration)
+
+    @classmethod
+    def following(cls, previous: "CostModel | None", moe: bool = False) -> "CostModel":
+        """The model for a new answer: it keeps what the previous answer on the same pair measured of
+        the machine and the drafter (verify costs, the drafting step, the drafter's calibration), so
+        it need not spend its first rounds measuring them again, and forgets what it learned of the
+        text (acceptance per source of drafts)."""
+        if previous is None:
+            return cls(moe=moe)
+        return cls(verify_s=dict(previous.verify_s), draft_step_s=previous.draft_step_s, moe=moe,
+                   calibration=copy.deepcopy(previous.calibration))
 
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float, source: str = MODEL,
                 made: int | None = None) -> None:

@@ -34,7 +34,8 @@ class Ask:
     generator: torch.Generator | None = None
     stop: Event | None = None               # set: end the draft now (Ctrl-C)
     min_confidence: float | None = None     # a model drafter stops after a token it gives less
-    min_survival: float | None = None       # ... or once the product of its confidences falls below
+    min_survival: float | None = None       # ... or once its tokens' chance of all being accepted falls below
+    calibrate: Callable[[float], float] | None = None   # that chance per token from its confidence (else c)
     model_k: int | None = None              # the most a model drafter may draft (None: k)
     trim: Callable[[Draft], Draft] | None = None   # the policy's cut of a draft (auto), applied last
 
@@ -200,7 +201,7 @@ class ModelDrafter(NoDrafter):
             if ask.min_confidence is not None and confidence < ask.min_confidence:
                 break  # the drafter doubts this token: let the target speak sooner
             if ask.min_survival is not None:
-                survival *= confidence
+                survival *= ask.calibrate(confidence) if ask.calibrate else confidence
                 if survival < ask.min_survival:
                     break  # a further token would likely be drafted for nothing
         draft = Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences),

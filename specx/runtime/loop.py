@@ -114,7 +114,7 @@ class Generation:
         """This round's request: the policy's stops, and its `trim` (auto cuts copies to what their
         evidence earned and a model's draft to what is worth verifying)."""
         return Ask(k, self.sampling, self.generator, self.stop, self.policy.min_confidence,
-                   self.policy.min_survival, model_k, self.policy.trim)
+                   self.policy.min_survival, self.policy.calibrate, model_k, self.policy.trim)
 
     def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:
         tokens = torch.tensor(draft.tokens, dtype=torch.long)

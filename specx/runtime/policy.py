@@ -80,6 +80,13 @@ class DraftPolicy:
         return self.cost.break_even() if self.name == "auto" else None
 
     @property
+    def calibrate(self):
+        """`auto`: the chance that a drafted token of confidence c is accepted, as measured so far in
+        this run and the pair's earlier answers (the fixture drafter is under-confident: with raw
+        confidences the survival stop held fp16 math drafts at 4 while every 4 was accepted)."""
+        return self.cost.calibration.acceptance if self.name == "auto" else None
+
+    @property
     def copy_k(self) -> int:
         """How far a copy from the context may go this round: `auto` cuts copies itself (`trim`), so
         up to k_max even while the model drafter is off or held short; other policies: this round's k."""
@@ -137,7 +144,7 @@ class DraftPolicy:
         self.current = min(self.current, HEURISTIC_CAP)
 
     def _auto_k(self) -> int:
-        if self.rounds < WARMUP_ROUNDS:
+        if self.rounds < WARMUP_ROUNDS and self.cost.draft_step_s is None:   # nothing measured yet
             return min(self.k_max, WARMUP_K)
         if self.cost.verify_time(1) is None:
             return 0                      # one plain round measures what drafting must beat

@@ -105,14 +105,13 @@ class Turn:
     def __init__(self, session: ChatSession, user: str, messages: list[dict], ids: list[int],
                  stop: threading.Event):
         from .loop import Generation
-        from .policy import DraftPolicy
 
         pair = session.pair
         self.session, self.user, self.messages, self.ids, self.stop = session, user, messages, ids, stop
         self.reuse = min(common_prefix(ids, session.cached), len(ids) - 1)
         self.generation = Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=session.max_tokens,
                                      sampling=session.sampling, stop=stop, reuse=self.reuse,
-                                     policy=DraftPolicy(session.draft_policy, pair.k, session.confidence))
+                                     policy=pair.policy(session.draft_policy, session.confidence, session.sampling))
         self.stats = self.generation.stats
         # Prompt tokens this turn forwards: all but the cached prefix and the last one (fed to verify).
         # The previous answer's last token was never fed to the target, so it is forwarded now.

@@ -1,0 +1,64 @@
+"""`auto` carries what one answer measured of the machine and the drafter into the next on the same pair."""
+from __future__ import annotations
+
+import pytest
+from test_session import make_pair, tokens
+
+from specx.runtime.api import stream
+from specx.runtime.costmodel import MODEL, CostModel
+from specx.runtime.policy import WARMUP_K, DraftPolicy
+from specx.runtime.types import Sampling
+
+GREEDY, SAMPLED = Sampling(), Sampling(temperature=0.8, seed=1)
+
+
+def measured() -> CostModel:
+    model = CostModel(verify_s={1: 0.35, 5: 0.70}, draft_step_s=0.08)
+    model.calibration.add((0.95,) * 6, 6)
+    model.track(MODEL).add(4, 0)
+    return model
+
+
+def test_a_following_model_keeps_costs_and_calibration_and_forgets_the_text():
+    before = measured()
+    after = CostModel.following(before, moe=True)
+    assert after.verify_s == before.verify_s and after.draft_step_s == pytest.approx(0.08) and after.moe
+    assert after.calibration.acceptance(0.95) == pytest.approx(before.calibration.acceptance(0.95))
+    assert after.acceptance == pytest.approx(CostModel().acceptance)   # acceptance of the text starts afresh
+    after.verify_s[1] = 9.0
+    after.calibration.add((0.95,) * 4, 0)
+    assert before.verify_s[1] == pytest.approx(0.35)                    # the previous answer's model is untouched
+    assert before.calibration.acceptance(0.95) > after.calibration.acceptance(0.95)
+
+
+def test_with_costs_measured_the_first_rounds_draft_without_warm_up_or_plain_round():
+    fresh = DraftPolicy("auto", 16)
+    assert fresh.next_k() == WARMUP_K
+    fresh.update(4, 4, 0.32, 0.7, made=4)
+    assert fresh.next_k() == 0                      # the plain round that measures what drafting must beat
+    carried = DraftPolicy("auto", 16, cost=CostModel.following(measured()))
+    assert carried.next_k() == 16
+    carried.update(3, 3, 0.24, 0.6, made=3)
+    assert carried.next_k() == 16
+
+
+def test_the_pair_hands_auto_answers_the_last_ones_costs_per_kind_of_sampling():
+    pair = make_pair("model")
+    first = pair.policy("auto", 0.4, GREEDY)
+    first.cost.verify_s[1] = 0.123
+    assert pair.policy("auto", 0.4, GREEDY).cost.verify_s == {1: 0.123}
+    assert pair.policy("auto", 0.4, SAMPLED).cost.verify_s == {}       # sampled acceptance differs: apart
+    pair.policy("fixed", 0.4, GREEDY).cost.verify_s[1] = 5.0           # only auto answers are remembered
+    assert pair.policy("auto", 0.4, GREEDY).cost.verify_s == {1: 0.123}
+
+
+@pytest.mark.parametrize("drafter", ["model", "hybrid"])
+def test_answers_after_the_first_still_equal_plain_decoding(drafter):
+    pair, plain = make_pair(drafter), make_pair("model")
+    plain.k = 0
+    prompt = "w25 w26 w27 w25 w26"
+    for _ in range(3):
+        events = list(stream("tiny", prompt, pair=pair, max_tokens=24, draft_policy="auto", raw=True))
+        reference = list(stream("tiny", prompt, pair=plain, max_tokens=24, draft_policy="fixed", raw=True))
+        assert tokens(events) == tokens(reference)
+    assert pair.costs[True].verify_s   # the later answers did start from measured costs
