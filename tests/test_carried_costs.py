@@ -62,3 +62,15 @@ def test_answers_after_the_first_still_equal_plain_decoding(drafter):
         reference = list(stream("tiny", prompt, pair=plain, max_tokens=24, draft_policy="fixed", raw=True))
         assert tokens(events) == tokens(reference)
     assert pair.costs[True].verify_s   # the later answers did start from measured costs
+
+
+def test_the_python_api_reuses_a_loaded_pair_and_what_it_measured():
+    import specx
+
+    pair, plain = make_pair("model"), make_pair("model")
+    plain.k = 0
+    first = specx.generate(pair, "w25 w26 w27", max_tokens=10, raw=True)
+    measured = pair.costs[True]
+    assert first == specx.generate(plain, "w25 w26 w27", max_tokens=10, raw=True, draft_policy="fixed")
+    specx.generate(pair, "w28 w29", max_tokens=10, raw=True)
+    assert pair.costs[True] is not measured and set(measured.verify_s) <= set(pair.costs[True].verify_s)

@@ -151,7 +151,7 @@ def check_options(max_tokens: int, sampling: Sampling, draft_policy: str = "auto
         raise UsageError(f"top-k must be ≥ 0 (got {sampling.top_k})", "0 disables top-k")
 
 
-def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_tokens: int = 512,
+def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int = 4, max_tokens: int = 512,
            temperature: float = 0.0, top_p: float | None = None, top_k: int | None = None,
            seed: int | None = None, system: str | None = None, stop: tuple[str, ...] = (),
            raw: bool = False, dtype: str = "auto", notify: Callable[[str], None] | None = None,
@@ -159,8 +159,12 @@ def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_to
            draft_policy: str = "auto", confidence: float = 0.4, quant: str = "auto",
            draft_quant: str = "auto", draft_dtype: str | None = None, draft_vocab: int | None = None,
            mem_budget: str | None = None, allow_disk_offload: bool = False, moe_offload: bool = False):
-    """Speculative generation as events: Round … Done. The output equals the target's own."""
+    """Speculative generation as events: Round … Done. The output equals the target's own.
+    `model` may be a loaded Pair (`prepare`, `specx.load`): its models and measured costs are reused."""
     from .loop import Generation
+
+    if isinstance(model, Pair):
+        model, pair = model.target.name, model
 
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
     pair = pair or prepare(model, drafter, k=k, dtype=dtype, draft_dtype=draft_dtype, quant=quant,
@@ -174,6 +178,6 @@ def stream(model: str, prompt: str, *, drafter: str = "auto", k: int = 4, max_to
                       stop_strings=tuple(stop), stop=stop_event, policy=pair.policy(draft_policy, confidence, sampling))
 
 
-def generate(model: str, prompt: str, **options) -> str:
+def generate(model: "str | Pair", prompt: str, **options) -> str:
     """The whole completion as one string."""
     return "".join(getattr(event, "text", "") for event in stream(model, prompt, **options))

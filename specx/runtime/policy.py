@@ -7,7 +7,7 @@ from .costmodel import COPIES, MODEL, WEAK_PRIOR, CostModel
 
 POLICIES = ("auto", "fixed", "heuristic", "confidence")
 HEURISTIC_CAP = 64   # the same bound as -k
-WARMUP_ROUNDS = 1    # auto: rounds that draft WARMUP_K before a plain round and then the cost model decide
+WARMUP_ROUNDS = 1    # auto, nothing measured yet (a pair's first answer): rounds that draft WARMUP_K, then a plain round
 WARMUP_K = 4         # a first draft of 16 that fails costs ~4 plain tokens on a CPU; the cost model
                      # lengthens drafts at once where the first ones are accepted
 PROBE_GAP = 8        # auto: plain rounds before drafting is tried again; doubles after a failed probe
