@@ -55,6 +55,33 @@ def test_a_resumed_copy_the_target_rejects_outright_is_dropped():
     d.commit(3, 0)
     seq += [61]
     assert d.propose(seq, Ask(3)).tokens == []             # no match and no copy to follow
+    assert d.edits == {}                                   # and 60 for 13 was no edit to repeat
+
+
+def test_a_copy_repeats_an_edit_the_target_made():
+    """Renaming a variable replaces every use of it: once the target wrote 50 for 13, copies write
+    50 wherever the source has 13 (instead of ending at its next use)."""
+    d = NgramDrafter()
+    seq = [10, 11, 12, 13, 14, 15, 13, 16, 17, 99, 10, 11, 12]
+    assert d.propose(seq, Ask(4)).tokens == [13, 14, 15, 13]
+    d.commit(4, 0)
+    seq += [50]                                            # the target's own token replaces 13
+    assert d.propose(seq, Ask(4)).tokens == [14, 15, 50, 16]
+    d.commit(4, 4)
+    seq += [14, 15, 50, 16, 17]
+    assert d.propose(seq, Ask(3)).tokens == [99, 10, 11]   # the followed copy goes on past the edit
+
+
+def test_an_edit_the_target_does_not_repeat_is_forgotten():
+    d = NgramDrafter()
+    seq = [10, 11, 12, 13, 14, 15, 13, 16, 17, 99, 10, 11, 12]
+    d.propose(seq, Ask(4))
+    d.commit(4, 0)
+    seq += [50]
+    assert d.propose(seq, Ask(4)).tokens == [14, 15, 50, 16]
+    d.commit(4, 2)
+    seq += [14, 15, 13]                                    # here the target kept 13
+    assert d.propose(seq, Ask(4)).tokens == [16, 17, 99, 10] and d.edits == {}
 
 
 def test_a_one_token_match_drafts_at_most_two():

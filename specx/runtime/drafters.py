@@ -67,9 +67,12 @@ class NgramDrafter(NoDrafter):
 
     Copying an input with edits (rename a variable, fix a line) replaces a source token now and then;
     after the target's own token the copy resumes one source token further on (the `pointer`), even
-    though the new suffix occurs nowhere before, if at least RESUME_RUN tokens of it had matched. Each
-    draft names its evidence (`source`: the match length, or "resume"), which `--draft-policy auto`
-    learns apart. A one-token match is weak evidence, so it drafts at most ONE_TOKEN_DRAFT tokens."""
+    though the new suffix occurs nowhere before, if at least RESUME_RUN tokens of it had matched. The
+    replacement is remembered (`edits`: source token → the target's): later copies make the same
+    edit, so a renamed variable does not end every copy at its next use; an edit the target does not
+    repeat is forgotten. Each draft names its evidence (`source`: the match length, or "resume"),
+    which `--draft-policy auto` learns apart. A one-token match is weak evidence, so it drafts at
+    most ONE_TOKEN_DRAFT tokens."""
 
     name = "ngram"
     ONE_TOKEN_DRAFT = 2
@@ -84,6 +87,8 @@ class NgramDrafter(NoDrafter):
         self.pointer = None   # where the copy being followed resumes
         self.start = None     # where this round's draft was copied from
         self.evidence: str | int = 0   # ... and why: the match length, or "resume" (past a replaced token)
+        self.edits: dict[int, int] = {}   # source token → the token the target wrote in its place
+        self.guessed: int | None = None   # the source token of an edit this round's resume guessed
 
     def _extend_index(self, seq: list[int]) -> None:
         # Index every n-gram that ends before the last token, so a lookup never finds the suffix itself.
@@ -99,23 +104,30 @@ class NgramDrafter(NoDrafter):
         fresh 2-token match)."""
         p = self.pointer if self.pointer is not None and 0 < self.pointer < len(seq) else None
         if p is not None and seq[p - 1] == seq[-1]:
+            self.edits.pop(seq[-1], None)     # the target kept this token here: no edit to repeat
             return p, _run(seq, p)            # the copy being followed goes on
+        if p is not None and self.edits.get(seq[p - 1]) == seq[-1]:
+            return p, _run(seq, p)            # ... making an edit the target made before
         for n in range(min(self.max_n, len(seq)), 1, -1):
             start = self.index[n].get(tuple(seq[-n:]))
             if start is not None:
                 return start, _run(seq, start)
         if p is not None and _run(seq, p - 1, len(seq) - 1) >= RESUME_RUN:
+            self.guessed = seq[p - 1]
+            self.edits[self.guessed] = seq[-1]
             return p, "resume"                # the target replaced one token of a long copy: resume after it
         start = self.index[1].get(tuple(seq[-1:])) if seq else None
         return start, 1
 
     def propose(self, seq: list[int], ask: Ask) -> Draft:
         self._extend_index(seq)
+        self.guessed = None
         self.start, self.evidence = self._source(seq)
         if self.start is None:
             return Draft([], None)
         n = min(ask.k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else ask.k
-        copy = Draft(seq[self.start:self.start + n], None, evidence_kind(self.evidence))
+        copied = [self.edits.get(t, t) for t in seq[self.start:self.start + n]]
+        copy = Draft(copied, None, evidence_kind(self.evidence))
         return copy if ask.trim is None else ask.trim(copy)
 
     def commit(self, drafted: int, accepted: int) -> None:
@@ -124,6 +136,8 @@ class NgramDrafter(NoDrafter):
         if self.start is not None:
             dropped = self.evidence == "resume" and drafted and not accepted
             self.pointer = None if dropped else self.start + accepted + 1
+            if dropped and self.guessed is not None:
+                self.edits.pop(self.guessed, None)   # no edit after all: free prose
 
 
 RUN_CAP = 16      # a match is measured back this far at most
