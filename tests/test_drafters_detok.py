@@ -72,6 +72,21 @@ def test_a_copy_repeats_an_edit_the_target_made():
     assert d.propose(seq, Ask(3)).tokens == [99, 10, 11]   # the followed copy goes on past the edit
 
 
+def test_a_copy_cut_before_an_edit_goes_on_after_the_target_makes_it():
+    """The copy stops just before the edited token and the target writes the replacement itself: the
+    copy goes on after it, on the evidence of the whole run behind it (edits included)."""
+    d = NgramDrafter()
+    seq = [10, 11, 12, 13, 14, 15, 13, 16, 17, 99, 10, 11, 12]
+    d.propose(seq, Ask(4))
+    d.commit(4, 0)
+    seq += [50]
+    assert d.propose(seq, Ask(2)).tokens == [14, 15]
+    d.commit(2, 2)
+    seq += [14, 15, 50]                                    # the target's own token: 50 where the source has 13
+    draft = d.propose(seq, Ask(3))
+    assert draft.tokens == [16, 17, 99] and draft.source == "match4"   # 12 50 14 15 50 ← 12 13 14 15 13
+
+
 def test_an_edit_the_target_does_not_repeat_is_forgotten():
     d = NgramDrafter()
     seq = [10, 11, 12, 13, 14, 15, 13, 16, 17, 99, 10, 11, 12]

@@ -105,14 +105,14 @@ class NgramDrafter(NoDrafter):
         p = self.pointer if self.pointer is not None and 0 < self.pointer < len(seq) else None
         if p is not None and seq[p - 1] == seq[-1]:
             self.edits.pop(seq[-1], None)     # the target kept this token here: no edit to repeat
-            return p, _run(seq, p)            # the copy being followed goes on
+            return p, _run(seq, p, edits=self.edits)   # the copy being followed goes on
         if p is not None and self.edits.get(seq[p - 1]) == seq[-1]:
-            return p, _run(seq, p)            # ... making an edit the target made before
+            return p, _run(seq, p, edits=self.edits)   # ... making an edit the target made before
         for n in range(min(self.max_n, len(seq)), 1, -1):
             start = self.index[n].get(tuple(seq[-n:]))
             if start is not None:
-                return start, _run(seq, start)
-        if p is not None and _run(seq, p - 1, len(seq) - 1) >= RESUME_RUN:
+                return start, _run(seq, start, edits=self.edits)
+        if p is not None and _run(seq, p - 1, len(seq) - 1, self.edits) >= RESUME_RUN:
             self.guessed = seq[p - 1]
             self.edits[self.guessed] = seq[-1]
             return p, "resume"                # the target replaced one token of a long copy: resume after it
@@ -144,12 +144,15 @@ RUN_CAP = 16      # a match is measured back this far at most
 RESUME_RUN = 3    # a copy resumes past a replaced token only if at least this much of it had matched
 
 
-def _run(seq: list[int], start: int, end: int | None = None) -> int:
+def _run(seq: list[int], start: int, end: int | None = None, edits: dict[int, int] | None = None) -> int:
     """How many tokens before `start` equal those before `end` (default: the end of seq), i.e. the
-    match behind a copy from start."""
-    end = len(seq) if end is None else end
+    match behind a copy from start; a source token the target edited matches its replacement."""
+    end, edits = len(seq) if end is None else end, edits or {}
     run = 0
-    while run < RUN_CAP and start - run - 1 >= 0 and seq[start - run - 1] == seq[end - run - 1]:
+    while run < RUN_CAP and start - run - 1 >= 0:
+        source, copied = seq[start - run - 1], seq[end - run - 1]
+        if copied != source and copied != edits.get(source):
+            break
         run += 1
     return run
 
