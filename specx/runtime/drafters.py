@@ -105,9 +105,9 @@ class NgramDrafter(NoDrafter):
         p = self.pointer if self.pointer is not None and 0 < self.pointer < len(seq) else None
         if p is not None and seq[p - 1] == seq[-1]:
             self.edits.pop(seq[-1], None)     # the target kept this token here: no edit to repeat
-            return p, _run(seq, p, edits=self.edits)   # the copy being followed goes on
-        if p is not None and self.edits.get(seq[p - 1]) == seq[-1]:
-            return p, _run(seq, p, edits=self.edits)   # ... making an edit the target made before
+        run = _run(seq, p, edits=self.edits) if p is not None else 0
+        if run:
+            return p, run                     # the copy being followed goes on (making the target's edits)
         for n in range(min(self.max_n, len(seq)), 1, -1):
             start = self.index[n].get(tuple(seq[-n:]))
             if start is not None:
