@@ -21,20 +21,35 @@ class Pair:
     k: int
     explanation: str
     costs: dict = field(default_factory=dict)   # greedy or not → the cost model of the last `auto` answer
+    measured_key: dict | None = None   # where earlier processes' costs for this pair are kept (measured.py)
+    note: str = ""                     # what the last policy() started from, when an earlier process measured it
 
     def policy(self, name: str, confidence: float, sampling: Sampling):
         """One answer's draft policy. `auto` starts from what this pair's previous answer with the same
-        kind of sampling measured (verify costs, drafting step, calibration): in a chat, a bench or a
-        script the first rounds of every answer after the first draft at once instead of measuring."""
+        kind of sampling measured (verify costs, drafting step, calibration), else from what an earlier
+        process saved for this pair and machine (measured.py): the first rounds draft at once instead
+        of measuring. `note` then says so."""
         from .costmodel import CostModel
         from .policy import DraftPolicy
 
         cfg = self.target.model.config
         moe = bool(getattr(cfg, "num_local_experts", 0) or getattr(cfg, "num_experts", 0))
-        cost = CostModel.following(self.costs.get(sampling.greedy), moe=moe)
+        previous, self.note = self.costs.get(sampling.greedy), ""
+        if previous is None and self.measured_key is not None:
+            from . import measured
+
+            previous, self.note = measured.load_with_note(self.measured_key, sampling.greedy)   # an earlier process
+        cost = CostModel.following(previous, moe=moe)
         if name == "auto":
             self.costs[sampling.greedy] = cost
         return DraftPolicy(name, self.k, confidence, cost=cost)
+
+    def remember(self, greedy: bool) -> None:
+        """Keep the last `auto` answer's costs for later processes (a cache: a failed write is skipped)."""
+        from . import measured
+
+        if self.measured_key is not None and greedy in self.costs:
+            measured.save(self.measured_key, greedy, self.costs[greedy])
 
 
 def _say(notify: Callable[[str], None] | None, text: str) -> None:
@@ -52,7 +67,7 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     the target's weights where they fit and quantizes only where they do not; `mem_budget`
     (`gpu=6GiB,cpu=16GiB`) simulates a smaller machine. The drafter gets the fastest CPU kernel
     (`draft_quant` auto) and `draft_vocab` trims its output layer (None = automatic, 0 = all)."""
-    from . import vocabtrim
+    from . import measured, vocabtrim
     from .compat import check_drafter
     from .drafters import HybridDrafter, ModelDrafter, NgramDrafter, NoDrafter
     from .models import dtype_name, eos_ids, load_lm, load_tokenizer, resolve
@@ -86,8 +101,11 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     if draft_source is None:
         why = "plain decoding" if choice == "none" else "prompt lookup, no model" + (
             f"; {auto_note}" if auto_note else "")
-        return Pair(target, NoDrafter() if choice == "none" else NgramDrafter(), 0 if choice == "none" else k,
+        pair = Pair(target, NoDrafter() if choice == "none" else NgramDrafter(), 0 if choice == "none" else k,
                     f"drafter: {choice} ({why})")
+        if choice == "ngram":
+            pair.measured_key = measured.make_key(target, source.path, "ngram")
+        return pair
     d = applied.drafter
     draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (draft_dtype or dtype), d.weights,
                        0 if d.dispatched else vocabtrim.choose_keep(draft_vocab, len(draft_tok)), placement=d)
@@ -101,7 +119,9 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     copies = "; copies from the context instead where it already holds the continuation" if hybrid else ""
     return Pair(target, draft, k,
                 f"drafter: {draft.name} (same tokenizer, {ratio:.1f}× smaller than {target.name}; "
-                f"{draft_lm.kernels.removeprefix('kernels: ')}{copies}" + (f"; {auto_note})" if auto_note else ")"))
+                f"{draft_lm.kernels.removeprefix('kernels: ')}{copies}" + (f"; {auto_note})" if auto_note else ")"),
+                measured_key=measured.make_key(target, source.path, "hybrid" if hybrid else "model", draft_lm,
+                                               draft_source.path))
 
 
 def prompt_ids(tokenizer, prompt: str, system: str | None = None, raw: bool = False) -> list[int]:
@@ -174,8 +194,12 @@ def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int = 
     sampling = Sampling(temperature, top_k or None, top_p, seed)
     ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
     validate(pair, ids, max_tokens, sampling)
+    policy = pair.policy(draft_policy, confidence, sampling)
+    if pair.note and draft_policy == "auto":
+        _say(notify, pair.note)
     return Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens, sampling=sampling,
-                      stop_strings=tuple(stop), stop=stop_event, policy=pair.policy(draft_policy, confidence, sampling))
+                      stop_strings=tuple(stop), stop=stop_event, policy=policy,
+                      on_done=(lambda: pair.remember(sampling.greedy)) if draft_policy == "auto" else None)
 
 
 def generate(model: "str | Pair", prompt: str, **options) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -35,3 +36,15 @@ def locked(lock_path: Path):
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def read_entries(path: Path, version: int) -> list[dict]:
+    """The `entries` of a JSON store `{"version": …, "entries": [{…}, …]}`; a missing, unreadable or
+    foreign file (or another version) reads as none: such stores are caches of what can be redone."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("version") != version or not isinstance(data.get("entries"), list):
+        return []
+    return [e for e in data["entries"] if isinstance(e, dict)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import resource
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -21,9 +21,10 @@ class Generation:
 
     def __init__(self, target, drafter, prompt_ids: list[int], *, k: int, max_tokens: int,
                  sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None,
-                 policy: DraftPolicy | None = None, reuse: int = 0):
+                 policy: DraftPolicy | None = None, reuse: int = 0, on_done: Callable[[], None] | None = None):
         self.target, self.drafter, self.prompt = target, drafter, list(prompt_ids)
         self.reuse = reuse  # the first `reuse` prompt tokens may already be cached (chat turns)
+        self.on_done = on_done   # called once the run ends (the pair keeps what it measured)
         self.k, self.max_tokens, self.sampling = k, max_tokens, sampling
         self.policy = policy or DraftPolicy("fixed", k)
         self.text = TextStream(target.tokenizer, stop_strings)
@@ -65,6 +66,8 @@ class Generation:
                         tuple(i < accepted for i in range(len(kept))), tuple(pieces), self._notice())
         self.stats.total_s = time.perf_counter() - start
         self._resources()
+        if self.on_done is not None:
+            self.on_done()
         tail = self.text.flush()
         if tail:
             yield Round((), tail, 0, 0, 0.0, 0.0, ())

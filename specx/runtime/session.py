@@ -111,7 +111,9 @@ class Turn:
         self.reuse = min(common_prefix(ids, session.cached), len(ids) - 1)
         self.generation = Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=session.max_tokens,
                                      sampling=session.sampling, stop=stop, reuse=self.reuse,
-                                     policy=pair.policy(session.draft_policy, session.confidence, session.sampling))
+                                     policy=pair.policy(session.draft_policy, session.confidence, session.sampling),
+                                     on_done=(lambda: pair.remember(session.sampling.greedy))
+                                     if session.draft_policy == "auto" else None)
         self.stats = self.generation.stats
         # Prompt tokens this turn forwards: all but the cached prefix and the last one (fed to verify).
         # The previous answer's last token was never fed to the target, so it is forwarded now.

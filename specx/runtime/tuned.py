@@ -140,13 +140,9 @@ def path() -> Path:
 
 def load_entries() -> list[dict]:
     """Every stored entry; a missing, unreadable or foreign file reads as none (it is only a cache)."""
-    try:
-        data = json.loads(path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("entries"), list):
-        return []
-    return [e for e in data["entries"] if isinstance(e, dict) and isinstance(e.get("key"), dict)]
+    from .atomicio import read_entries
+
+    return [e for e in read_entries(path(), VERSION) if isinstance(e.get("key"), dict)]
 
 
 def lookup_tuned(key: TunedKey) -> TunedSetting | None:

@@ -1,0 +1,121 @@
+"""Costs measured by earlier runs, so that `auto` drafts from the first round of a one-shot `specx run`.
+
+A loaded pair carries what one answer measured into the next (`CostModel.following`); this file
+carries it across processes: the target's verify time per forward size, the drafter's step and its
+confidence calibration, per model pair, machine, precision and kind of sampling. Without it every new
+process spends its first rounds on a short warm-up draft and a plain measuring round (0.3–0.8 s on
+the CPU dev machine where long drafts pay). What was learned of a text (acceptance) is never kept.
+
+`measured.json` lives in the user state dir; writers lock, merge and replace it atomically; it is a
+cache: an unreadable file or entry reads as nothing, a failed write is skipped, and deleting the file
+only brings the warm-up back. Measurements found here still move with every round of the new run.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from .costmodel import Calibration, CostModel
+from .paths import state_dir
+
+FILE, LOCK = "measured.json", "measured.json.lock"
+VERSION = 1
+MAX_ENTRIES = 64          # pairs kept; the least recently saved go first
+CALIBRATION_CAP = 500.0   # judged tokens kept per confidence bin: later runs still move the estimate
+
+
+def path() -> Path:
+    return state_dir() / FILE
+
+
+def identity(source_path: Path) -> str:
+    """A model file or folder as this cache tells it apart: path, sizes and modification times."""
+    p = Path(source_path).resolve()
+    files = [p] if p.is_file() else sorted(f for f in p.glob("*") if f.suffix in (".json", ".safetensors", ".bin"))
+    stamps = ",".join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files if f.exists())
+    return f"{p}|{stamps}"
+
+
+def make_key(target, target_path: Path, drafter_label: str, drafter_lm=None, drafter_path: Path | None = None) -> dict:
+    """What measured costs depend on: both models, their precisions and kernels, where they live, the
+    machine (processor and threads, or the GPU)."""
+    from .tuned import device_identity
+
+    device = target.device
+    key = {"target": identity(target_path), "target_kernels": f"{target.model.dtype}; {target.kernels}",
+           "placement": target.placement, "device": device_identity(str(device)), "drafter": drafter_label}
+    if drafter_lm is not None and drafter_path is not None:
+        rows = "all" if drafter_lm.keep_ids is None else len(drafter_lm.keep_ids)
+        key["drafter"] = f"{identity(drafter_path)}|{drafter_label}"
+        key["drafter_kernels"] = f"{drafter_lm.model.dtype}; {drafter_lm.kernels}; output rows {rows}"
+    return key
+
+
+def load(key: dict, greedy: bool) -> CostModel | None:
+    """The costs saved for this key and kind of sampling, or None."""
+    return load_with_note(key, greedy)[0]
+
+
+def load_with_note(key: dict, greedy: bool) -> tuple[CostModel | None, str]:
+    """The saved costs and one sentence saying what `auto` starts from, or (None, "")."""
+    entry = next((e for e in _entries() if e.get("key") == key), None)
+    data = entry.get("greedy" if greedy else "sampling") if entry else None
+    if not isinstance(data, dict):
+        return None, ""
+    try:
+        cost = CostModel(verify_s={int(n): float(s) for n, s in data["verify_s"].items()},
+                         draft_step_s=None if data.get("draft_step_s") is None else float(data["draft_step_s"]),
+                         calibration=_calibration(data.get("calibration", {})))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None, ""
+    if not cost.verify_s.get(1):
+        return None, ""
+    step = f", a drafted token {1e3 * cost.draft_step_s:.0f} ms" if cost.draft_step_s else ""
+    return cost, (f"draft policy auto starts from costs an earlier run measured on this machine "
+                  f"({str(entry.get('saved', ''))[:10] or 'undated'}: plain decoding {1e3 * cost.verify_s[1]:.0f} ms "
+                  f"per token{step}), so it drafts from the first round; delete {path()} to measure afresh")
+
+
+def save(key: dict, greedy: bool, cost: CostModel) -> bool:
+    """Merge this kind of sampling's costs into the key's entry; False where the state dir refuses."""
+    from .atomicio import atomic_write, locked
+
+    if not cost.verify_s.get(1):
+        return False      # nothing a later run could start from
+    data = {"verify_s": {str(n): s for n, s in sorted(cost.verify_s.items())}, "draft_step_s": cost.draft_step_s,
+            "calibration": _capped(cost.calibration)}
+    try:
+        with locked(state_dir() / LOCK):
+            entries = _entries()
+            entry = next((e for e in entries if e.get("key") == key), {"key": key})
+            entry["greedy" if greedy else "sampling"] = data
+            entry["saved"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            rest = sorted((e for e in entries if e is not entry), key=lambda e: str(e.get("saved", "")))
+            kept = rest[-(MAX_ENTRIES - 1):] + [entry]
+            atomic_write(path(), json.dumps({"version": VERSION, "entries": kept}, indent=1) + "\n")
+    except OSError:
+        return False
+    return True
+
+
+def _entries() -> list[dict]:
+    from .atomicio import read_entries
+
+    return read_entries(path(), VERSION)
+
+
+def _capped(calibration: Calibration) -> dict:
+    """Per bin: judged and passed, scaled down to CALIBRATION_CAP judged tokens at most."""
+    out = {}
+    for b, judged in calibration.judged.items():
+        scale = min(1.0, CALIBRATION_CAP / judged) if judged else 1.0
+        out[str(b)] = [judged * scale, calibration.passed.get(b, 0.0) * scale]
+    return out
+
+
+def _calibration(data: dict) -> Calibration:
+    calibration = Calibration()
+    for b, (judged, passed) in data.items():
+        calibration.judged[int(b)], calibration.passed[int(b)] = float(judged), float(passed)
+    return calibration
