@@ -35,7 +35,7 @@ class Pair:
         cfg = self.target.model.config
         moe = bool(getattr(cfg, "num_local_experts", 0) or getattr(cfg, "num_experts", 0))
         previous, self.note = self.costs.get(sampling.greedy), ""
-        if previous is None and self.measured_key is not None:
+        if previous is None and self.measured_key is not None and name == "auto":   # only auto reads costs
             from . import measured
 
             previous, self.note = measured.load_with_note(self.measured_key, sampling.greedy)   # an earlier process
@@ -195,7 +195,7 @@ def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int = 
     ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
     validate(pair, ids, max_tokens, sampling)
     policy = pair.policy(draft_policy, confidence, sampling)
-    if pair.note and draft_policy == "auto":
+    if pair.note:
         _say(notify, pair.note)
     return Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens, sampling=sampling,
                       stop_strings=tuple(stop), stop=stop_event, policy=policy,
