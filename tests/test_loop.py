@@ -172,3 +172,58 @@ def test_the_hybrid_copies_where_the_context_holds_the_continuation_and_asks_the
     hybrid.prefill([0, 40, 41, 42])
     draft = hybrid.propose([0, 40, 41, 42], Ask(3))
     assert len(draft.tokens) == 3 and not draft.lookup and hybrid.name.endswith("+ngram")
+
+
+def test_the_first_round_is_plain_and_the_drafter_reads_the_prompt_after_it(make_lm):
+    """The first token costs what it costs without a drafter: no draft, and the drafter's prompt
+    pass comes after it (the prompt plus that token)."""
+    target = make_lm("llama", seed=1)
+
+    class Recorder(NoDrafter):
+        def __init__(self):
+            self.prefilled, self.asked = [], 0
+
+        def prefill(self, seq, reuse=0):
+            self.prefilled.append(len(seq))
+
+        def propose(self, seq, ask):
+            self.asked += 1
+            return NoDrafter.propose(self, seq, ask)
+
+    recorder = Recorder()
+    _, events = run(target, recorder, PROMPTS[0], 4, 6)
+    rounds = [e for e in events if isinstance(e, Round) and e.token_ids]
+    assert rounds[0].drafted == 0 and len(rounds[0].token_ids) == 1
+    assert recorder.prefilled == [len(PROMPTS[0]) + 1] and recorder.asked == len(rounds) - 1
+
+
+@pytest.mark.parametrize("window", [3, 5])
+def test_a_windowed_drafter_reads_only_the_last_tokens_and_output_stays_exact(make_lm, window):
+    """A drafter with a window caches at most `window` unread tokens at once (a long prompt, a
+    long plain stretch), from the right offset; the output is still the target's own."""
+    target = make_lm("qwen2", seed=1)
+    draft_lm = make_lm("qwen2", seed=1)
+    drafter = ModelDrafter(draft_lm, target.vocab_size, target.vocab_size, window)
+    prompt = [0] + list(range(20, 40))
+    drafter.prefill(prompt)
+    assert drafter.offset == len(prompt) - 1 - window and draft_lm.cached == window
+    assert drafter.held == prompt[-1 - window:-1]
+    for p in PROMPTS + [prompt]:
+        tokens, events = run(target, drafter, p, 4, 24)
+        assert tokens == plain_greedy(target.model, p, 24, eos=1)
+        assert draft_lm.cached == len(drafter.held) <= window + 24
+
+
+def test_a_drafter_keeps_only_what_its_cache_really_holds_of_a_reused_prefix(make_lm):
+    """A chat turn's `reuse` counts the target's cache; the drafter keeps the part its own cache
+    holds (it may have read another text since) and reads the rest."""
+    target = make_lm("llama", seed=1)
+    draft_lm = make_lm("llama", seed=2, layers=1)
+    drafter = ModelDrafter(draft_lm, target.vocab_size, target.vocab_size)
+    first, other = [0, 5, 9, 12, 5, 9, 30], [0, 5, 9, 40, 41, 42, 43, 44]
+    drafter.prefill(first)
+    drafter.prefill(other, reuse=6)      # the target held 6 tokens of `other`; the drafter 3
+    assert drafter.held == other[:-1] and draft_lm.cached == len(other) - 1
+    fresh = make_lm("llama", seed=2, layers=1)
+    expected = fresh.forward(other, last_only=True)
+    assert torch.allclose(draft_lm.forward(other[-1:], last_only=True), expected, atol=1e-5)

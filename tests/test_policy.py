@@ -381,4 +381,5 @@ def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
     recorder = Recorder()
     list(Generation(make_lm("llama", seed=21), recorder, [0, 5, 9], k=16, max_tokens=10,
                     sampling=Sampling(), policy=policy))
-    assert recorder.asks[0] == (9, 0) and all(model_k == 0 for _, model_k in recorder.asks)
+    # the first round is plain (no ask); then 10 - 1 - 1 tokens remain to draft
+    assert recorder.asks[0] == (8, 0) and all(model_k == 0 for _, model_k in recorder.asks)

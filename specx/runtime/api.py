@@ -114,7 +114,8 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
         _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "
                      f"target ({target.n_params / 1e6:.0f}M); speculation will likely be slower")
     usable = min(len(target.tokenizer), target.vocab_size, draft_lm.vocab_size)
-    model_drafter = ModelDrafter(draft_lm, target.vocab_size, usable)
+    window = ModelDrafter.CPU_WINDOW if draft_lm.device.type == "cpu" else 0
+    model_drafter = ModelDrafter(draft_lm, target.vocab_size, usable, window)
     draft = HybridDrafter(NgramDrafter(), model_drafter) if hybrid else model_drafter
     copies = "; copies from the context instead where it already holds the continuation" if hybrid else ""
     return Pair(target, draft, k,

@@ -11,7 +11,7 @@ import torch
 from ..kernels.sampling import warp
 from ..kernels.verify import verify_greedy, verify_sampled
 from .detok import TextStream
-from .drafters import Ask
+from .drafters import Ask, Draft
 from .policy import DraftPolicy
 from .types import Done, Event, Round, Sampling, Stats
 
@@ -42,9 +42,11 @@ class Generation:
         forward_before = self._forward_s()
         reason = None
         while reason is None:
+            if self.stats.rounds == 1 and self.k:
+                self._prefill_drafter(seq)
             k, model_k = self._round_k(len(seq))
             t0 = time.perf_counter()
-            draft = self.drafter.propose(seq, self._ask(k, model_k))                           # 1. propose
+            draft = self._propose(seq, k, model_k)                                            # 1. propose
             t1 = time.perf_counter()
             logits = self.target.forward(seq[-1:] + draft.tokens)                             # 2. verify k+1
             accepted, nxt = self._accept(logits, draft)                                       # 3. accept
@@ -100,15 +102,25 @@ class Generation:
             self.target.reset()
         if len(seq) - 1 > self.target.cached:
             self.target.forward(seq[self.target.cached:-1], last_only=True)
-        if self.k:
-            self.drafter.prefill(seq, self.reuse)
         self.stats.prefill_s = time.perf_counter() - t
+
+    def _prefill_drafter(self, seq: list[int]) -> None:
+        """The drafter reads the prompt (and the first token) once the first token is out: the first
+        round is plain, so the first token costs what it costs without a drafter; the drafter's prompt
+        pass still counts as prefill."""
+        t = time.perf_counter()
+        self.drafter.prefill(seq, self.reuse)
+        self.stats.prefill_s += time.perf_counter() - t
+
+    def _propose(self, seq: list[int], k: int, model_k: int):
+        """The drafter's draft; none in the first round, which is plain (see _prefill_drafter)."""
+        return self.drafter.propose(seq, self._ask(k, model_k)) if self.stats.rounds else Draft([], None)
 
     def _round_k(self, length: int) -> tuple[int, int]:
         """How far a draft may go this round (a copy from the context), and how far a model drafter
         may (the policy's k), both clamped to what remains of the token budget and of both contexts."""
-        if not self.k:
-            return 0, 0
+        if not self.k or not self.stats.rounds:
+            return 0, 0   # the first round is plain (see _prefill_drafter)
         cap = max(0, min(self.max_tokens - self.stats.new_tokens, self.context - length) - 1)
         model_k = min(self.policy.next_k(), cap)
         return min(max(model_k, self.policy.copy_k), cap), model_k

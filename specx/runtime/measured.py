@@ -1,9 +1,9 @@
-"""Costs measured by earlier runs, so that `auto` drafts from the first round of a one-shot `specx run`.
+"""Costs measured by earlier runs, so that `auto` drafts at once in a one-shot `specx run` (no warm-up).
 
 A loaded pair carries what one answer measured into the next (`CostModel.following`); this file
 carries it across processes: the target's verify time per forward size, the drafter's step and its
 confidence calibration, per model pair, machine, precision and kind of sampling. Without it every new
-process spends its first rounds on a short warm-up draft and a plain measuring round (0.3–0.8 s on
+process spends its first drafting round on a short warm-up draft (0.3–0.8 s on
 the CPU dev machine where long drafts pay). What was learned of a text (acceptance) is never kept.
 
 `measured.json` lives in the user state dir; writers lock, merge and replace it atomically; it is a
@@ -74,7 +74,7 @@ def load_with_note(key: dict, greedy: bool) -> tuple[CostModel | None, str]:
     step = f", a drafted token {1e3 * cost.draft_step_s:.0f} ms" if cost.draft_step_s else ""
     return cost, (f"draft policy auto starts from costs an earlier run measured on this machine "
                   f"({str(entry.get('saved', ''))[:10] or 'undated'}: plain decoding {1e3 * cost.verify_s[1]:.0f} ms "
-                  f"per token{step}), so it drafts from the first round; delete {path()} to measure afresh")
+                  f"per token{step}), so it drafts at once, with no warm-up draft; delete {path()} to measure afresh")
 
 
 def save(key: dict, greedy: bool, cost: CostModel) -> bool:

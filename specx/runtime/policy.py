@@ -7,7 +7,8 @@ from .costmodel import COPIES, MODEL, WEAK_PRIOR, CostModel
 
 POLICIES = ("auto", "fixed", "heuristic", "confidence")
 HEURISTIC_CAP = 64   # the same bound as -k
-WARMUP_ROUNDS = 1    # auto, nothing measured yet (a pair's first answer): rounds that draft WARMUP_K, then a plain round
+WARMUP_ROUNDS = 1    # auto, nothing measured yet (a pair's first answer): rounds that draft WARMUP_K (after the
+                     # loop's plain first round, which measured plain decoding)
 WARMUP_K = 4         # a first draft of 16 that fails costs ~4 plain tokens on a CPU; the cost model
                      # lengthens drafts at once where the first ones are accepted
 PROBE_GAP = 8        # auto: plain rounds before drafting is tried again; doubles after a failed probe
@@ -53,6 +54,7 @@ class DraftPolicy:
     notice: str = ""            # set when auto turns drafting off or on; the loop reports and clears it
     off: bool = False
     rounds: int = 0
+    warmups: int = 0            # warm-up drafts asked for (auto, before a drafting step was measured)
     plain_rounds: int = 0
     gap: int = PROBE_GAP
     probing: bool = False
@@ -144,7 +146,8 @@ class DraftPolicy:
         self.current = min(self.current, HEURISTIC_CAP)
 
     def _auto_k(self) -> int:
-        if self.rounds < WARMUP_ROUNDS and self.cost.draft_step_s is None:   # nothing measured yet
+        if self.warmups < WARMUP_ROUNDS and self.cost.draft_step_s is None:   # nothing measured yet
+            self.warmups += 1
             return min(self.k_max, WARMUP_K)
         if self.cost.verify_time(1) is None:
             return 0                      # one plain round measures what drafting must beat

@@ -12,15 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .errors import UsageError
-from .types import Done, Sampling, Stats
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+from .types import Done, Sampling, Stats, common_prefix
 
 
 @dataclass
