@@ -383,3 +383,16 @@ def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
                     sampling=Sampling(), policy=policy))
     # the first round is plain (no ask); then 10 - 1 - 1 tokens remain to draft
     assert recorder.asks[0] == (8, 0) and all(model_k == 0 for _, model_k in recorder.asks)
+
+
+def test_the_off_sentence_names_the_first_drafted_tokens_rate():
+    """Drafts that fail at once and one long accepted one: a high per-token acceptance, yet drafting
+    does not pay; the sentence says why (the first token's rate), not only the misleading average."""
+    from specx.runtime.costmodel import CostModel
+
+    cost = CostModel(verify_s={1: 0.4, 2: 0.6, 10: 0.9, 14: 1.0}, draft_step_s=0.14)
+    for drafted, accepted in ((9, 0), (4, 0), (13, 13), (5, 0)):
+        cost.observe(drafted, accepted, 0.14 * drafted, 0.8)
+    sentence = cost.explain(0)
+    first = round(100 * cost.hazards(1)[0])
+    assert f"{first}% for a round's first" in sentence and first < round(100 * cost.acceptance)

@@ -231,7 +231,8 @@ class CostModel:
         if k == 0:
             moe = ("; on a mixture-of-experts target a forward of k+1 tokens reads the union of their experts"
                    if self.moe else "")
-            return (f"drafting does not pay here: acceptance {self.acceptance:.0%}, a drafted token costs "
+            return (f"drafting does not pay here: acceptance {self.acceptance:.0%} per drafted token, "
+                    f"{self.hazards(1)[0]:.0%} for a round's first, a drafted token costs "
                     f"{1e3 * (self.draft_step_s or 0):.0f} ms and plain decoding {1e3 * plain:.0f} ms per token{moe}")
         return (f"k={k}: acceptance {self.acceptance:.0%}, expected {self.expected_tokens(k):.1f} tokens per "
                 f"{1e3 * ((self.verify_time(k + 1) or 0) + k * (self.draft_step_s or 0)):.0f} ms round "
