@@ -227,3 +227,17 @@ def test_a_drafter_keeps_only_what_its_cache_really_holds_of_a_reused_prefix(mak
     fresh = make_lm("llama", seed=2, layers=1)
     expected = fresh.forward(other, last_only=True)
     assert torch.allclose(draft_lm.forward(other[-1:], last_only=True), expected, atol=1e-5)
+
+
+def test_the_drafters_prompt_pass_stays_out_of_the_decoding_forward_time(make_lm):
+    """The drafter reads the prompt after the first round, but as prefill: its forward time is not
+    counted in the decoding rounds' forward time (the overhead figure compares those two)."""
+    class PromptReader(NoDrafter):
+        forward_s = 0.0
+
+        def prefill(self, seq, reuse=0):
+            self.forward_s += 100.0     # as if its prompt pass spent 100 s in forwards
+
+    _, events = run(make_lm("llama", seed=1), PromptReader(), PROMPTS[0], 4, 6)
+    stats = events[-1].stats
+    assert stats.forward_s < 100.0 and 0.0 <= stats.overhead_share <= 1.0

@@ -318,4 +318,3 @@ class HybridDrafter(NoDrafter):
         self.lookup.commit(drafted, accepted)
         if not self.copied:
             self.model.commit(drafted, accepted)
-

@@ -43,7 +43,7 @@ class Generation:
         reason = None
         while reason is None:
             if self.stats.rounds == 1 and self.k:
-                self._prefill_drafter(seq)
+                forward_before += self._prefill_drafter(seq)   # prefill, not decoding: out of the overhead figure
             k, model_k = self._round_k(len(seq))
             t0 = time.perf_counter()
             draft = self._propose(seq, k, model_k)                                            # 1. propose
@@ -104,13 +104,14 @@ class Generation:
             self.target.forward(seq[self.target.cached:-1], last_only=True)
         self.stats.prefill_s = time.perf_counter() - t
 
-    def _prefill_drafter(self, seq: list[int]) -> None:
+    def _prefill_drafter(self, seq: list[int]) -> float:
         """The drafter reads the prompt (and the first token) once the first token is out: the first
         round is plain, so the first token costs what it costs without a drafter; the drafter's prompt
-        pass still counts as prefill."""
-        t = time.perf_counter()
+        pass still counts as prefill. Returns the seconds it spent in forwards."""
+        t, forward = time.perf_counter(), self._forward_s()
         self.drafter.prefill(seq, self.reuse)
         self.stats.prefill_s += time.perf_counter() - t
+        return self._forward_s() - forward
 
     def _propose(self, seq: list[int], k: int, model_k: int):
         """The drafter's draft; none in the first round, which is plain (see _prefill_drafter)."""
