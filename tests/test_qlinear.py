@@ -92,9 +92,9 @@ def test_speculative_greedy_equals_plain_in_each_precision(precision, make_lm):
 
 
 def test_auto_keeps_target_weights_and_packs_the_drafter(monkeypatch):
-    """`auto`: the target is never quantized behind the user's back; the drafter gets fp16 if it can."""
+    """`auto`: the target is never quantized behind the user's back; the drafter gets int8dyn if it can."""
     assert fastpath.choose("auto", "target") == "none"
-    assert fastpath.choose("auto", "drafter") == ("fp16" if qlinear.usable("fp16") else "none")
+    assert fastpath.choose("auto", "drafter") == ("int8dyn" if qlinear.usable("int8dyn") else "none")
     monkeypatch.setenv("SPECX_KERNELS", "reference")
     assert fastpath.choose("auto", "drafter") == "none"
 
@@ -104,3 +104,56 @@ def test_unknown_precision_is_a_usage_error():
 
     with pytest.raises(UsageError, match="int3"):
         fastpath.choose("int3", "target")
+
+
+dynamic = pytest.mark.skipif(not qlinear.usable("int8dyn"), reason="no fbgemm in this PyTorch build")
+
+
+@dynamic
+def test_int8dyn_is_refused_for_the_target():
+    """Activations scaled per forward make a row's result depend on the batch: never the target's."""
+    from specx.runtime.errors import UsageError
+
+    with pytest.raises(UsageError, match="target") as refused:
+        fastpath.choose("int8dyn", "target")
+    assert "--draft-quant int8dyn" in refused.value.hint
+    assert fastpath.choose("int8dyn", "drafter") == "int8dyn"
+
+
+@dynamic
+def test_int8dyn_keeps_narrowing_layers_in_fp16():
+    """A layer that narrows its input (an MLP's down projection) keeps fp16 weights; the others go int8."""
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Linear(256, 64), torch.nn.Linear(64, 64))
+    assert qlinear.quantize_linears(model, "int8dyn") == 3
+    assert [type(m) for m in model] == [qlinear.DynInt8Linear, qlinear.Fp16Linear, qlinear.DynInt8Linear]
+
+
+@dynamic
+def test_int8dyn_layer_stays_close_to_float():
+    """Per-channel int8 weights and per-forward int8 activations: within a few percent of float."""
+    base = _layer()
+    layer = qlinear.DynInt8Linear(base)
+    x = torch.randn(5, 512)
+    exact = base(x).detach()
+    assert ((layer(x) - exact).norm() / exact.norm()) < 0.03
+    assert (layer.dequantized() - base.weight.detach()).abs().max() <= base.weight.abs().max() / 127
+
+
+@dynamic
+def test_int8dyn_drafter_keeps_greedy_output_the_targets(make_lm):
+    """The drafter's numbers only decide what is proposed: with int8dyn, speculative = plain greedy."""
+    from specx.runtime.drafters import ModelDrafter
+    from specx.runtime.loop import Generation
+    from specx.runtime.types import Round, Sampling
+
+    target = make_lm("qwen2", seed=3, hidden=128)
+    draft = make_lm("qwen2", seed=3, hidden=128)   # the target's own weights: long drafts get accepted
+    target.model.float()
+    draft.model.float()
+    assert fastpath.apply(draft.model, "int8dyn").startswith("kernels: int8 weights and activations")
+    outs, accepted = [], 0
+    for k, drafter in ((0, ModelDrafter(draft, 96, 96)), (5, ModelDrafter(draft, 96, 96))):
+        gen = Generation(target, drafter, [0, 5, 9, 12, 5, 9], k=k, max_tokens=40, sampling=Sampling())
+        outs.append([t for e in gen if isinstance(e, Round) for t in e.token_ids])
+        accepted = gen.stats.accepted
+    assert outs[0] == outs[1] and len(outs[0]) > 10 and accepted > 0

@@ -39,7 +39,7 @@ def run(
     allow_disk_offload: Annotated[bool, typer.Option("--allow-disk-offload", help="Let the plan keep weights on disk (slow) instead of refusing.")] = False,
     moe_offload: Annotated[bool, typer.Option("--moe-offload", help="Keep MoE experts in CPU memory behind a cache on the compute device (on by default when they do not fit).")] = False,
     draft_dtype: Annotated[Optional[str], typer.Option("--draft-dtype", help="Drafter dtype (default: --dtype).")] = None,
-    draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU: auto (= fp16 where available), none, fp16, int8, int4. Never changes the output.")] = "auto",
+    draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU: auto (= int8dyn where available), none, fp16, int8, int4, int8dyn (int8 weights and activations; drafters only). Never changes the output.")] = "auto",
     draft_vocab: Annotated[Optional[int], typer.Option("--draft-vocab", help="Drafter scores only the N most frequent tokens (VocabTrim, e.g. 32768; default 0 = all). Never changes the output.")] = None,
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy (argmax).")] = 0.0,
     top_p: Annotated[Optional[float], typer.Option(help="Nucleus sampling mass in (0, 1].")] = None,
