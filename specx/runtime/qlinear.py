@@ -150,15 +150,16 @@ class DynInt8Linear(PackedLinear):
         weight = linear.weight.detach().float()
         scales = (weight.abs().amax(dim=1).clamp(min=1e-8) / 127).double()
         zeros = torch.zeros(len(scales), dtype=torch.long)
-        self.qweight = torch.quantize_per_channel(weight, scales, zeros, 0, torch.qint8)
-        self.packed = torch.ops.quantized.linear_prepack(self.qweight, None)
+        qweight = torch.quantize_per_channel(weight, scales, zeros, 0, torch.qint8)
+        self.packed = torch.ops.quantized.linear_prepack(qweight, None)   # the only copy kept
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.ops.quantized.linear_dynamic(self._flat(x).float().contiguous(), self.packed, True)
         return self._shaped(y, x)
 
     def dequantized(self) -> torch.Tensor:
-        return self.qweight.dequantize()
+        weight, _ = torch.ops.quantized.linear_unpack(self.packed)
+        return weight.dequantize()
 
 
 def _bf16_at_least(scale: torch.Tensor) -> torch.Tensor:
