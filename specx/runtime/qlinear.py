@@ -172,7 +172,7 @@ DRAFT_ONLY = {"int8dyn": DynInt8Linear}   # results depend on the batch: never t
 
 
 def usable(precision: str) -> bool:
-    """Whether this PyTorch build has the kernel (fbgemm for fp16, the packed aten ops for int8/int4)."""
+    """Whether this PyTorch build has the kernel (fbgemm for fp16 and int8dyn, the packed aten ops for int8/int4)."""
     if precision in ("fp16", "int8dyn"):
         return "fbgemm" in torch.backends.quantized.supported_engines
     name = {"int8": "_weight_int8pack_mm", "int4": "_weight_int4pack_mm_for_cpu"}.get(precision)
