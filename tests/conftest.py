@@ -27,6 +27,21 @@ def isolated_home(tmp_path, monkeypatch):
     return tmp_path / "specx-home"
 
 
+@pytest.fixture(autouse=True)
+def cpu_below_the_gpu_tier(request, monkeypatch):
+    """Tests below the `gpu` tier state CPU invariants (placement, kernels, measured costs), so on a
+    machine with CUDA they run on the CPU as well: in this process, and in every `specx` process they
+    start. The `gpu` tier runs as its own pytest command there (`pytest -m gpu`), since a CUDA runtime
+    started under CUDA_VISIBLE_DEVICES="" stays blind for the rest of the process."""
+    if request.node.get_closest_marker("gpu"):
+        return
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+
+
 def fixture_model(name: str) -> Path:
     """A real fixture GGUF; missing files fail in CI (never a silent skip) and skip elsewhere."""
     path = FIXTURES / f"{name}.gguf"

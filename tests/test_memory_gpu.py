@@ -1,4 +1,5 @@
-"""On a CUDA device: a plan with bitsandbytes nf4 and a GPU budget that forces CPU offload is honoured."""
+"""On a CUDA device (the `gpu` tier; run it as its own command, `pytest -m gpu`): memory plans, runs,
+sampling and bench rows on the GPU."""
 from __future__ import annotations
 
 import pytest
@@ -54,3 +55,46 @@ def test_run_on_the_gpu_reports_placement_and_cuda_peak_and_matches_generate(tmp
     ids = torch.tensor([prompt], device="cuda:0")
     out = model.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:].tolist()
     assert tokens == out
+
+
+def test_sampled_speculation_with_a_trimmed_model_drafter_on_the_gpu_is_reproducible(tmp_path):
+    """Sampling on CUDA: the target's and the drafter's probabilities meet the CPU generator, and a
+    VocabTrimmed drafter head is built where its model lives; the same seed gives the same text."""
+    import json
+
+    from cli_helpers import invoke, make_folder
+
+    target = make_folder(tmp_path / "target", layers=2)
+    drafter = make_folder(tmp_path / "drafter", layers=1, seed=4)
+    runs = []
+    for _ in range(2):
+        result = invoke("run", str(target), "w5 w9 w12 w5 w9", "--raw", "-n", "16", "-d", str(drafter), "-k", "3",
+                        "--draft-policy", "fixed", "--draft-vocab", "48", "-t", "0.8", "--seed", "7", "--json",
+                        "--dtype", "float32")
+        assert result.exit_code == 0, result.stderr
+        lines = [json.loads(x) for x in result.stdout.splitlines()]
+        stats = lines[-1]["stats"]
+        assert "gpu" in stats["placement"] and stats["drafted"] > 0 and stats["new_tokens"] == 16
+        runs.append([t for e in lines if e["type"] == "round" for t in e["token_ids"]])
+    assert runs[0] == runs[1]
+
+
+def test_bench_with_transformers_peers_on_the_gpu_matches_the_baseline(tmp_path):
+    """`specx bench --peer hf` on CUDA: transformers' generate gets its input on the model's device, and
+    every greedy output (specx's drafter rows and transformers' rows) equals plain decoding's."""
+    import json
+
+    from cli_helpers import invoke, make_folder
+
+    target = make_folder(tmp_path / "target", layers=2)
+    drafter = make_folder(tmp_path / "drafter", layers=1, seed=4)
+    prompts = tmp_path / "p.toml"
+    prompts.write_text('[[prompt]]\ncategory = "copy"\ntext = "w5 w9 w12 w5 w9 w12"\n'
+                       '[[prompt]]\ncategory = "chat"\ntext = "w7 w8 w30"\n')
+    result = invoke("bench", str(target), "-d", str(drafter), "-d", "ngram", "--prompts", str(prompts), "-n", "8",
+                    "-r", "1", "--no-warmup", "--peer", "hf", "--dtype", "float32", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
+    assert set(overall) >= {"none", "hf-assisted", "hf-lookup"} and len(overall) == 5
+    assert all(row["outputs_matched"] == 2 for row in overall.values()), overall

@@ -104,7 +104,7 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str):
 
         from ..runtime.api import prompt_ids
 
-        ids = torch.tensor([prompt_ids(tokenizer, prompt.text)])
+        ids = torch.tensor([prompt_ids(tokenizer, prompt.text)], device=base.target.device)
         if assistant is not None:   # transformers adapts the draft length in place and keeps it across calls
             assistant.model.generation_config = copy.deepcopy(fresh_config)
         t = time.perf_counter()

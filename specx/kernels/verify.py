@@ -13,7 +13,7 @@ from .sampling import greedy, sample
 
 def verify_greedy(target_logits: torch.Tensor, draft_tokens: torch.Tensor) -> tuple[int, int]:
     """(k+1, V), (k,) -> (accepted, next): accept while the draft equals the target's argmax."""
-    choice = greedy(target_logits)                      # (k+1,)
+    choice = greedy(target_logits).cpu()                # (k+1,): one small copy when the logits are on a GPU
     k = draft_tokens.shape[0]
     mismatch = (choice[:k] != draft_tokens).nonzero()
     n = int(mismatch[0, 0]) if mismatch.numel() else k

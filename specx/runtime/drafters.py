@@ -235,7 +235,7 @@ class ModelDrafter(NoDrafter):
                 index = int(greedy(logits)[0])
                 confidence = float(torch.softmax(logits[0].float(), -1)[index]) if scored else None
             else:
-                q = warp(logits, sampling.temperature, sampling.top_k, sampling.top_p)
+                q = warp(logits, sampling.temperature, sampling.top_k, sampling.top_p).cpu()   # CPU generator
                 index = int(sample(q, ask.generator)[0])
                 probs.append(q[0])
                 confidence = float(q[0, index])

@@ -47,7 +47,10 @@ class LM:
 
     @property
     def device(self):
-        return self.model.get_input_embeddings().weight.device
+        """Where input ids go: the embedding's device, or where accelerate runs an offloaded one."""
+        embedding = self.model.get_input_embeddings()
+        run_on = getattr(getattr(embedding, "_hf_hook", None), "execution_device", None)
+        return torch.device(run_on) if run_on is not None else embedding.weight.device
 
     @property
     def max_context(self) -> int:

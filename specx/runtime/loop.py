@@ -134,10 +134,11 @@ class Generation:
 
     def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:
         tokens = torch.tensor(draft.tokens, dtype=torch.long)
-        if self.sampling.greedy:
+        if self.sampling.greedy:   # argmax where the logits are (a GPU's), then compare on the CPU
             return verify_greedy(logits, tokens)
-        s = self.sampling
-        return verify_sampled(warp(logits, s.temperature, s.top_k, s.top_p), tokens, draft.probs, self.generator)
+        s = self.sampling   # the coins come from a CPU generator: the law moves to the CPU
+        probs = warp(logits, s.temperature, s.top_k, s.top_p).cpu()
+        return verify_sampled(probs, tokens, draft.probs, self.generator)
 
     def _finish(self, new: list[int], length: int) -> tuple[list[int], list[str], str | None]:
         """Apply EOS, stop strings, the token budget and the context to this round's tokens."""

@@ -6,6 +6,7 @@ refused before loading (exit 4, with the need-versus-budget table).
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from .errors import UsageError
@@ -115,6 +116,8 @@ def _load(model_plan, plan, role: str, quant: str) -> Load:
                          "and specx cannot load that combination",
                          "plan disk offload of the loaded weights with --quant none, or raise --mem-budget")
     kwargs = plan.load_kwargs(role)
+    if model_plan.quant == "int8":   # LLM.int8 logs its fp16 cast at every forward (seen on an H100: 13 lines a run)
+        logging.getLogger("bitsandbytes.autograd._functions").setLevel(logging.ERROR)
     frozen = []
     for key, value in sorted(kwargs.items()):
         if key == "device_map":

@@ -40,7 +40,7 @@ def trim_output_layer(model, ids: torch.Tensor) -> None:
     """Replace the model's output layer by one holding only the rows `ids` (before any packing)."""
     head = model.get_output_embeddings()
     trimmed = torch.nn.Linear(head.in_features, len(ids), bias=head.bias is not None,
-                              dtype=head.weight.dtype)
+                              dtype=head.weight.dtype, device=head.weight.device)
     with torch.no_grad():
         trimmed.weight.copy_(head.weight[ids])
         if head.bias is not None:

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# GPU checks on a lent CUDA machine (no Hub, no real weights): the `gpu` tests, the fast suite with CUDA
+# visible, `specx run` smoke runs (bf16, bitsandbytes nf4/int8, a GPU budget that forces CPU offload) and
+# a `specx bench` of random-weight models built from the fixture Qwen pair's configs.
+#   .whl/  wheels the machine lacks (bitsandbytes, gguf, platformdirs, jsonschema …)
+#   .gpu/  tokenizer/ (the fixture Qwen tokenizer), target.config.json, drafter.config.json, prompts5.json
+# Both are made on the dev machine by the step `prepare` (list them in .git/info/exclude; the device
+# run carries them: carry [".whl", ".gpu"]).
+# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench)
+set -u
+OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+M=/tmp/gpu-models
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error HF_HUB_DISABLE_PROGRESS_BARS=1
+export SPECX_HOME=/tmp/specx-home
+steps=${*:-setup suite tests models smoke suite-wait bench}
+t0=$(date +%s)
+say() { echo; echo "=== [$(( $(date +%s) - t0 ))s] $*"; }
+
+for step in $steps; do case $step in
+prepare)   # on the dev machine, with the fixture models fetched
+  python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+      --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
+      bitsandbytes platformdirs gguf jsonschema jsonschema-specifications referencing rpds-py
+  python - <<'EOF'
+import json, os, tomllib
+from pathlib import Path
+from transformers import AutoConfig, AutoTokenizer
+fx, out = Path(os.environ.get("SPECX_FIXTURE_MODELS", "~/.cache/specx-fixture-models")).expanduser(), Path(".gpu")
+AutoTokenizer.from_pretrained(fx, gguf_file="qwen2.5-coder-1.5b.gguf").save_pretrained(out / "tokenizer")
+for role, name in (("target", "qwen2.5-coder-1.5b"), ("drafter", "qwen2.5-coder-0.5b")):
+    (out / f"{role}.config.json").write_text(AutoConfig.from_pretrained(fx, gguf_file=f"{name}.gguf").to_json_string())
+first = {}
+for p in tomllib.load(open("specx/bench/prompts.toml", "rb"))["prompt"]:
+    first.setdefault(p["category"], p)
+(out / "prompts5.json").write_text(json.dumps(list(first.values())))
+EOF
+  ;;
+setup)
+  say setup
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -2
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  python3 -c "import torch, transformers, accelerate, bitsandbytes; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'bitsandbytes', bitsandbytes.__version__)"
+  specx env ;;
+tests)
+  say gpu tests
+  python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tail -15 ;;
+suite)   # in the background: its summary is printed by the step `suite-wait`
+  say "fast suite on this machine (below the gpu tier it runs on the CPU), started"
+  (timeout ${SUITE_S:-300} python3 -m pytest -q -m "not slow and not gpu" -p no:cacheprovider -n 8 tests \
+      > "$OUT/suite.txt" 2>&1; echo "suite rc=$?" >> "$OUT/suite.txt") & ;;
+suite-wait)
+  say fast suite: waiting; wait
+  grep -E "^(FAILED|ERROR)|passed|failed|suite rc" "$OUT/suite.txt" | cut -c1-220 | tail -70 ;;
+models)
+  say build random-weight models
+  python3 benchmarks/gpu_models.py $M --tokenizer .gpu/tokenizer --target .gpu/target.config.json \
+      --drafter .gpu/drafter.config.json --truncate 4 2>&1 | grep -v Writing ;;
+smoke)
+  P="def merge_intervals(intervals):"
+  for args in "-d none" "-d $M/drafter" "-d $M/target-first4" "-d ngram" "-d none --quant nf4" \
+              "-d $M/target-first4 --quant nf4" "-d none --quant int8" "-d $M/target-first4 --quant int8" \
+              "-d none --mem-budget gpu=2GiB,cpu=32GiB" "-d $M/target-first4 --mem-budget gpu=2GiB,cpu=32GiB"; do
+    say "specx run $args"
+    SPECX_DEBUG=1 timeout 120 specx run $M/target $args -n 48 --raw --json "$P" > "$OUT/run.jsonl" 2> "$OUT/run.err"
+    echo "rc=$?"; grep -v "^Loading" "$OUT/run.err" | tail -${ERR_LINES:-4}
+    python3 - "$OUT/run.jsonl" <<'EOF'
+import json, sys
+lines = [json.loads(x) for x in open(sys.argv[1]) if x.strip()]
+ids = [t for e in lines if e.get("type") == "round" for t in e["token_ids"]]
+s = lines[-1].get("stats", {}) if lines else {}
+print("tokens", ids[:48])
+print({k: s.get(k) for k in ("decode_tok_s", "acceptance_rate", "mean_drafted", "placement", "gpu_peak_bytes", "k", "draft_policy")})
+EOF
+  done
+  say plan
+  specx plan $M/target --drafter $M/drafter --mem-budget gpu=2GiB,cpu=32GiB 2>&1 | tail -25 ;;
+bench)
+  say bench
+  timeout ${BENCH_S:-300} specx bench $M/target --prompts .gpu/prompts5.json -n ${BENCH_N:-64} -r ${BENCH_R:-3} \
+      -c drafter=$M/drafter,policy=auto -c drafter=$M/target-first4,policy=auto -c drafter=$M/target-first4,k=4,policy=fixed \
+      -c drafter=ngram,policy=auto --peer hf-assisted --json "$OUT/bench.json" 2>&1 | tail -60 ;;
+esac; done
+say done
