@@ -311,7 +311,8 @@ def test_where_drafting_pays_the_model_drafts_up_to_k_and_stops_itself():
     verify = lambda n: 0.4 + 0.03 * (n - 1)   # noqa: E731  (a CPU: 17 tokens ≈ 2.2× one)
     policy.update(0, 0, 0.0, verify(1))
     policy.update(6, 5, 6 * 0.06, verify(7))
-    assert 1 <= policy.cost.best_k(16) < 8 and policy.min_survival == pytest.approx(0.06 / 0.4)
+    assert 1 <= policy.cost.best_k(16) < 8 and policy.cost.break_even() == pytest.approx(0.06 / 0.4)
+    assert policy.min_survival((0.9,)) > policy.cost.break_even()   # the verify share counts too
     assert policy.next_k() == 16
 
 
@@ -348,6 +349,31 @@ def test_the_model_drafter_stops_when_its_draft_would_likely_be_wasted(make_lm):
     assert len(drafter.propose(seq, Ask(6, min_survival=0.5)).tokens) == 1
     drafter.prefill(seq)
     assert len(drafter.propose(seq, Ask(6, min_survival=1e-30)).tokens) == 6
+
+
+def test_the_survival_floor_prices_a_further_token_at_its_draft_step_and_verify_share():
+    """A further drafted token must earn its drafting step and what it adds to the verify forward, in
+    plain tokens: with a flat verify cost that is the break-even of the step alone."""
+    from specx.runtime.costmodel import CostModel
+
+    flat = CostModel(verify_s={1: 0.4, 2: 0.4, 3: 0.4}, draft_step_s=0.08)
+    assert flat.survival_floor((0.1,)) == pytest.approx(flat.break_even()) == pytest.approx(0.2)
+    steep = CostModel(verify_s={1: 0.4, 2: 0.44, 3: 0.48, 5: 0.5}, draft_step_s=0.08)
+    assert steep.survival_floor((0.9,)) == pytest.approx((0.08 + 0.04) / 0.4)        # 2 → 3 tokens
+    assert steep.survival_floor((0.9, 0.8, 0.7)) == pytest.approx((0.08 + 0.01) / 0.4)   # 4 → 5
+    assert CostModel(verify_s={1: 0.4}, draft_step_s=0.08).survival_floor((0.5,)) == pytest.approx(0.2)
+    assert CostModel(verify_s={2: 0.4}, draft_step_s=0.08).survival_floor((0.5,)) is None
+
+
+def test_a_drafter_asks_the_policy_for_the_floor_of_its_running_chances(make_lm):
+    """The survival floor may depend on the draft so far: the drafter passes the running chances."""
+    drafter = ModelDrafter(make_lm("llama", seed=22, layers=1), 96, 96)
+    seq = [0, 5, 9, 12, 5, 9]
+    seen = []
+    drafter.prefill(seq)
+    floor = lambda survivals: seen.append(survivals) or (0.0 if len(survivals) < 3 else 1.0)  # noqa: E731
+    assert len(drafter.propose(seq, Ask(6, min_survival=floor)).tokens) == 3
+    assert [len(s) for s in seen] == [1, 2, 3] and all(a >= b for a, b in zip(seen[2], seen[2][1:]))
 
 
 def test_the_survival_stop_reads_confidences_through_the_measured_calibration(make_lm):

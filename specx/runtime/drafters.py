@@ -34,7 +34,8 @@ class Ask:
     generator: torch.Generator | None = None
     stop: Event | None = None               # set: end the draft now (Ctrl-C)
     min_confidence: float | None = None     # a model drafter stops after a token it gives less
-    min_survival: float | None = None       # ... or once its tokens' chance of all being accepted falls below
+    min_survival: float | Callable[[tuple[float, ...]], float | None] | None = None   # ... or once its tokens'
+    #   chance of all being accepted falls below this (or below what it returns for their running chances)
     calibrate: Callable[[float], float] | None = None   # that chance per token from its confidence (else c)
     model_k: int | None = None              # the most a model drafter may draft (None: k)
     trim: Callable[[Draft], Draft] | None = None   # the policy's cut of a draft (auto), applied last
@@ -223,7 +224,7 @@ class ModelDrafter(NoDrafter):
         self.lm.crop(length)
 
     def propose(self, seq: list[int], ask: Ask) -> Draft:
-        ids, tokens, probs, confidences, survival = self._unread(seq), [], [], [], 1.0
+        ids, tokens, probs, confidences, survivals = self._unread(seq), [], [], [], []
         self.base = len(seq) - self.offset
         sampling = ask.sampling
         scored = ask.min_confidence is not None or ask.min_survival is not None
@@ -247,8 +248,10 @@ class ModelDrafter(NoDrafter):
             if ask.min_confidence is not None and confidence < ask.min_confidence:
                 break  # the drafter doubts this token: let the target speak sooner
             if ask.min_survival is not None:
-                survival *= ask.calibrate(confidence) if ask.calibrate else confidence
-                if survival < ask.min_survival:
+                chance = ask.calibrate(confidence) if ask.calibrate else confidence
+                survivals.append(chance * (survivals[-1] if survivals else 1.0))
+                floor = ask.min_survival(tuple(survivals)) if callable(ask.min_survival) else ask.min_survival
+                if floor is not None and survivals[-1] < floor:
                     break  # a further token would likely be drafted for nothing
         draft = Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences),
                       made=len(tokens))

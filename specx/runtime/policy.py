@@ -72,14 +72,15 @@ class DraftPolicy:
         return self.threshold if self.name in ("confidence", "auto") else None
 
     @property
-    def min_survival(self) -> float | None:
+    def min_survival(self):
         """`auto`: the model drafter also stops once the chance that all its tokens so far are
-        accepted (the product of its confidences) falls below what a drafted token costs in plain
-        tokens: a further token would more likely be paid for than used. The drafter's confidence
+        accepted (the product of its confidences) falls below what a further token costs, its drafting
+        step and its share of the verify forward, in plain tokens (CostModel.survival_floor):
+        that token would more likely be paid for than used. The drafter's confidence
         is a cautious estimate (greedy, fixture Qwen 0.5B for 1.5B, 64-token answers: tokens it gave
         0.4–0.6 were accepted 56–74% of the time, 0.6–0.8: 63–91%), so drafts end early rather
         than late; position-wise rates (the cost model) held code drafts at 5 where 16 were accepted."""
-        return self.cost.break_even() if self.name == "auto" else None
+        return self.cost.survival_floor if self.name == "auto" else None
 
     @property
     def calibrate(self):
