@@ -1,6 +1,7 @@
 """Draft-length policies: how many tokens to draft next round, from what the last rounds showed."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .costmodel import COPIES, MODEL, WEAK_PRIOR, CostModel
@@ -72,7 +73,7 @@ class DraftPolicy:
         return self.threshold if self.name in ("confidence", "auto") else None
 
     @property
-    def min_survival(self):
+    def min_survival(self) -> Callable[[tuple[float, ...]], float | None] | None:
         """`auto`: the model drafter also stops once the chance that all its tokens so far are
         accepted (the product of its confidences) falls below what a further token costs, its drafting
         step and its share of the verify forward, in plain tokens (CostModel.survival_floor):
