@@ -1,4 +1,5 @@
-"""The oneDNN fast path: same results as the reference linear, and rows independent of each other."""
+"""The float32 fast paths (specx rowgemm, oneDNN): same results as the reference linear, rows independent
+of each other, speculative output equal to plain output."""
 from __future__ import annotations
 
 import pytest
@@ -24,8 +25,9 @@ def test_prepacked_linear_matches_reference_and_is_row_independent():
             assert (model(x[:rows])[0] - alone[0]).abs().max() < 1e-5
 
 
-def test_prepack_keeps_speculative_greedy_equal_to_plain(make_lm):
-    """On a float32 tiny model with the fast path, speculative greedy equals plain greedy."""
+@pytest.mark.parametrize("kernels", ["onednn", "rowgemm"])
+def test_fast_path_keeps_speculative_greedy_equal_to_plain(make_lm, kernels):
+    """On a float32 tiny model with either fast path, speculative greedy equals plain greedy."""
     from specx.runtime.drafters import ModelDrafter
     from specx.runtime.loop import Generation
     from specx.runtime.types import Round, Sampling
@@ -34,9 +36,12 @@ def test_prepack_keeps_speculative_greedy_equal_to_plain(make_lm):
     for lm in (target, draft):
         lm.model.float()
     outs = []
-    for prepack in (False, True):
-        if prepack:
-            fastpath.prepack_linears(target.model), fastpath.prepack_linears(draft.model)
+    if kernels == "rowgemm" and not fastpath.row_kernel():
+        pytest.skip("rowgemm not built here")
+    swap = fastpath.prepack_linears if kernels == "onednn" else fastpath.row_linears
+    for fast in (False, True):
+        if fast:
+            assert swap(target.model) and swap(draft.model)
         for k, drafter in ((0, ModelDrafter(draft, 96, 96)), (4, ModelDrafter(draft, 96, 96))):
             gen = Generation(target, drafter, [0, 5, 9, 12], k=k, max_tokens=20, sampling=Sampling())
             outs.append([t for e in gen if isinstance(e, Round) for t in e.token_ids])

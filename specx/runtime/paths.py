@@ -38,3 +38,11 @@ def model_cache() -> Path:
     if value:
         return Path(value).expanduser()
     return Path(_dirs().user_cache_dir) / "models"
+
+
+def kernel_cache() -> Path:
+    """Built native kernels (kernels/rowgemm.py); SPECX_KERNEL_CACHE, else the user cache dir."""
+    value = os.environ.get("SPECX_KERNEL_CACHE")
+    if value:
+        return Path(value).expanduser()
+    return Path(_dirs().user_cache_dir) / "kernels"

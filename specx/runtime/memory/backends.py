@@ -64,7 +64,7 @@ def _bnb_available() -> bool:
 
 
 register_backend("float32", "cpu", 4, other_dtype="float32", lossy=False,
-                 note="the reference precision, with specx's oneDNN fast path")
+                 note="the reference precision, with specx's float32 fast path")
 register_backend("bfloat16", "cpu", 2, other_dtype="bfloat16", lossy=False,
                  note="half the memory; fast only where the CPU has AVX-512 BF16 or AMX")
 register_backend("bfloat16", "cuda", 2, other_dtype="bfloat16", lossy=False, note="the GPU's native precision")

@@ -170,14 +170,20 @@ def _head_weight(model) -> int:
 
 
 def fastpath_copy(shape: Shape, dtype: str) -> int:
-    """Extra CPU bytes of specx's oneDNN fast path. The packed linears replace the originals (whose
-    memory is returned: fastpath.own_memory), except a head tied to the embeddings: the embedding
-    table stays for lookups and the head gets its own packed float32 copy."""
+    """Extra CPU bytes of specx's float32 fast path. rowgemm uses the weights where they are: none.
+    oneDNN's packed linears replace the originals (whose memory is returned: fastpath.own_memory),
+    except a head tied to the embeddings: the embedding table stays for lookups and the head gets its
+    own packed float32 copy."""
     import os
 
     if dtype != "float32" or os.environ.get("SPECX_KERNELS", "").lower() == "reference":
         return 0
     import torch
+
+    from ..fastpath import row_kernel
+
+    if row_kernel():
+        return 0
 
     if not torch.backends.mkldnn.is_available() or not shape.tied:
         return 0

@@ -1,0 +1,98 @@
+"""specx's row-exact float32 linear for the CPU: y = x @ weight.T + bias, where a row's result never
+depends on the other rows (rowgemm.c says how, and why it is fast for the handful of rows a
+verification forward has). The C source ships with the package and is compiled once per machine with
+the system's C compiler into the user cache dir; `available()` says whether that worked (an x86-64 CPU
+with AVX2 and FMA, a C compiler with OpenMP); the caller falls back to PyTorch's kernels otherwise.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+SOURCE = Path(__file__).with_name("rowgemm.c")
+FLAGS = ("-O3", "-mavx2", "-mfma", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
+_state: dict[str, object] = {}
+
+
+def available() -> bool:
+    """Whether the kernel is built and loaded here (builds it on first use; ~1 s)."""
+    return _library() is not None
+
+
+def why_not() -> str:
+    """Why the kernel is not available ("" when it is)."""
+    _library()
+    return str(_state.get("why", ""))
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x (…, K) float32 on the CPU, weight (N, K), bias (N,) or None → (…, N)."""
+    lib = _library()
+    if lib is None:
+        raise RuntimeError(f"specx's CPU kernel is not available: {why_not()}")
+    n, k = weight.shape
+    rows = x.reshape(-1, k)
+    if rows.dtype != torch.float32 or not rows.is_contiguous():
+        rows = rows.float().contiguous()
+    out = torch.empty(rows.shape[0], n, dtype=torch.float32)
+    lib.spx_linear(rows.data_ptr(), rows.shape[0], k, weight.data_ptr(), n,
+                   None if bias is None else bias.data_ptr(), out.data_ptr(), torch.get_num_threads())
+    return out.reshape(*x.shape[:-1], n)
+
+
+def _library():
+    if "lib" not in _state:
+        _state["lib"], _state["why"] = _load()
+    return _state["lib"]
+
+
+def _load():
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return None, f"it needs an x86-64 CPU (this is {platform.machine()})"
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        return None, "it needs a CPU with AVX2 and FMA"
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler or not shutil.which(compiler):
+        return None, "no C compiler found (install gcc, or set CC)"
+    try:
+        path = _build(compiler)
+        lib = ctypes.CDLL(str(path))
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"building it failed ({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})"
+    p, i64 = ctypes.c_void_p, ctypes.c_int64
+    lib.spx_linear.argtypes = [p, i64, i64, p, i64, p, p, ctypes.c_int]
+    lib.spx_linear.restype = None
+    return lib, ""
+
+
+def _build(compiler: str) -> Path:
+    """Compile into the kernel cache, named by a hash of the source, flags and compiler; a finished
+    build is renamed into place, so concurrent first runs never load a half-written library."""
+    from ..runtime.paths import kernel_cache
+
+    version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
+    key = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS).encode() + version.encode()).hexdigest()[:16]
+    folder = kernel_cache()
+    path = folder / f"rowgemm-{key}.so"
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".rowgemm-", suffix=".so", dir=folder)
+    os.close(fd)
+    try:
+        done = subprocess.run([compiler, *FLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True, timeout=300)
+        if done.returncode:
+            raise OSError(done.stderr.strip() or f"{compiler} exited with {done.returncode}")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path

@@ -1,0 +1,83 @@
+"""specx's float32 CPU kernel (kernels/rowgemm.c): right results, and a row's result never depends on
+the rows verified with it."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specx.kernels import rowgemm
+from specx.runtime import fastpath
+
+needs_kernel = pytest.mark.skipif(not rowgemm.available(), reason=f"rowgemm not built here: {rowgemm.why_not()}")
+
+
+@needs_kernel
+@pytest.mark.parametrize("k", [8, 13, 40])
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 10])
+def test_linear_matches_the_reference(k, n):
+    """Every shape the blocking has a case for (rows and columns not multiples of the block, K not of 8)."""
+    torch.manual_seed(k * n)
+    w, b = torch.randn(n, k), torch.randn(n)
+    for m in (1, 2, 3, 4, 5, 9, 65):
+        x = torch.randn(m, k)
+        assert torch.allclose(rowgemm.linear(x, w, b), x @ w.T + b, atol=1e-5, rtol=1e-5)
+        assert torch.allclose(rowgemm.linear(x, w), x @ w.T, atol=1e-5, rtol=1e-5)
+
+
+@needs_kernel
+def test_a_row_is_bit_for_bit_the_same_in_any_batch():
+    """Verifying k+1 tokens gives each the logits it would get decoded alone (chunks of 64 rows included)."""
+    torch.manual_seed(0)
+    w, b = torch.randn(37, 300), torch.randn(37)
+    x = torch.randn(150, 300)
+    alone = torch.cat([rowgemm.linear(x[i:i + 1], w, b) for i in range(len(x))])
+    for m in (2, 3, 5, 8, 17, 64, 65, 130, 150):
+        assert torch.equal(rowgemm.linear(x[:m], w, b), alone[:m]), m
+    assert torch.equal(rowgemm.linear(x[40:47], w, b), alone[40:47])
+
+
+@needs_kernel
+def test_batched_and_strided_inputs_keep_their_shape():
+    x = torch.randn(1, 6, 32).transpose(1, 2)[:, :5, :]   # (1, 5, 6), not contiguous
+    w = torch.randn(4, 6)
+    assert rowgemm.linear(x, w).shape == (1, 5, 4)
+    assert torch.allclose(rowgemm.linear(x, w), x @ w.T, atol=1e-5)
+
+
+@needs_kernel
+def test_fast_path_swaps_float32_linears_without_copying_weights():
+    model = torch.nn.Sequential(torch.nn.Linear(64, 48), torch.nn.ReLU(), torch.nn.Linear(48, 16, bias=False))
+    x = torch.randn(3, 64)
+    with torch.inference_mode():
+        reference = model(x)
+        weight = model[0].weight
+        assert fastpath.apply(model, "none").startswith("kernels: specx rowgemm float32 linears (2 layers")
+        assert model[0].weight is weight
+        assert torch.allclose(model(x), reference, atol=1e-5)
+
+
+def test_a_failed_build_falls_back_to_onednn_and_says_why(monkeypatch, tmp_path):
+    """No C compiler: the kernel is off, the model runs oneDNN's kernels, and the kernels sentence says why."""
+    saved = dict(rowgemm._state)
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("SPECX_KERNEL_CACHE", str(tmp_path / "kernels"))
+    rowgemm._state.clear()
+    try:
+        assert not rowgemm.available()
+        why = rowgemm.why_not()
+        assert "compiler" in why or "CPU" in why
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+        if torch.backends.mkldnn.is_available():
+            sentence = fastpath.apply(model, "none")
+            assert sentence.startswith("kernels: oneDNN prepacked") and why in sentence
+    finally:
+        rowgemm._state.clear()
+        rowgemm._state.update(saved)
+
+
+@needs_kernel
+def test_onednn_can_be_chosen(monkeypatch):
+    monkeypatch.setenv("SPECX_KERNELS", "onednn")
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8))
+    if torch.backends.mkldnn.is_available():
+        assert fastpath.apply(model, "none").startswith("kernels: oneDNN prepacked")
