@@ -108,7 +108,7 @@ def test_prepare_explains_the_auto_choice(pulled):
     """`prepare(drafter="auto")` loads the chosen drafter, which also copies from the context, and its
     sentence states the ratio, the copying and the rule."""
     from specx.runtime.api import prepare
-    from specx.runtime.drafters import HybridDrafter
+    from specx.runtime.hybrid import HybridDrafter
 
     write_presets(pulled, ["x-small", "ngram"])
     pair = prepare("x-target", "auto")

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specx.runtime.drafters import Ask, HybridDrafter, ModelDrafter, NgramDrafter, NoDrafter
+from specx.runtime.drafters import Ask, ModelDrafter, NgramDrafter, NoDrafter
+from specx.runtime.hybrid import HybridDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.types import Done, Round, Sampling
 
@@ -241,3 +242,24 @@ def test_the_drafters_prompt_pass_stays_out_of_the_decoding_forward_time(make_lm
     _, events = run(make_lm("llama", seed=1), PromptReader(), PROMPTS[0], 4, 6)
     stats = events[-1].stats
     assert stats.forward_s < 100.0 and 0.0 <= stats.overhead_share <= 1.0
+
+
+@pytest.mark.parametrize("policy, prompt_len, sits_out", [("auto", 20, True), ("auto", 8, False), ("fixed", 20, False)])
+def test_under_auto_a_hybrid_sits_its_model_out_of_a_prompt_over_twice_its_window(make_lm, policy, prompt_len,
+                                                                                   sits_out):
+    """Under `auto` a hybrid whose model would see less than half of a prompt (window 4, more than
+    8 unread tokens) only copies for that answer, never runs its model, and says so in a notice;
+    a shorter prompt, or another policy, keeps the model. The output is the target's own either way."""
+    from specx.runtime.policy import DraftPolicy
+
+    target = make_lm("qwen2", seed=1)
+    draft_lm = make_lm("qwen2", seed=2, layers=1)
+    hybrid = HybridDrafter(NgramDrafter(), ModelDrafter(draft_lm, target.vocab_size, target.vocab_size, 4))
+    prompt = [0] + [20 + i % 7 for i in range(prompt_len - 1)]
+    events = list(Generation(target, hybrid, prompt, k=4, max_tokens=16, sampling=Sampling(),
+                             policy=DraftPolicy(policy, 4)))
+    tokens = [t for e in events if isinstance(e, Round) for t in e.token_ids]
+    notices = events[-1].stats.notices
+    assert tokens == plain_greedy(target.model, prompt, 16, eos=1)
+    assert hybrid.copies_only is sits_out and (draft_lm.forward_s == 0) is sits_out
+    assert any("copies only for this answer" in n for n in notices) is sits_out

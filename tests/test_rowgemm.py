@@ -37,6 +37,11 @@ def test_a_row_is_bit_for_bit_the_same_in_any_batch():
 
 
 @needs_kernel
+def test_an_empty_input_gives_an_empty_output():
+    assert rowgemm.linear(torch.randn(0, 16), torch.randn(5, 16)).shape == (0, 5)
+
+
+@needs_kernel
 def test_batched_and_strided_inputs_keep_their_shape():
     x = torch.randn(1, 6, 32).transpose(1, 2)[:, :5, :]   # (1, 5, 6), not contiguous
     w = torch.randn(4, 6)

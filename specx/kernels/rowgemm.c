@@ -72,6 +72,7 @@ static inline __attribute__((always_inline)) void columns(const int C, const flo
 
 void spx_linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, const float *bias, float *y,
                 int threads) {
+    if (M <= 0 || N <= 0) return;
     int64_t groups = (N + COLS - 1) / COLS;
     int64_t chunks = (M + ROW_CHUNK - 1) / ROW_CHUNK;
     int64_t chunk = ((M + chunks - 1) / chunks + ROWS - 1) / ROWS * ROWS;

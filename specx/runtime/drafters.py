@@ -203,6 +203,12 @@ class ModelDrafter(NoDrafter):
         if unread:
             self._forward(unread)
 
+    def would_read(self, seq: list[int], reuse: int = 0) -> int:
+        """How many tokens prefill(seq, reuse) would need to read with no window: seq[:-1] beyond what
+        its cache keeps."""
+        kept = common_prefix(self.held, seq[self.offset:reuse]) if reuse > self.offset else 0
+        return len(seq) - 1 - (self.offset + kept if kept else 0)
+
     def _unread(self, seq: list[int]) -> list[int]:
         """The tokens of seq its cache lacks. More than `window` of them (a long prompt, a long stretch
         of plain decoding): it starts afresh on the last `window`, since on a CPU reading a token costs
@@ -277,47 +283,3 @@ class ModelDrafter(NoDrafter):
     def commit(self, drafted: int, accepted: int) -> None:
         # The cache holds the round's context plus drafts 1..made-1 (made >= drafted); keep the accepted ones.
         self._crop(self.base + min(accepted, max(drafted - 1, 0)))
-
-
-class HybridDrafter(NoDrafter):
-    """A model drafter that copies instead wherever the context already holds the continuation.
-
-    Each round the n-gram lookup goes first: a match of MIN_MATCH tokens or more (a copy it follows
-    counts its whole run) or a copy resumed past a replaced token is drafted for free, cut by the
-    policy's `trim`; otherwise, or where nothing of it is left, the model drafts (shorter matches are
-    common words in prose, which the model guesses better). The model's cache catches up on the
-    copied tokens in its next forward (one pass over several tokens)."""
-
-    MIN_MATCH = 3
-
-    def __init__(self, lookup: NgramDrafter, model: ModelDrafter):
-        self.lookup, self.model = lookup, model
-        self.name = f"{model.name}+ngram"
-        self.max_context = model.max_context
-        self.copied = False
-
-    @property
-    def forward_s(self) -> float:
-        return self.model.forward_s
-
-    @property
-    def lm(self):
-        return self.model.lm
-
-    def prefill(self, seq: list[int], reuse: int = 0) -> None:
-        self.lookup.prefill(seq, reuse)
-        self.model.prefill(seq, reuse)
-
-    def propose(self, seq: list[int], ask: Ask) -> Draft:
-        copy = self.lookup.propose(seq, ask)
-        evidence = self.lookup.evidence
-        self.copied = bool(copy.tokens) and (evidence == "resume" or evidence >= self.MIN_MATCH)
-        if self.copied:
-            return copy
-        self.lookup.start = self.lookup.pointer = None   # the model drafts: no copy is being followed
-        return self.model.propose(seq, ask)
-
-    def commit(self, drafted: int, accepted: int) -> None:
-        self.lookup.commit(drafted, accepted)
-        if not self.copied:
-            self.model.commit(drafted, accepted)
