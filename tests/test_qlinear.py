@@ -72,13 +72,19 @@ def test_int4_leaves_layers_with_odd_output_rows_in_float():
     assert model(torch.randn(3, 64)).shape == (3, 40)
 
 
-@pytest.mark.parametrize("precision", PRECISIONS)
-def test_speculative_greedy_equals_plain_in_each_precision(precision, make_lm):
-    """With the target's and drafter's weights packed, speculative greedy = plain greedy (same target)."""
+@pytest.mark.parametrize("precision", [*PRECISIONS, "fp16 rowgemm"])
+def test_speculative_greedy_equals_plain_in_each_precision(precision, make_lm, monkeypatch):
+    """With the target's and drafter's weights packed, speculative greedy = plain greedy (same target);
+    fp16 runs fbgemm, or specx's rowgemm with SPECX_KERNELS=rowgemm."""
     from specx.runtime.drafters import ModelDrafter, NgramDrafter
     from specx.runtime.loop import Generation
     from specx.runtime.types import Round, Sampling
 
+    if precision == "fp16 rowgemm":
+        if not fastpath.row_kernel():
+            pytest.skip("rowgemm not built here")
+        monkeypatch.setenv("SPECX_KERNELS", "rowgemm")
+        precision = "fp16"
     target = make_lm("qwen2", seed=3, hidden=128)
     draft = make_lm("qwen2", seed=4, layers=1, hidden=128)
     for lm in (target, draft):

@@ -1,5 +1,5 @@
-"""specx's float32 CPU kernel (kernels/rowgemm.c): right results, and a row's result never depends on
-the rows verified with it."""
+"""specx's CPU kernel (kernels/rowgemm.c), float32 and half-float weights: right results, and a row's
+result never depends on the rows verified with it."""
 from __future__ import annotations
 
 import pytest
@@ -34,6 +34,50 @@ def test_a_row_is_bit_for_bit_the_same_in_any_batch():
     for m in (2, 3, 5, 8, 17, 64, 65, 130, 150):
         assert torch.equal(rowgemm.linear(x[:m], w, b), alone[:m]), m
     assert torch.equal(rowgemm.linear(x[40:47], w, b), alone[40:47])
+
+
+@needs_kernel
+@pytest.mark.parametrize("k", [8, 13, 40])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 10])
+def test_half_float_weights_match_the_reference(k, n):
+    """fp16 weights widened exactly: the float32 result on the same (rounded) weights, for every block shape
+    (1–6 rows widened in registers, more rows through the widened copy)."""
+    torch.manual_seed(k * n)
+    w, b = torch.randn(n, k).half(), torch.randn(n)
+    for m in (1, 2, 3, 4, 5, 6, 7, 9, 65):
+        x = torch.randn(m, k)
+        assert torch.allclose(rowgemm.linear(x, w, b), x @ w.float().T + b, atol=1e-5, rtol=1e-5), m
+        assert torch.allclose(rowgemm.linear(x, w), x @ w.float().T, atol=1e-5, rtol=1e-5), m
+
+
+@needs_kernel
+def test_half_float_rows_are_bit_for_bit_the_same_in_any_batch_and_as_float32():
+    """With fp16 weights a row's result is the same alone or among others, and the same as the float32
+    kernel's on the widened weights (widening is exact; the arithmetic is the same)."""
+    torch.manual_seed(1)
+    w, b = torch.randn(37, 300).half(), torch.randn(37)
+    x = torch.randn(150, 300)
+    alone = torch.cat([rowgemm.linear(x[i:i + 1], w, b) for i in range(len(x))])
+    for m in (2, 3, 4, 5, 6, 7, 8, 17, 64, 65, 150):
+        assert torch.equal(rowgemm.linear(x[:m], w, b), alone[:m]), m
+    assert torch.equal(rowgemm.linear(x, w.float(), b), alone)
+
+
+@needs_kernel
+def test_fp16_weights_run_on_rowgemm_and_leave_a_tied_embedding_alone(monkeypatch):
+    """--quant fp16 with SPECX_KERNELS=rowgemm: half-float copies of the linear weights, float32 outputs
+    close to the float32 model's; an embedding that shares its tensor with the head keeps float32."""
+    monkeypatch.setenv("SPECX_KERNELS", "rowgemm")
+    embedding = torch.nn.Embedding(40, 24)
+    head = torch.nn.Linear(24, 40, bias=False)
+    head.weight = embedding.weight
+    model = torch.nn.Sequential(embedding, torch.nn.Linear(24, 24), head)
+    x = torch.tensor([[1, 5, 7]])
+    with torch.inference_mode():
+        reference = model(x)
+        assert fastpath.apply(model, "fp16").startswith("kernels: fp16 weight-only linears on specx rowgemm (2 layers")
+        assert model[2].weight.dtype == torch.float16 and model[0].weight.dtype == torch.float32
+        assert torch.allclose(model(x), reference, atol=2e-2)
 
 
 @needs_kernel

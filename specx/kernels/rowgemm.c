@@ -10,12 +10,22 @@
    Speed comes from blocking: ROWS rows of x times COLS rows of w share each load (4 x 3 accumulators,
    3 weight vectors and 1 input vector fill the 16 vector registers), so reading the weights, the cost
    of a 1-token forward, is shared by up to 4 tokens at a time and a few more rows cost little. Threads
-   split the output columns. Built and loaded by rowgemm.py; compile with -ffp-contract=off. */
+   split the output columns. Built and loaded by rowgemm.py; compile with -ffp-contract=off.
+
+   spx_linear_f16 is the same kernel for weights stored as IEEE half floats (half the bytes to read per
+   token): each weight vector is widened to float32 (F16C, exact) as it is loaded, and the arithmetic
+   is the float32 kernel's, so its rows are exact in the same way. */
 #include <immintrin.h>
 #include <stdint.h>
+#include <stdlib.h>
 
-#define ROWS 4
+#define ROWS 4     /* float32: blocks of 4 rows x 3 outputs (12 accumulators, 3 weight vectors, 1 input) */
 #define COLS 3
+#define ROWS_H 6   /* half floats: up to 6 rows in one block (1-2 rows x 4 outputs, 3-4 x 3, 5-6 x 2), so
+                      each widened weight vector serves every row (widening costs about as much as reading
+                      on AVX2); more rows widen 3 outputs' weights once into a buffer and run the float32
+                      blocks on it */
+#define COLS_H 2   /* outputs per block for 5-6 rows of half floats */
 #define ROW_CHUNK 64   /* at most this many rows per pass over the weights: the chunk's inputs stay in the
                           cache; a long prompt is cut into equal chunks (200 rows: 4 of 52 or fewer, not
                           3 of 64 and one of 8, which would read all the weights again for 8 rows) */
@@ -29,64 +39,120 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-static inline __attribute__((always_inline)) void block(const int R, const int C, const float *x, const float *w,
-                                                        int64_t K, const float *bias, float *y, int64_t ldy) {
-    __m256 acc[ROWS][COLS];
-#pragma GCC unroll 4
+/* Eight weights from index i of w: float32, or half floats widened to float32 when H. */
+static inline __attribute__((always_inline)) __m256 load_w(const int H, const void *w, int64_t i) {
+    return H ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)))
+             : _mm256_loadu_ps((const float *)w + i);
+}
+
+static inline __attribute__((always_inline)) float w_at(const int H, const void *w, int64_t i) {
+    return H ? _cvtsh_ss(((const uint16_t *)w)[i]) : ((const float *)w)[i];
+}
+
+static inline __attribute__((always_inline)) void block(const int H, const int R, const int C, const float *x,
+                                                        const void *w, int64_t K, const float *bias, float *y,
+                                                        int64_t ldy) {
+    __m256 acc[ROWS_H][4];
+#pragma GCC unroll 6
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     int64_t k = 0;
     for (; k + 8 <= K; k += 8) {
-        __m256 wv[COLS];
-#pragma GCC unroll 3
-        for (int c = 0; c < C; ++c) wv[c] = _mm256_loadu_ps(w + c * K + k);
+        __m256 wv[4];
 #pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) wv[c] = load_w(H, w, c * K + k);
+#pragma GCC unroll 6
         for (int r = 0; r < R; ++r) {
             __m256 xv = _mm256_loadu_ps(x + r * K + k);
-#pragma GCC unroll 3
+#pragma GCC unroll 4
             for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
         }
     }
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c) {
             float s = hsum(acc[r][c]);
-            for (int64_t t = k; t < K; ++t) s += x[r * K + t] * w[c * K + t];
+            for (int64_t t = k; t < K; ++t) s += x[r * K + t] * w_at(H, w, c * K + t);
             y[r * ldy + c] = bias ? s + bias[c] : s;
         }
 }
 
-/* Rows m0..m1 of x against output columns n..n+C. */
-static inline __attribute__((always_inline)) void columns(const int C, const float *x, int64_t m0, int64_t m1,
-                                                          const float *w, int64_t K, const float *bias, float *y,
-                                                          int64_t N) {
+/* Rows m0..m1 of x against output columns n..n+C: float32 weights in blocks of 4 rows; half floats (at
+   most ROWS_H rows here) in one block. */
+static inline __attribute__((always_inline)) void columns(const int H, const int C, const float *x, int64_t m0,
+                                                          int64_t m1, const void *w, int64_t K, const float *bias,
+                                                          float *y, int64_t N) {
     int64_t m = m0;
-    for (; m + ROWS <= m1; m += ROWS) block(ROWS, C, x + m * K, w, K, bias, y + m * N, N);
+    if (!H)
+        for (; m + ROWS <= m1; m += ROWS) block(0, ROWS, C, x + m * K, w, K, bias, y + m * N, N);
     switch (m1 - m) {
-        case 3: block(3, C, x + m * K, w, K, bias, y + m * N, N); break;
-        case 2: block(2, C, x + m * K, w, K, bias, y + m * N, N); break;
-        case 1: block(1, C, x + m * K, w, K, bias, y + m * N, N); break;
+        case 6: block(H, 6, C, x + m * K, w, K, bias, y + m * N, N); break;
+        case 5: block(H, 5, C, x + m * K, w, K, bias, y + m * N, N); break;
+        case 4: block(H, 4, C, x + m * K, w, K, bias, y + m * N, N); break;
+        case 3: block(H, 3, C, x + m * K, w, K, bias, y + m * N, N); break;
+        case 2: block(H, 2, C, x + m * K, w, K, bias, y + m * N, N); break;
+        case 1: block(H, 1, C, x + m * K, w, K, bias, y + m * N, N); break;
         default: break;
     }
 }
 
-void spx_linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, const float *bias, float *y,
-                int threads) {
-    if (M <= 0 || N <= 0) return;
-    int64_t groups = (N + COLS - 1) / COLS;
+/* Half-float weights read by more than ROWS_H rows are widened once, into the thread's buffer, and the
+   float32 kernel runs on that copy: the same values and the same operations, so the same results. */
+static inline __attribute__((always_inline)) void group(const int H, const int C, const float *x, int64_t m0,
+                                                        int64_t m1, const void *w, int64_t K, const float *bias,
+                                                        float *y, int64_t N, float *wide) {
+    if (H && m1 - m0 > ROWS_H) {
+        int64_t i = 0;
+        for (; i + 8 <= C * K; i += 8) _mm256_storeu_ps(wide + i, load_w(1, w, i));
+        for (; i < C * K; ++i) wide[i] = w_at(1, w, i);
+        columns(0, C, x, m0, m1, wide, K, bias, y, N);
+    } else {
+        columns(H, C, x, m0, m1, w, K, bias, y, N);
+    }
+}
+
+static inline __attribute__((always_inline)) int run(const int H, const float *x, int64_t M, int64_t K,
+                                                     const void *w, int64_t N, const float *bias, float *y,
+                                                     int threads) {
+    if (M <= 0 || N <= 0) return 0;
     int64_t chunks = (M + ROW_CHUNK - 1) / ROW_CHUNK;
     int64_t chunk = ((M + chunks - 1) / chunks + ROWS - 1) / ROWS * ROWS;
+    int failed = 0;
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
         int64_t m1 = m0 + chunk < M ? m0 + chunk : M;
-#pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t g = 0; g < groups; ++g) {
-            int64_t n = g * COLS;
-            const float *b = bias ? bias + n : 0;
-            switch (N - n < COLS ? N - n : COLS) {
-                case 3: columns(3, x, m0, m1, w + n * K, K, b, y + n, N); break;
-                case 2: columns(2, x, m0, m1, w + n * K, K, b, y + n, N); break;
-                default: columns(1, x, m0, m1, w + n * K, K, b, y + n, N); break;
+        const int cols = !H || m1 - m0 > ROWS_H ? COLS : m1 - m0 <= 2 ? 4 : m1 - m0 <= 4 ? 3 : COLS_H;   /* <= 16 registers */
+        int64_t groups = (N + cols - 1) / cols;
+#pragma omp parallel num_threads(threads) reduction(| : failed)
+        {
+            float *wide = H && m1 - m0 > ROWS_H ? malloc(sizeof(float) * cols * K) : 0;
+            failed = H && m1 - m0 > ROWS_H && !wide;
+#pragma omp for schedule(static)
+            for (int64_t g = 0; g < groups; ++g) {
+                if (failed) continue;
+                int64_t n = g * cols;
+                const float *b = bias ? bias + n : 0;
+                const void *wn = H ? (const void *)((const uint16_t *)w + n * K)
+                                   : (const void *)((const float *)w + n * K);
+                switch (N - n < cols ? N - n : cols) {
+                    case 4: group(H, 4, x, m0, m1, wn, K, b, y + n, N, wide); break;
+                    case 3: group(H, 3, x, m0, m1, wn, K, b, y + n, N, wide); break;
+                    case 2: group(H, 2, x, m0, m1, wn, K, b, y + n, N, wide); break;
+                    default: group(H, 1, x, m0, m1, wn, K, b, y + n, N, wide); break;
+                }
             }
+            free(wide);
         }
     }
+    return failed;
+}
+
+/* Both return 0, or 1 when a buffer could not be allocated (y is then incomplete). */
+int spx_linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, const float *bias, float *y,
+               int threads) {
+    return run(0, x, M, K, w, N, bias, y, threads);
+}
+
+int spx_linear_f16(const float *x, int64_t M, int64_t K, const uint16_t *w, int64_t N, const float *bias, float *y,
+                   int threads) {
+    return run(1, x, M, K, w, N, bias, y, threads);
 }

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 SOURCE = Path(__file__).with_name("rowgemm.c")
-FLAGS = ("-O3", "-mavx2", "-mfma", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
+FLAGS = ("-O3", "-mavx2", "-mfma", "-mf16c", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 _state: dict[str, object] = {}
 
 
@@ -34,7 +34,7 @@ def why_not() -> str:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x (…, K) float32 on the CPU, weight (N, K), bias (N,) or None → (…, N)."""
+    """x (…, K) float32 on the CPU, weight (N, K) float32 or float16, bias (N,) float32 or None → (…, N)."""
     lib = _library()
     if lib is None:
         raise RuntimeError(f"specx's CPU kernel is not available: {why_not()}")
@@ -43,8 +43,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if rows.dtype != torch.float32 or not rows.is_contiguous():
         rows = rows.float().contiguous()
     out = torch.empty(rows.shape[0], n, dtype=torch.float32)
-    lib.spx_linear(rows.data_ptr(), rows.shape[0], k, weight.data_ptr(), n,
-                   None if bias is None else bias.data_ptr(), out.data_ptr(), torch.get_num_threads())
+    run = lib.spx_linear_f16 if weight.dtype == torch.float16 else lib.spx_linear
+    if run(rows.data_ptr(), rows.shape[0], k, weight.data_ptr(), n,
+           None if bias is None else bias.data_ptr(), out.data_ptr(), torch.get_num_threads()):
+        raise MemoryError(f"specx's CPU kernel could not allocate {4 * 2 * k} bytes per thread")
     return out.reshape(*x.shape[:-1], n)
 
 
@@ -68,8 +70,9 @@ def _load():
     except (OSError, subprocess.SubprocessError) as e:
         return None, f"building it failed ({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})"
     p, i64 = ctypes.c_void_p, ctypes.c_int64
-    lib.spx_linear.argtypes = [p, i64, i64, p, i64, p, p, ctypes.c_int]
-    lib.spx_linear.restype = None
+    for run in (lib.spx_linear, lib.spx_linear_f16):
+        run.argtypes = [p, i64, i64, p, i64, p, p, ctypes.c_int]
+        run.restype = ctypes.c_int
     return lib, ""
 
 

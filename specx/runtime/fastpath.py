@@ -15,6 +15,13 @@ cost from one row to two; rowgemm reads the weights in PyTorch's own layout (no 
 four rows, so verifying 5 tokens costs 1.3× decoding one instead of 2.2×. Its rows are also exact: a
 token's logits are bit for bit the same verified among others as decoded alone (oneDNN: 2e-6 apart).
 
+`fp16` runs on fbgemm; on rowgemm (half-float weights widened to float32 as they are read, float32
+arithmetic, rows exact) with SPECX_KERNELS=rowgemm, or where fbgemm is missing. Whole 1.5B target in
+fp16, context 123, paired (benchmarks/row_kernel.py --weights fp16): fbgemm / rowgemm 237 / 225 ms for
+1 token, 375 / 403 ms for 5, 1072 / 988 ms for 17, prompt pass 6.19 / 4.97 s; but in a full bench
+(benchmarks/results/2026-11-25-rowgemm16) its 1-token steps ran 300–440 ms, unexplained so far, so it
+is not the default.
+
 `fp16`, `int8`, `int4` store the weights in fewer bytes (qlinear.py says which kernels and why): they
 are exact for speculation (speculative output = that model's plain output) but change the model
 itself, so the target keeps its loaded precision unless asked. The drafter's precision never changes
@@ -32,7 +39,8 @@ from . import qlinear
 from .errors import UsageError
 
 DISABLE_ENV = "SPECX_KERNELS"  # SPECX_KERNELS=reference keeps PyTorch's default linear layers,
-                               # SPECX_KERNELS=onednn skips specx's own float32 kernel
+                               # SPECX_KERNELS=onednn skips specx's own float32 kernel,
+                               # SPECX_KERNELS=rowgemm runs fp16 weights on it too (else fbgemm)
 WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # int8dyn: drafters only (qlinear.DynInt8Linear)
 BYTES_PER_WEIGHT = {"fp16": 2.0, "int8": 1.0, "int4": 0.5 + 4 / qlinear.INT4_GROUP}
 
@@ -45,7 +53,7 @@ def check(weights: str) -> str:
 
 def usable(weights: str) -> bool:
     """Whether this machine can run that weight precision on the CPU."""
-    return weights == "none" or qlinear.usable(weights)
+    return weights == "none" or qlinear.usable(weights) or (weights == "fp16" and row_kernel())
 
 
 def choose(weights: str, role: str) -> str:
@@ -88,29 +96,34 @@ def row_kernel() -> bool:
 
 
 class RowLinear(torch.nn.Module):
-    """nn.Linear through kernels/rowgemm: the same weight tensor (no copy), rows exact and cheap."""
+    """nn.Linear through kernels/rowgemm: the same weight tensor (no copy), or its half-float copy for
+    `fp16`; rows exact and cheap either way."""
 
-    def __init__(self, linear: torch.nn.Linear):
+    def __init__(self, linear: torch.nn.Linear, half: bool = False):
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.weight, self.bias = linear.weight, linear.bias
+        if half:   # a new tensor: a head tied to the embeddings leaves the embedding table as it was
+            self.weight = torch.nn.Parameter(linear.weight.detach().half().contiguous(), requires_grad=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return rowgemm.linear(x, self.weight, self.bias)   # reads the tensors' memory: no autograd here
 
     def extra_repr(self) -> str:
-        return f"in={self.in_features}, out={self.out_features}, kernel=specx rowgemm"
+        weights = "fp16 " if self.weight.dtype == torch.float16 else ""
+        return f"in={self.in_features}, out={self.out_features}, kernel=specx rowgemm {weights}".rstrip()
 
 
-def row_linears(model) -> int:
-    """Replace every float32 nn.Linear by RowLinear, in place; returns how many."""
+def row_linears(model, half: bool = False) -> int:
+    """Replace every float32 nn.Linear by RowLinear (with half-float weights when `half`), in place;
+    returns how many."""
     swapped = 0
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is torch.nn.Linear and child.weight.dtype == torch.float32:
-                if not child.weight.is_contiguous():
+                if not child.weight.is_contiguous() and not half:
                     child.weight.data = child.weight.data.contiguous()
-                setattr(parent, name, RowLinear(child))
+                setattr(parent, name, RowLinear(child, half))
                 swapped += 1
     return swapped
 
@@ -131,7 +144,10 @@ def prepack_linears(model) -> int:
 
 def apply(model, weights: str) -> str:
     """Swap the model's linear layers for the chosen CPU kernels; one sentence saying what ran."""
-    if (weights in qlinear.LAYERS or weights in qlinear.DRAFT_ONLY) and _on_cpu(model):
+    if weights == "fp16" and available(model) and row_kernel() and (
+            os.environ.get(DISABLE_ENV, "").lower() == "rowgemm" or not qlinear.usable("fp16")):
+        swapped, weights = row_linears(model, half=True), "rowgemm fp16"
+    elif (weights in qlinear.LAYERS or weights in qlinear.DRAFT_ONLY) and _on_cpu(model):
         swapped = qlinear.quantize_linears(model, weights)
     elif available(model) and row_kernel():
         return describe(row_linears(model), "rowgemm")   # the weights stay where they are: nothing to free
@@ -178,6 +194,9 @@ def describe(swapped: int, weights: str = "none") -> str:
     if weights == "rowgemm":
         return (f"kernels: specx rowgemm float32 linears ({swapped} layers; same weights, verifying "
                 "a few tokens costs little more than decoding one)")
+    if weights == "rowgemm fp16":
+        return (f"kernels: fp16 weight-only linears on specx rowgemm ({swapped} layers; float32 arithmetic, "
+                "rows exact whatever the batch)")
     if weights == "none":
         why = rowgemm.why_not() if os.environ.get(DISABLE_ENV, "").lower() != "onednn" else ""
         return (f"kernels: oneDNN prepacked float32 linears ({swapped} layers; same weights, "
