@@ -46,7 +46,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     run = lib.spx_linear_f16 if weight.dtype == torch.float16 else lib.spx_linear
     if run(rows.data_ptr(), rows.shape[0], k, weight.data_ptr(), n,
            None if bias is None else bias.data_ptr(), out.data_ptr(), torch.get_num_threads()):
-        raise MemoryError(f"specx's CPU kernel could not allocate {4 * 2 * k} bytes per thread")
+        raise MemoryError(f"specx's CPU kernel could not allocate {4 * 3 * k} bytes per thread")
     return out.reshape(*x.shape[:-1], n)
 
 
