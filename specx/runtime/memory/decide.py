@@ -115,7 +115,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     headroom[fast] = max(headroom[fast], head)
     _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder)
     t_plan = make_model_plan("target", target, scheme.other_dtype, "none" if not scheme.lossy else scheme.name,
-                             placed, ctx, scheme.lossy, ctx)
+                             placed, ctx, scheme.lossy, ctx, reasons)
     cache = _expert_cache(target, scheme, compute, placed, fast, reasons)
     plan = MemoryPlan(t_plan, drafter_plan, k, kk, ctx, dc if drafter else 0, spec,
                       tuple((d, n) for d, n in headroom.items() if n), budgets, tuple(reasons),
@@ -169,7 +169,7 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     room[dev] -= need(scheme)
     room[CPU] -= runtime
     headroom[dev] = max(headroom[dev], head)
-    plan = make_model_plan("drafter", drafter, scheme.other_dtype, "none", placed, ctx, False, ctx)
+    plan = make_model_plan("drafter", drafter, scheme.other_dtype, "none", placed, ctx, False, ctx, reasons)
     return plan, dev
 
 

@@ -49,6 +49,7 @@ class Shape:
     experts: int = 0          # routed experts per MoE layer (0: dense)
     experts_per_token: int = 0
     head_weight: int = 0      # elements of the output projection (also when tied to the embeddings)
+    file_dtype: str = ""      # what the weight files hold (mapped.file_dtype); '' unknown
 
     @property
     def params(self) -> int:
@@ -192,7 +193,12 @@ def fastpath_copy(shape: Shape, dtype: str) -> int:
 
 def shape_for(source) -> Shape:
     """Shape of a resolved Source (reads only its config)."""
-    return shape_of(load_config(source), source.name)
+    from dataclasses import replace
+
+    from .mapped import file_dtype
+
+    config = load_config(source)
+    return replace(shape_of(config, source.name), file_dtype=file_dtype(source, config))
 
 
 def _layers_list(model):

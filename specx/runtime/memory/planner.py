@@ -135,9 +135,29 @@ def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool) -> int:
 
 
 def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements: list[Placement],
-                    context: int, lossy: bool, prompt: int) -> ModelPlan:
+                    context: int, lossy: bool, prompt: int, reasons: list[str] | None = None) -> ModelPlan:
     act = act_bytes(dtype)
     on_cpu = bool(placements) and all(p.device == "cpu" for p in placements)
+    placements = _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons)
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
                      shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act), lossy,
                      runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu))
+
+
+def _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons) -> list[Placement]:
+    """An untied embedding that stays memory-mapped is priced by the rows a run can touch (mapped.py)."""
+    from .mapped import resident_embedding, stays_mapped
+
+    if not stays_mapped(shape, dtype, quant, on_cpu):
+        return placements
+    out = []
+    for p in placements:
+        if p.kind == "embed":
+            resident = resident_embedding(shape, p.bytes, context)
+            if resident < p.bytes and reasons is not None:
+                reasons.append(f"{role}: its {fmt_bytes(p.bytes)} input embedding stays memory-mapped from the "
+                               f"weight file, so only the rows of the tokens it sees become resident: "
+                               f"{fmt_bytes(resident)} at {context} tokens")
+            p = replace(p, bytes=resident, scheme=p.scheme + " (mapped)" if resident < p.bytes else p.scheme)
+        out.append(p)
+    return out

@@ -1,0 +1,73 @@
+"""An untied float32 embedding that stays memory-mapped is planned by the rows a run can touch."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from specx.runtime import fastpath
+from specx.runtime.memory.mapped import CONVERTED, FAULT_AROUND, resident_embedding, stays_mapped
+from specx.runtime.memory.planner import Request, plan
+from specx.runtime.memory.probe import Budgets
+from test_memory_planner import G, shape
+
+rowgemm = pytest.mark.skipif(not fastpath.row_kernel(), reason="needs specx's rowgemm kernel built here")
+
+
+def cpu_plan(t, context=512, **req):
+    return plan(t, None, Budgets(None, 64 * G, 0), Request(context=context, **req))
+
+
+def embed(p):
+    return next(x for x in p.target.placements if x.kind == "embed")
+
+
+def test_resident_rows_grow_with_tokens_up_to_the_whole_table():
+    t = shape(hidden=1024)
+    assert resident_embedding(t, 10**9, 1) == 4096 + FAULT_AROUND
+    assert resident_embedding(t, 10**9, 100) == 100 * (4096 + FAULT_AROUND)
+    assert resident_embedding(t, 10**6, 100) == 10**6
+
+
+@rowgemm
+def test_a_float32_cpu_plan_prices_the_mapped_embedding_by_its_context_and_says_so():
+    t = replace(shape(vocab=151936, hidden=1536), file_dtype=CONVERTED)
+    p = cpu_plan(t)
+    full = 151936 * 1536 * 4
+    assert embed(p).bytes == 512 * (8 * 1024 + FAULT_AROUND) < full   # a 6 KiB row spans 2 pages
+    assert embed(p).scheme == "float32 (mapped)"
+    assert any("input embedding stays memory-mapped" in r and "512 tokens" in r for r in p.reasons)
+    head = next(x for x in p.target.placements if x.kind == "head")
+    assert head.bytes == full                        # the head is read whole on every forward
+
+
+@rowgemm
+@pytest.mark.parametrize("change", [{"tied": True}, {"file_dtype": "bfloat16"}, {"file_dtype": ""}])
+def test_a_tied_converted_or_unknown_table_is_priced_whole(change):
+    t = replace(shape(vocab=151936, hidden=1536), **{"file_dtype": CONVERTED, **change})
+    p = cpu_plan(t)
+    assert embed(p).bytes == 151936 * 1536 * 4 and "mapped" not in embed(p).scheme
+
+
+@rowgemm
+def test_quantized_or_gpu_weights_are_priced_whole():
+    t = replace(shape(), file_dtype=CONVERTED)
+    assert not stays_mapped(t, "float32", "fp16", True)
+    assert not stays_mapped(t, "bfloat16", "none", True)
+    assert not stays_mapped(t, "float32", "none", False)
+    assert stays_mapped(t, "float32", "none", True)
+    gpu = plan(t, None, Budgets(8 * G, 32 * G, 0), Request(context=512), simulated=True)
+    assert embed(gpu).bytes == t.groups[0].params * 2
+
+
+def test_onednn_prepacking_copies_the_table(monkeypatch):
+    import torch
+
+    monkeypatch.setenv(fastpath.DISABLE_ENV, "onednn")
+    t = replace(shape(), file_dtype=CONVERTED)
+    assert stays_mapped(t, "float32", "none", True) is (not torch.backends.mkldnn.is_available())
+
+
+def test_a_long_context_prices_the_whole_table():
+    t = replace(shape(vocab=32000, hidden=1024), file_dtype=CONVERTED)
+    assert embed(cpu_plan(t, context=32768)).bytes == 32000 * 1024 * 4
