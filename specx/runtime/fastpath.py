@@ -95,6 +95,13 @@ def row_kernel() -> bool:
     return os.environ.get(DISABLE_ENV, "").lower() not in ("reference", "onednn") and rowgemm.available()
 
 
+def prepacks() -> bool:
+    """Whether a float32 model on the CPU gets oneDNN's prepacked linears, which copy every weight
+    into ordinary memory (own_memory); rowgemm and PyTorch's default layers use them where they are."""
+    return (os.environ.get(DISABLE_ENV, "").lower() != "reference" and not row_kernel()
+            and torch.backends.mkldnn.is_available())
+
+
 class RowLinear(torch.nn.Module):
     """nn.Linear through kernels/rowgemm: the same weight tensor (no copy), or its half-float copy for
     `fp16`; rows exact and cheap either way."""

@@ -175,18 +175,9 @@ def fastpath_copy(shape: Shape, dtype: str) -> int:
     oneDNN's packed linears replace the originals (whose memory is returned: fastpath.own_memory),
     except a head tied to the embeddings: the embedding table stays for lookups and the head gets its
     own packed float32 copy."""
-    import os
+    from ..fastpath import prepacks
 
-    if dtype != "float32" or os.environ.get("SPECX_KERNELS", "").lower() == "reference":
-        return 0
-    import torch
-
-    from ..fastpath import row_kernel
-
-    if row_kernel():
-        return 0
-
-    if not torch.backends.mkldnn.is_available() or not shape.tied:
+    if dtype != "float32" or not shape.tied or not prepacks():
         return 0
     return 4 * (shape.head_weight or shape.vocab * shape.hidden)
 

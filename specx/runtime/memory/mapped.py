@@ -11,8 +11,6 @@ Those pages are clean file pages, so under pressure the kernel drops them rather
 """
 from __future__ import annotations
 
-import os
-
 PAGE = 4096
 FAULT_AROUND = 64 * 2**10
 CONVERTED = "converted"     # Shape.file_dtype of a GGUF: specx writes its copy in the load dtype
@@ -24,18 +22,9 @@ def stays_mapped(shape, dtype: str, quant: str, on_cpu: bool) -> bool:
         return False
     if shape.file_dtype not in (CONVERTED, "float32"):   # unknown, or converted while loading: a copy
         return False
-    return not _fast_path_copies()
+    from ..fastpath import prepacks
 
-
-def _fast_path_copies() -> bool:
-    """oneDNN's prepacked path copies every remaining tensor into ordinary memory (fastpath.own_memory)."""
-    import torch
-
-    from ..fastpath import DISABLE_ENV, row_kernel
-
-    if row_kernel() or os.environ.get(DISABLE_ENV, "").lower() == "reference":
-        return False
-    return torch.backends.mkldnn.is_available()
+    return not prepacks()
 
 
 def resident_embedding(shape, full: int, tokens: int) -> int:
