@@ -32,9 +32,11 @@ ROW = {"type": "object", "additionalProperties": False,
                       "draft_s": NUM, "verify_s": NUM, "peak_bytes": INT,
                       "weights_bytes": INT, "outputs_matched": OPT_INT, "outputs_compared": OPT_INT}}
 CONFIG = {"type": "object", "additionalProperties": False,
-          "required": ["label", "drafter", "k", "policy", "confidence", "peer", "baseline", "precision", "weights_bytes"],
+          "required": ["label", "drafter", "k", "policy", "confidence", "peer", "baseline", "tuned", "precision",
+                       "weights_bytes"],
           "properties": {"label": STR, "drafter": STR, "k": INT, "policy": STR, "confidence": NUM,
                          "peer": {"type": ["string", "null"]}, "baseline": {"type": "boolean"},
+                         "tuned": {"type": "boolean"},
                          "precision": {"type": "string", "minLength": 1}, "weights_bytes": INT}}
 SAMPLE = {"type": "object", "required": ["config", "prompt", "category", "repeat", "new_tokens", "total_s", "tok_s"],
           "properties": {"repeat": INT, "new_tokens": INT, "total_s": NUM, "tok_s": NUM}}

@@ -159,6 +159,27 @@ def test_run_uses_the_tuned_setting_and_flags_override_it(cli_models):
     assert (stats["k"], stats["drafter"]) == (0, "none") and "speculation off (tuned 2026-11-23" in err
 
 
+@pytest.mark.usefixtures("one_thread")
+def test_a_tuned_policy_runs_guarded_unless_the_user_chose_the_policy(cli_models, monkeypatch):
+    """What `auto` takes from the tune may still turn speculation off (DraftPolicy.guard); a policy
+    given by flag is run as given."""
+    from specx.runtime import policy as policies
+
+    made, real = [], policies.DraftPolicy
+
+    def recording(*args, **kwargs):
+        made.append(kwargs.get("guard"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(policies, "DraftPolicy", recording)
+    target = str(cli_models["target"])
+    tuned.record(tuned.make_key(target, "ngram"),
+                 TunedSetting("ngram", 3, "confidence", 0.6, tuned_at="2026-11-23T04:00:00Z", speedup=1.5), [])
+    assert run_k(target)[0]["draft_policy"] == "confidence" and made[-1] is True
+    assert run_k(target, "--draft-policy", "confidence")[0]["draft_policy"] == "confidence" and made[-1] is False
+    assert run_k(target, "--draft-policy", "auto")[0]["draft_policy"] == "auto"
+
+
 def test_a_setting_tuned_for_one_weight_precision_does_not_apply_to_another(cli_models):
     target = str(cli_models["target"])
     tuned.record(tuned.make_key(target, "ngram", quant="fp16"),
@@ -214,3 +235,13 @@ def test_ctrl_c_keeps_finished_trials_and_leaves_a_whole_file(cli_models, prompt
     assert entry["setting"]["complete"] is False and len(entry["trials"]) == 13
     assert all(t["samples"] == 1 for t in entry["trials"])
     assert sorted(p.name for p in tuned.path().parent.iterdir()) == ["tuned.json", "tuned.json.lock"]
+
+
+def test_a_setting_tuned_on_one_vector_unit_does_not_apply_to_another(monkeypatch):
+    """Same CPU name, AVX2 vs AVX-512: the kernels' speeds differ, so the keys do."""
+    import torch
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    avx2 = tuned.device_identity()
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    assert avx2 != tuned.device_identity() and "(AVX512)" in tuned.device_identity()

@@ -42,7 +42,8 @@ def specx_call(model: str, pair, config: Config, sampling: Sampling):
         tokens: list[int] = []
         generation = stream(model, prompt.text, pair=pair, max_tokens=max_tokens, temperature=sampling.temperature,
                             top_p=sampling.top_p, top_k=sampling.top_k, seed=sampling.seed,
-                            draft_policy=config.policy, confidence=config.confidence)
+                            draft_policy=config.policy, confidence=config.confidence,
+                            guard=config.tuned and config.policy != "auto")
         stats = None
         for event in generation:
             if isinstance(event, Round):

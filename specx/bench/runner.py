@@ -20,6 +20,7 @@ class Config:
     policy: str = "fixed"
     confidence: float = 0.4
     peer: str = ""
+    tuned: bool = False      # `--config tuned`: run as `specx run` runs it (the policy guarded, DraftPolicy)
 
     @property
     def baseline(self) -> bool:
@@ -37,11 +38,12 @@ class Config:
         name = base if base in ("ngram", "auto") else Path(base).stem or base
         name += HYBRID if hybrid else ""
         policy = f"confidence {self.confidence:g}" if self.policy == "confidence" else self.policy
-        return f"{name} k={self.k} {policy}"
+        return f"{name} k={self.k} {policy}" + (" (tuned)" if self.tuned else "")
 
     def as_dict(self) -> dict:
         return {"label": self.label, "drafter": self.drafter, "k": self.k, "policy": self.policy,
-                "confidence": self.confidence, "peer": self.peer or None, "baseline": self.baseline}
+                "confidence": self.confidence, "peer": self.peer or None, "baseline": self.baseline,
+                "tuned": self.tuned}
 
 
 BASELINE = Config("none", 0)

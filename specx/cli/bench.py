@@ -27,7 +27,7 @@ def bench(
     draft_policy: Annotated[Optional[list[str]], typer.Option("--draft-policy", help="fixed, heuristic, confidence, auto (cost-model k, 0 when drafting does not pay); repeatable.")] = None,
     draft_tokens: Annotated[Optional[list[int]], typer.Option("--draft-tokens", "-k", help="Tokens drafted per round; repeatable (default 4; 16 for --draft-policy auto, its most).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
-    config: Annotated[Optional[list[str]], typer.Option("--config", "-c", metavar="SPEC", help="One exact configuration, `drafter=D,k=K,policy=P[,confidence=C]`, or `tuned` (what `specx tune` saved for this model); repeatable, added to the --drafter × --draft-policy × -k grid.")] = None,
+    config: Annotated[Optional[list[str]], typer.Option("--config", "-c", metavar="SPEC", help="One exact configuration, `drafter=D,k=K,policy=P[,confidence=C]`, or `tuned` (what `specx tune` saved for this model, run as `specx run` runs it: guarded, labelled `(tuned)`); repeatable, added to the --drafter × --draft-policy × -k grid.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 128,
     repeats: Annotated[int, typer.Option("--repeats", "-r", help="Measured runs of every prompt and configuration.")] = 5,
     warmup: Annotated[bool, typer.Option("--warmup/--no-warmup", help="One short unmeasured run of every configuration first.")] = True,
@@ -153,7 +153,8 @@ def tuned_config(model: str, dtype: str, temperature: float, quant: str):
         raise UsageError(f"no tuned setting for {model} with these --dtype/--quant/--temperature",
                          f"run `specx tune {model}` first (with the same options)")
     output.note(f"tuned: {setting.describe()}")
-    return BASELINE if setting.off else Config(setting.drafter, setting.k, setting.policy, setting.confidence)
+    return BASELINE if setting.off else Config(setting.drafter, setting.k, setting.policy, setting.confidence,
+                                               tuned=True)
 
 
 def resolve_auto(model: str) -> str:

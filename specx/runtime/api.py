@@ -24,11 +24,11 @@ class Pair:
     measured_key: dict | None = None   # where earlier processes' costs for this pair are kept (measured.py)
     note: str = ""                     # what the last policy() started from, when an earlier process measured it
 
-    def policy(self, name: str, confidence: float, sampling: Sampling):
-        """One answer's draft policy. `auto` starts from what this pair's previous answer with the same
-        kind of sampling measured (verify costs, drafting step, calibration), else from what an earlier
-        process saved for this pair and machine (measured.py): the first rounds draft at once instead
-        of measuring. `note` then says so."""
+    def policy(self, name: str, confidence: float, sampling: Sampling, guard: bool = False):
+        """One answer's draft policy (`guard`: a tuned policy that `auto` chose, DraftPolicy). `auto`
+        starts from what this pair's previous answer with the same kind of sampling measured (verify
+        costs, drafting step, calibration), else from what an earlier process saved for this pair and
+        machine (measured.py): the first rounds draft at once instead of measuring. `note` then says so."""
         from .costmodel import CostModel
         from .policy import DraftPolicy
 
@@ -42,7 +42,7 @@ class Pair:
         cost = CostModel.following(previous, moe=moe)
         if name == "auto":
             self.costs[sampling.greedy] = cost
-        return DraftPolicy(name, self.k, confidence, cost=cost)
+        return DraftPolicy(name, self.k, confidence, cost=cost, guard=guard)
 
     def remember(self, greedy: bool) -> None:
         """Keep the last `auto` answer's costs for later processes (a cache: a failed write is skipped)."""
@@ -180,9 +180,12 @@ def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int = 
            stop_event: threading.Event | None = None, pair: Pair | None = None,
            draft_policy: str = "auto", confidence: float = 0.4, quant: str = "auto",
            draft_quant: str = "auto", draft_dtype: str | None = None, draft_vocab: int | None = None,
-           mem_budget: str | None = None, allow_disk_offload: bool = False, moe_offload: bool = False):
+           mem_budget: str | None = None, allow_disk_offload: bool = False, moe_offload: bool = False,
+           guard: bool = False):
     """Speculative generation as events: Round … Done. The output equals the target's own.
-    `model` may be a loaded Pair (`prepare`, `specx.load`): its models and measured costs are reused."""
+    `model` may be a loaded Pair (`prepare`, `specx.load`): its models and measured costs are reused.
+    `guard`: the draft policy is a tuned one that `auto` chose (`specx run` sets it): it still turns
+    speculation off where it does not pay, as `auto` does."""
     from .loop import Generation
 
     if isinstance(model, Pair):
@@ -196,7 +199,7 @@ def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int = 
     sampling = Sampling(temperature, top_k or None, top_p, seed)
     ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
     validate(pair, ids, max_tokens, sampling)
-    policy = pair.policy(draft_policy, confidence, sampling)
+    policy = pair.policy(draft_policy, confidence, sampling, guard)
     if pair.note:
         _say(notify, pair.note)
     return Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens, sampling=sampling,

@@ -18,9 +18,10 @@ token's logits are bit for bit the same verified among others as decoded alone (
 `fp16` runs on fbgemm; on rowgemm (half-float weights widened to float32 as they are read, float32
 arithmetic, rows exact) with SPECX_KERNELS=rowgemm, or where fbgemm is missing. Whole 1.5B target in
 fp16, context 123, paired (benchmarks/row_kernel.py --weights fp16): fbgemm / rowgemm 237 / 225 ms for
-1 token, 375 / 403 ms for 5, 1072 / 988 ms for 17, prompt pass 6.19 / 4.97 s; but in a full bench
-(benchmarks/results/2026-11-25-rowgemm16) its 1-token steps ran 300–440 ms, unexplained so far, so it
-is not the default.
+1 token, 375 / 403 ms for 5, 1072 / 988 ms for 17, prompt pass 6.19 / 4.97 s on AVX2; on an AVX-512
+machine (benchmarks/results/2026-11-25-guard) fbgemm won everywhere: 103 / 127 ms for 1 token, 127 /
+233 ms for 5, prompt pass 1.77 / 2.37 s. Which is faster depends on the machine, so rowgemm fp16 is
+not the default.
 
 `fp16`, `int8`, `int4` store the weights in fewer bytes (qlinear.py says which kernels and why): they
 are exact for speculation (speculative output = that model's plain output) but change the model

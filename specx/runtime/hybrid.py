@@ -23,7 +23,6 @@ class HybridDrafter(NoDrafter):
     alone: 1.52–1.98× vs 2.01–2.14×)."""
 
     MIN_MATCH = 3
-    SIT_OUT = 2   # the model sits out when it would read more than this many windows
 
     def __init__(self, lookup: NgramDrafter, model: ModelDrafter):
         self.lookup, self.model = lookup, model
@@ -43,12 +42,11 @@ class HybridDrafter(NoDrafter):
 
     def sit_out(self, seq: list[int], reuse: int = 0) -> str:
         """Whether the model sits the next answer out (see the class); the sentence that says so, or ""."""
-        window, unread = self.model.window, self.model.would_read(seq, reuse)
-        self._sit_out = bool(window) and unread > self.SIT_OUT * window
+        self._sit_out = self.model.sits_out(seq, reuse)
         if not self._sit_out:
             return ""
-        return (f"drafter: copies only for this answer: {self.model.name} would read {window} of the "
-                f"{unread} prompt tokens it has not seen, too little to draft from")
+        return (f"drafter: copies only for this answer: {self.model.name} would read {self.model.window} of "
+                f"the {self.model.would_read(seq, reuse)} prompt tokens it has not seen, too little to draft from")
 
     def prefill(self, seq: list[int], reuse: int = 0) -> None:
         self.copies_only, self._sit_out = self._sit_out, False

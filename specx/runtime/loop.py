@@ -107,10 +107,11 @@ class Generation:
     def _prefill_drafter(self, seq: list[int]) -> float:
         """The drafter reads the prompt (and the first token) once the first token is out: the first
         round is plain, so the first token costs what it costs without a drafter; the drafter's prompt
-        pass still counts as prefill. Under `auto` a hybrid drafter may sit its model out first (said
-        in a notice). Returns the seconds it spent in forwards."""
+        pass still counts as prefill. Under `auto` (or a tuned policy auto chose) a model drafter may
+        sit the answer out first, a hybrid's model likewise, which then only copies (said in a
+        notice). Returns the seconds it spent in forwards."""
         t, forward = time.perf_counter(), self._forward_s()
-        if self.policy.name == "auto" and hasattr(self.drafter, "sit_out"):   # a hybrid may only copy
+        if (self.policy.name == "auto" or self.policy.guard) and hasattr(self.drafter, "sit_out"):
             self.policy.notice = self.policy.notice or self.drafter.sit_out(seq, self.reuse)
         self.drafter.prefill(seq, self.reuse)
         self.stats.prefill_s += time.perf_counter() - t

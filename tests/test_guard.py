@@ -1,0 +1,98 @@
+"""A tuned policy that `auto` chose (`guard`) turns speculation off where it loses; a model drafter sits out long prompts."""
+from __future__ import annotations
+
+import pytest
+
+from specx.runtime.drafters import ModelDrafter
+from specx.runtime.loop import Generation
+from specx.runtime.policy import GUARD_ROUNDS, PROBE_GAP, DraftPolicy
+from specx.runtime.types import Round, Sampling
+from tests.test_loop import plain_greedy
+
+PLAIN_S = 0.100   # a plain step: 10 tok/s
+
+
+def guarded(name: str = "confidence", guard: bool = True) -> DraftPolicy:
+    policy = DraftPolicy(name, 4, 0.7, guard=guard)
+    policy.update(0, 0, 0.0, PLAIN_S)   # the loop's first round is plain: it measures what drafting must beat
+    return policy
+
+
+def rounds(policy: DraftPolicy, n: int, tokens: int, seconds: float) -> list[int]:
+    """n rounds as the loop runs them: a drafting round gives `tokens` in `seconds`, a plain one 1 in PLAIN_S."""
+    ks = []
+    for _ in range(n):
+        k = policy.next_k()
+        ks.append(k)
+        if k:
+            policy.update(k, tokens - 1, 0.3 * seconds, 0.7 * seconds)
+        else:
+            policy.update(0, 0, 0.0, PLAIN_S)
+    return ks
+
+
+def test_a_tuned_policy_goes_off_where_its_rounds_lose_says_so_and_comes_back_after_a_probe_that_pays():
+    policy = guarded()
+    assert rounds(policy, GUARD_ROUNDS, tokens=2, seconds=0.25) == [4] * GUARD_ROUNDS   # 8 tok/s vs 10
+    assert policy.off and policy.notice.startswith("speculation off: the tuned k=4 confidence 0.7 gave 8.0 tok/s")
+    assert f"plain decoding 10.0; trying again in {PROBE_GAP} tokens" in policy.notice
+    policy.notice = ""
+    assert rounds(policy, PROBE_GAP - 1, tokens=2, seconds=0.25) == [0] * (PROBE_GAP - 1)
+    assert rounds(policy, GUARD_ROUNDS, tokens=4, seconds=0.2) == [4] * GUARD_ROUNDS          # 20 tok/s
+    assert not policy.off and policy.notice.startswith("speculation on again: the tuned k=4 confidence 0.7 gave")
+
+
+def test_a_probe_that_still_loses_waits_twice_as_long():
+    policy = guarded("fixed")
+    rounds(policy, GUARD_ROUNDS + PROBE_GAP - 1, tokens=2, seconds=0.25)
+    assert rounds(policy, GUARD_ROUNDS, tokens=2, seconds=0.25) == [4] * GUARD_ROUNDS
+    assert policy.off and policy.gap == 2 * PROBE_GAP
+    assert rounds(policy, 2 * PROBE_GAP - 1, tokens=2, seconds=0.25) == [0] * (2 * PROBE_GAP - 1)
+    assert policy.next_k() == 4
+
+
+@pytest.mark.parametrize("tokens, seconds", [(3, 0.25), (2, 0.205)])   # 12 tok/s; 9.76: within the slack
+def test_a_tuned_policy_that_keeps_up_stays_on(tokens, seconds):
+    policy = guarded()
+    assert rounds(policy, 30, tokens, seconds) == [4] * 30 and not policy.off and not policy.notice
+
+
+def test_a_policy_the_user_chose_is_never_turned_off():
+    for policy in (guarded("confidence", guard=False), guarded("heuristic", guard=False)):
+        assert all(rounds(policy, 30, tokens=1, seconds=0.5)) and not policy.off and not policy.notice
+    assert DraftPolicy("auto", 4, guard=True).guard is False   # auto has its own switch
+
+
+def test_a_guarded_policy_falls_back_to_plain_decoding_with_identical_output(make_lm):
+    """A random drafter is always wrong: the guard turns drafting off within GUARD_ROUNDS drafting
+    rounds, says so in the run's notices, and the text is the target's own."""
+    target = make_lm("llama", seed=1)
+    drafter = ModelDrafter(make_lm("llama", seed=2, layers=1), target.vocab_size, target.vocab_size)
+    prompt = [0, 11, 12, 13]
+    events = list(Generation(target, drafter, prompt, k=4, max_tokens=40, sampling=Sampling(),
+                             policy=DraftPolicy("fixed", 4, guard=True)))
+    tokens = [t for e in events if isinstance(e, Round) for t in e.token_ids]
+    stats = events[-1].stats
+    assert tokens == plain_greedy(target.model, prompt, 40, eos=1)
+    assert any(n.startswith("speculation off: the tuned k=4 fixed") for n in stats.notices)
+    assert stats.rounds > stats.new_tokens / 2   # most rounds were plain
+
+
+@pytest.mark.parametrize("policy, guard, prompt_len, sits_out", [
+    ("auto", False, 20, True), ("confidence", True, 20, True), ("auto", False, 8, False),
+    ("confidence", False, 20, False)])
+def test_a_model_drafter_sits_out_a_prompt_over_twice_its_window(make_lm, policy, guard, prompt_len, sits_out):
+    """Under `auto` or a tuned policy auto chose, a model drafter that would see less than half of
+    the prompt (window 4, more than 8 unread tokens) drafts nothing that answer, never runs, and says
+    so; a shorter prompt, or a policy the user chose, keeps it drafting. The output is the target's own."""
+    target = make_lm("qwen2", seed=1)
+    draft_lm = make_lm("qwen2", seed=2, layers=1)
+    drafter = ModelDrafter(draft_lm, target.vocab_size, target.vocab_size, 4)
+    prompt = [0] + [20 + i % 7 for i in range(prompt_len - 1)]
+    events = list(Generation(target, drafter, prompt, k=4, max_tokens=12, sampling=Sampling(),
+                             policy=DraftPolicy(policy, 4, guard=guard)))
+    tokens = [t for e in events if isinstance(e, Round) for t in e.token_ids]
+    stats = events[-1].stats
+    assert tokens == plain_greedy(target.model, prompt, 12, eos=1)
+    assert (draft_lm.forward_s == 0 and stats.drafted == 0) is sits_out
+    assert any(n.startswith("drafter: off for this answer") for n in stats.notices) is sits_out
