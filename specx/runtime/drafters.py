@@ -204,10 +204,12 @@ class ModelDrafter(NoDrafter):
         summarisation prompt: the tuned `confidence 0.7` ran 0.93× plain (rowgemm fp16; fbgemm 0.97×),
         its drafting rounds 0.95× and its prompt pass 0.75 s. The sentence that says so, or ""."""
         self._rest = self.sits_out(seq, reuse)
-        if not self._rest:
-            return ""
-        return (f"drafter: off for this answer: {self.name} would read {self.window} of the "
-                f"{self.would_read(seq, reuse)} prompt tokens it has not seen, too little to draft from")
+        return f"drafter: off for this answer: {self.too_little(seq, reuse)}" if self._rest else ""
+
+    def too_little(self, seq: list[int], reuse: int = 0) -> str:
+        """Why it sits out, in words."""
+        return (f"{self.name} would read {self.window} of the {self.would_read(seq, reuse)} prompt tokens "
+                f"it has not seen, too little to draft from")
 
     def prefill(self, seq: list[int], reuse: int = 0) -> None:
         """Cache seq[:-1] (at most its last `window` tokens when more are unread); the first `reuse`

@@ -43,10 +43,7 @@ class HybridDrafter(NoDrafter):
     def sit_out(self, seq: list[int], reuse: int = 0) -> str:
         """Whether the model sits the next answer out (see the class); the sentence that says so, or ""."""
         self._sit_out = self.model.sits_out(seq, reuse)
-        if not self._sit_out:
-            return ""
-        return (f"drafter: copies only for this answer: {self.model.name} would read {self.model.window} of "
-                f"the {self.model.would_read(seq, reuse)} prompt tokens it has not seen, too little to draft from")
+        return f"drafter: copies only for this answer: {self.model.too_little(seq, reuse)}" if self._sit_out else ""
 
     def prefill(self, seq: list[int], reuse: int = 0) -> None:
         self.copies_only, self._sit_out = self._sit_out, False

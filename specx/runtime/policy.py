@@ -109,8 +109,11 @@ class DraftPolicy:
     @property
     def copy_k(self) -> int:
         """How far a copy from the context may go this round: `auto` cuts copies itself (`trim`), so
-        up to k_max even while the model drafter is off or held short; other policies: this round's k."""
-        return self.k_max if self.name == "auto" else self.current
+        up to k_max even while the model drafter is off or held short; other policies: this round's k
+        (none while the guard holds speculation off)."""
+        if self.name == "auto":
+            return self.k_max
+        return 0 if self.guard and not self.asked else self.current
 
     def next_k(self) -> int:
         """How many tokens to draft this round (the loop still clamps to the budget and context)."""
@@ -178,11 +181,7 @@ class DraftPolicy:
         if self.off:
             if self.probing:
                 return self.k_max         # until the drafter proposes something
-            self.plain_rounds += 1
-            if self.plain_rounds < self.gap:
-                return 0
-            self.plain_rounds, self.probing = 0, True
-            return self.k_max             # the probe; update() turns drafting back on if it pays
+            return 0 if self._waiting() else self.k_max   # the probe; update() turns drafting back on if it pays
         if self.cost.best_k(self.k_max) == 0 and self.judged >= MIN_JUDGED:   # enough evidence to give up
             self.off, self.plain_rounds = True, 0
             self.notice = f"speculation off: {self.cost.explain(0)}; trying again in {self.gap} tokens"
@@ -192,15 +191,18 @@ class DraftPolicy:
     def _guard_k(self) -> int:
         """`guard`: the tuned policy's own k, or 0 while off; after `gap` plain rounds a probe of
         GUARD_ROUNDS drafting rounds measured afresh (_judge)."""
-        if self.off and not self.probing:
-            self.plain_rounds += 1
-            if self.plain_rounds < self.gap:
-                self.asked = False
-                return 0
-            self.plain_rounds, self.probing = 0, True
-            self.tried, self.gained, self.spent = 0, 0.0, 0.0
-        self.asked = True
-        return self.current
+        self.asked = not (self.off and not self.probing and self._waiting())
+        return self.current if self.asked else 0
+
+    def _waiting(self) -> bool:
+        """While off: one more plain round; False once `gap` have passed, and a probe begins (the
+        guard's measures start afresh)."""
+        self.plain_rounds += 1
+        if self.plain_rounds < self.gap:
+            return True
+        self.plain_rounds, self.probing = 0, True
+        self.tried, self.gained, self.spent = 0, 0.0, 0.0
+        return False
 
     def _judge(self, tokens: int, seconds: float) -> None:
         """`guard`: one drafting round's tokens and seconds; once GUARD_ROUNDS are in, off if their
