@@ -43,7 +43,7 @@ def specx_call(model: str, pair, config: Config, sampling: Sampling):
         generation = stream(model, prompt.text, pair=pair, max_tokens=max_tokens, temperature=sampling.temperature,
                             top_p=sampling.top_p, top_k=sampling.top_k, seed=sampling.seed,
                             draft_policy=config.policy, confidence=config.confidence,
-                            guard=config.tuned and config.policy != "auto")
+                            guard=config.tuned)
         stats = None
         for event in generation:
             if isinstance(event, Round):

@@ -71,7 +71,7 @@ def run(
 
     from ..runtime.policy import draft_cap
 
-    asked_auto = draft_policy == "auto"
+    asked_auto = draft_policy == "auto"   # a tuned policy taken in its place runs guarded (DraftPolicy.guard)
     drafter, draft_tokens, draft_policy, confidence, k_chosen = apply_tuned(
         model, drafter, draft_tokens, draft_policy, confidence, dtype, temperature,
         output.warnings_only if no_stats else output.note, filled[EXPLICIT],
@@ -84,7 +84,7 @@ def run(
                         draft_dtype=draft_dtype, draft_vocab=draft_vocab, mem_budget=mem_budget,
                         allow_disk_offload=allow_disk_offload, moe_offload=moe_offload,
                         notify=output.warnings_only if no_stats else output.note,
-                        guard=asked_auto and draft_policy != "auto")   # a tuned policy may still go off
+                        guard=asked_auto)
     code = consume(generation, Sink(json_out, not no_stats, color_drafted))
     if code:
         raise typer.Exit(code)

@@ -80,7 +80,7 @@ class DraftPolicy:
     def __post_init__(self):
         if self.name not in POLICIES:
             raise ValueError(f"unknown draft policy {self.name!r}")
-        self.guard = self.guard and self.name != "auto"
+        self.guard = self.guard and self.name != "auto"   # auto has its own switch; callers need not check
         self.current = max(1, self.k_max) if self.name == "heuristic" else self.k_max
 
     @property
