@@ -1,5 +1,6 @@
 """Run in a fresh process: RSS before and after loading a target (and drafter) from the converted
-safetensors cache and decoding to a given context; prints JSON. Used by tests/test_memory_measured.py."""
+safetensors cache and decoding to a given context; prints JSON. Used by tests/test_memory_measured.py.
+A path may end in `=WEIGHTS` (e.g. `=int8dyn`): the CPU weights that model is loaded in."""
 from __future__ import annotations
 
 import gc
@@ -20,12 +21,13 @@ def main(context: int, k: int, paths: list[str]) -> None:
     from specx.runtime.lm import LM  # noqa: F401
     from specx.runtime.models import load_lm, model_dir, resolve
 
-    sources = [resolve(p) for p in paths]
+    specs = [p.rpartition("=")[::2] if "=" in p else (p, "none") for p in paths]
+    sources = [resolve(p) for p, _ in specs]
     for s in sources:
         model_dir(s, "float32")        # the converted copy exists (or is made) before the baseline
     gc.collect()
     before, _ = rss()
-    lms = [load_lm(s, "float32") for s in sources]
+    lms = [load_lm(s, "float32", weights) for s, (_, weights) in zip(sources, specs)]
     loaded, _ = rss()
     ids = list(range(1000, 1000 + context - k - 1))
     for lm in lms:                     # prompt, then one verify-sized forward: the cache holds `context`

@@ -7,7 +7,7 @@ import pytest
 
 from specx.runtime.drafters import Draft, ModelDrafter, NoDrafter
 from specx.runtime.loop import Generation
-from specx.runtime.policy import GUARD_ROUNDS, PROBE_GAP, DraftPolicy
+from specx.runtime.policy import GUARD_ROUNDS, PROBE_GAP, REFRESH_ROUNDS, DraftPolicy
 from specx.runtime.types import Round, Sampling
 from tests.test_loop import plain_greedy
 
@@ -56,7 +56,8 @@ def test_a_probe_that_still_loses_waits_twice_as_long():
 @pytest.mark.parametrize("tokens, seconds", [(3, 0.25), (2, 0.205)])   # 12 tok/s; 9.76: within the slack
 def test_a_tuned_policy_that_keeps_up_stays_on(tokens, seconds):
     policy = guarded()
-    assert rounds(policy, 30, tokens, seconds) == [4] * 30 and not policy.off and not policy.notice
+    ks = rounds(policy, 30, tokens, seconds)   # plain decoding timed again every REFRESH_ROUNDS (test_refresh)
+    assert set(ks) <= {0, 4} and ks.count(0) <= 30 // REFRESH_ROUNDS and not policy.off and not policy.notice
 
 
 def test_a_policy_the_user_chose_is_never_turned_off():

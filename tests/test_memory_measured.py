@@ -32,8 +32,11 @@ def planned(target: Path, drafter: Path | None):
 
 @pytest.mark.slow
 def test_qwen_pair_within_15_percent():
+    """The drafter as a run loads it: int8dyn where fbgemm exists (planned so too), else float32."""
+    from specx.runtime.fastpath import choose
+
     target, drafter = fixture_model("qwen2.5-coder-1.5b"), fixture_model("qwen2.5-coder-0.5b")
-    plan, got = planned(target, drafter), measure(target, drafter)
+    plan, got = planned(target, drafter), measure(target, f"{drafter}={choose('auto', 'drafter')}")
     grew = got["after"] - got["before"]
     print(f"\nplanned {plan.steady_bytes() / 2**20:.0f} MiB, measured {grew / 2**20:.0f} MiB, "
           f"load peak planned {plan.load_peak_bytes / 2**20:.0f} MiB, measured {(got['peak'] - got['before']) / 2**20:.0f} MiB")

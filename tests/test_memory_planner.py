@@ -156,3 +156,23 @@ def test_load_kwargs_carry_the_device_map_and_bnb_config():
     q = kw["quantization_config"]
     assert p.target.quant == "nf4" and q.load_in_4bit and q.bnb_4bit_quant_type == "nf4"
     assert q.llm_int8_enable_fp32_cpu_offload
+
+
+def test_a_drafter_on_the_cpu_is_priced_in_the_weights_it_will_run_in():
+    """int8dyn (the default where fbgemm exists): int8 weights, fp16 in the down projections (a third
+    of this layer's weights), 12 bytes per output row; `--draft-quant none`: float32."""
+    from specx.runtime import fastpath
+    from specx.runtime.memory.footprint import RUNTIME_OVERHEAD
+
+    if not fastpath.usable("int8dyn"):
+        pytest.skip("this PyTorch build has no fbgemm")
+    t, d = shape(), shape(layers=2, layer_params=12 * M, tied=True, name="d")
+    dyn = run(t, Budgets(None, 32 * G, 100 * G), drafter=d)
+    layer = next(p for p in dyn.drafter.placements if p.kind == "layer")
+    assert dyn.drafter.quant == "int8dyn" and layer.bytes == int(12 * M * (1 + 1 / 3)) + 12 * 4 * 1024
+    assert "drafter: whole on the CPU in int8 weights and activations" in " ".join(dyn.reasons)
+    assert dyn.drafter.runtime_bytes == RUNTIME_OVERHEAD + 32000 * 1024 + 12 * 32000   # the tied head's int8 copy
+    full = run(t, Budgets(None, 32 * G, 100 * G), drafter=d, draft_quant="none")
+    assert full.drafter.quant == "none" and next(p for p in full.drafter.placements if p.kind == "layer").bytes \
+        == 4 * 12 * M
+    assert dyn.steady_bytes() < full.steady_bytes()

@@ -163,3 +163,18 @@ def test_int8dyn_drafter_keeps_greedy_output_the_targets(make_lm):
         outs.append([t for e in gen if isinstance(e, Round) for t in e.token_ids])
         accepted = gen.stats.accepted
     assert outs[0] == outs[1] and len(outs[0]) > 10 and accepted > 0
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_a_bench_row_counts_packed_weights_and_names_their_precision(precision):
+    """Packed weights are not parameters: the bench's weight bytes and precision sentence still see them."""
+    from types import SimpleNamespace
+
+    from specx.bench.peers import describe_pair
+
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 512), _layer())
+    qlinear.quantize_linears(model, precision)
+    pair = SimpleNamespace(target=SimpleNamespace(model=model, kernels=""), drafter=None)
+    sentence, weights = describe_pair(pair, "float32")
+    assert sentence == f"float32 ({precision} linear weights, float32 others)"
+    assert weights == 4 * (10 * 512 + 384) + qlinear.WEIGHT_BYTES[precision] * 384 * 512

@@ -20,18 +20,22 @@ LOOKUP_TOKENS = 10   # prompt_lookup_num_tokens, as transformers' documentation 
 
 
 def describe_pair(pair, dtype: str) -> tuple[str, int]:
-    """The precision sentence of a row, and the bytes of the weights it uses (target + drafter)."""
+    """The precision sentence of a row, and the bytes of the weights it uses (target + drafter),
+    specx's packed CPU linears included (their weights are not parameters)."""
     from ..runtime.models import dtype_name
 
     lms = [pair.target] + ([pair.drafter.lm] if hasattr(pair.drafter, "lm") else [])
     weights = sum(_weight_bytes(lm.model) for lm in lms)
-    kinds = sorted({str(p.dtype).removeprefix("torch.") for lm in lms for p in lm.model.parameters()})
+    kinds = "/".join(sorted({str(p.dtype).removeprefix("torch.") for lm in lms for p in lm.model.parameters()}))
+    packed = "/".join(sorted({m.precision for lm in lms for m in lm.model.modules() if getattr(m, "precision", "")}))
+    what = f"{packed} linear weights, {kinds} others" if packed else f"{kinds} weights"
     kernels = f"; {pair.target.kernels.split(' (')[0]}" if pair.target.kernels else ""
-    return f"{dtype_name(dtype)} ({'/'.join(kinds)} weights{kernels})", weights
+    return f"{dtype_name(dtype)} ({what}{kernels})", weights
 
 
 def _weight_bytes(model) -> int:
-    return sum(p.numel() * p.element_size() for p in model.parameters())
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    return params + sum(m.weight_bytes for m in model.modules() if hasattr(m, "weight_bytes"))
 
 
 def specx_call(model: str, pair, config: Config, sampling: Sampling):

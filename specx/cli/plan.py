@@ -27,6 +27,7 @@ def plan(
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round.")] = 4,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto: bfloat16 on GPU, float32 on CPU).")] = "auto",
     quant: Annotated[str, typer.Option(help="auto (quantize only when needed), none, int8, nf4, fp4 (GPU), or a registered CPU backend.")] = "auto",
+    draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU, as `specx run` takes them: auto (= int8dyn where available), none, fp16, int8, int4, int8dyn.")] = "auto",
     allow_disk_offload: Annotated[bool, typer.Option("--allow-disk-offload", help="Allow weights on disk (slow) instead of refusing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
@@ -45,7 +46,8 @@ def plan(
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
     draft_source = None if choice in ("none", "ngram") or draft_tokens == 0 else resolve(choice)
     try:
-        result = plan_for(source, draft_source, context, draft_tokens, mem_budget, dtype, quant, allow_disk_offload)
+        result = plan_for(source, draft_source, context, draft_tokens, mem_budget, dtype, quant, allow_disk_offload,
+                          draft_quant)
     except PlanRefused as e:
         output.note(e.table)
         raise

@@ -9,7 +9,8 @@ E(k) = (1 − a^(k+1)) / (1 − a), the geometric law. Cost: k drafter steps plu
 k+1 tokens. The best k maximises E(k) / cost(k); k = 0 (plain decoding, one token per forward of 1)
 wins when drafting costs more than it saves, and drafting must promise MARGIN more to be chosen.
 All inputs are measured during the run and decay so the model follows the text (code that copies its
-input, then free prose). Acceptance is learned per source: the model drafter's drafts, and copies
+input, then free prose) and the machine (a shared CPU's speed moves within an answer: a forward's
+time is averaged with weight DECAY^age on its last measure, age in rounds since it). Acceptance is learned per source: the model drafter's drafts, and copies
 from the context by their evidence (a copy running for 8+ tokens, a fresh 3-token match, …).
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ COPY_PRIOR = 0.3      # other copies: in prose a copy that ran for 3 tokens, or 
                       # mostly rejected at once; one partly accepted copy under the model's 0.5 made
                       # 16-token copies look paying (summarisation trace: resume 16/0, match3 16/0)
 COPIES = "copies"     # all copies pooled: a kind of copy not drafted yet borrows what they showed
+CARRIED_AGE = 8       # rounds: how old a forward's time carried from an earlier answer (or disk) counts
 CONFIDENCE_BINS = (0.4, 0.6, 0.8, 0.9, 0.97)   # the drafter's confidence, binned: acceptance is learned per bin
 CALIBRATION_PRIOR = 2.0   # pseudo-tokens, accepted at the confidence itself, in each bin's estimate
 
@@ -112,6 +114,8 @@ class CostModel:
     moe: bool = False          # a mixture-of-experts target: the explanation says why verifying costs more
     tracks: dict[str, Track] = field(default_factory=dict)
     calibration: Calibration = field(default_factory=Calibration)
+    clock: int = 0             # rounds observed in this answer
+    measured_at: dict[int, int] = field(default_factory=dict)   # forward size → the round it was last timed
 
     @classmethod
     def following(cls, previous: "CostModel | None", moe: bool = False) -> "CostModel":
@@ -131,7 +135,10 @@ class CostModel:
         Every round ages every track (plain ones too: the text moves on)."""
         n = drafted + 1
         made = drafted if made is None else made
-        self.verify_s[n] = verify_s if n not in self.verify_s else _ema(self.verify_s[n], verify_s)
+        self.clock += 1
+        old = DECAY ** self.age(n)
+        self.verify_s[n] = verify_s if n not in self.verify_s else old * self.verify_s[n] + (1 - old) * verify_s
+        self.measured_at[n] = self.clock
         for track in self.tracks.values():
             track.decay()
         if source == MODEL and made:
@@ -144,6 +151,15 @@ class CostModel:
         if source != MODEL and source not in WEAK_PRIOR:
             self.track(COPIES).add(drafted, accepted)
         self.track(source).add(drafted, accepted)
+
+    def age(self, n: int) -> int:
+        """Rounds since a forward of n tokens was last timed (at least 1); one carried from an earlier
+        answer or from disk counts as CARRIED_AGE rounds old. On a shared CPU the same forward took
+        ~68 ms for 33 rounds and ~103 ms for 27 in one answer (fbgemm fp16, AVX-512): a time
+        measured long ago must give way to a new one at once, not by 15% a round."""
+        if n not in self.measured_at:
+            return CARRIED_AGE
+        return max(self.clock - self.measured_at[n], 1)
 
     def track(self, source: str = MODEL) -> Track:
         if source not in self.tracks:

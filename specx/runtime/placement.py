@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .errors import UsageError
 
 CPU_BACKENDS = ("fp16", "int8", "int4")   # the fast path's weight-only CPU kernels (fastpath.py)
+DRAFT_WEIGHTS = ("int8dyn",)               # ... and the drafter-only one the plan may price a drafter in
 BNB = ("int8", "nf4", "fp4")
 MOE_SLACK = 2          # --moe-offload without a planned budget: room for the experts of this many tokens
 
@@ -82,7 +83,7 @@ def plan_run(source, draft_source, k: int, dtype: str, quant: str, mem_budget: s
         if src.kind == "hf":
             _check_hf_folder(src.path)
     try:
-        plan = plan_for(source, draft_source, None, k, mem_budget, dtype, quant, allow_disk)
+        plan = plan_for(source, draft_source, None, k, mem_budget, dtype, quant, allow_disk, draft_quant)
     except PlanRefused as e:
         if notify:
             notify(e.table)
@@ -109,7 +110,7 @@ def _check_devices(plan) -> None:
 def _load(model_plan, plan, role: str, quant: str) -> Load:
     devices = model_plan.devices
     if not _on_gpu(model_plan) and "disk" not in devices:   # wholly in CPU memory: int8 is the CPU kernel
-        weights = model_plan.quant if model_plan.quant in CPU_BACKENDS else _default_weights(quant, role)
+        weights = model_plan.quant if model_plan.quant in CPU_BACKENDS + DRAFT_WEIGHTS else _default_weights(quant, role)
         return Load(model_plan.dtype, weights)
     if not _on_gpu(model_plan) and model_plan.quant in CPU_BACKENDS:
         raise UsageError(f"the plan both packs the {role} as {model_plan.quant} and keeps part of it on disk, "

@@ -18,6 +18,9 @@ MIN_JUDGED = 8       # auto: model-drafted tokens judged before drafting may fir
 AUTO_K_MAX = 16      # auto: the most it drafts when the user (or tune) did not set k
 GUARD_ROUNDS = 6     # a tuned policy auto chose (guard): drafting rounds it judges its speed over
 GUARD_SLACK = 0.05   # ... and how far below plain decoding's speed they may fall before it stops
+REFRESH_ROUNDS = 8   # auto, guard: while drafting, plain decoding is timed again once its time is this old
+REFRESH_GAIN = 1.5   # ... unless drafting's measured rate leads it by this much (a shared CPU's plain
+                     # step moved between ~103 and ~68 ms within one answer, fbgemm fp16)
 
 
 def draft_cap(k: int, policy: str, chosen: bool) -> int:
@@ -72,8 +75,9 @@ class DraftPolicy:
     judged: int = 0             # model-drafted tokens judged
     full: dict = field(default_factory=dict)   # kind of copy → length of its last copy, if accepted whole
     guard: bool = False         # a tuned policy that auto chose: off where its rounds lose (_guard_k)
-    gained: float = 0.0         # guard: tokens its drafting rounds gave, decayed
-    spent: float = 0.0          # guard: the seconds those rounds took, decayed
+    gained: float = 0.0         # tokens the drafting rounds gave, decayed (auto, guard)
+    spent: float = 0.0          # the seconds those rounds took, decayed
+    refreshing: bool = False    # this round is plain, to time plain decoding again (_refresh)
     tried: int = 0              # guard: drafting rounds since it went on or began a probe
     asked: bool = False         # guard: this round drafts
 
@@ -110,13 +114,16 @@ class DraftPolicy:
     def copy_k(self) -> int:
         """How far a copy from the context may go this round: `auto` cuts copies itself (`trim`), so
         up to k_max even while the model drafter is off or held short; other policies: this round's k
-        (none while the guard holds speculation off)."""
+        (none while the guard holds speculation off). None in a round that times plain decoding."""
+        if self.refreshing:
+            return 0
         if self.name == "auto":
             return self.k_max
         return 0 if self.guard and not self.asked else self.current
 
     def next_k(self) -> int:
         """How many tokens to draft this round (the loop still clamps to the budget and context)."""
+        self.refreshing = False
         if self.name == "auto" and self.k_max:
             self.current = self._auto_k()
         elif self.guard:
@@ -163,6 +170,8 @@ class DraftPolicy:
                 self.judged += min(drafted, accepted + 1) if drafted else made
             if self.probing and made and source == MODEL:
                 self._probed()
+            if drafted or (made and source == MODEL):
+                self._measure(accepted + 1, draft_s + verify_s)
         if self.guard:
             self.cost.observe(drafted, accepted, draft_s, verify_s, source, made)   # plain decoding's time
             if self.asked:
@@ -182,6 +191,8 @@ class DraftPolicy:
             if self.probing:
                 return self.k_max         # until the drafter proposes something
             return 0 if self._waiting() else self.k_max   # the probe; update() turns drafting back on if it pays
+        if self._refresh():
+            return 0
         if self.cost.best_k(self.k_max) == 0 and self.judged >= MIN_JUDGED:   # enough evidence to give up
             self.off, self.plain_rounds = True, 0
             self.notice = f"speculation off: {self.cost.explain(0)}; trying again in {self.gap} tokens"
@@ -192,7 +203,19 @@ class DraftPolicy:
         """`guard`: the tuned policy's own k, or 0 while off; after `gap` plain rounds a probe of
         GUARD_ROUNDS drafting rounds measured afresh (_judge)."""
         self.asked = not (self.off and not self.probing and self._waiting())
+        self.asked = self.asked and (self.off or not self._refresh())
         return self.current if self.asked else 0
+
+    def _refresh(self) -> bool:
+        """While drafting: one plain round, once plain decoding's time is REFRESH_ROUNDS rounds old
+        and drafting's measured rate leads it by less than REFRESH_GAIN. Drafting is judged against
+        plain decoding, and a shared CPU's speed moves: priced at averages of 134 ms for one token and
+        130 and 129 ms for two and three, short copies looked free where they took 155–179 ms
+        against plain steps of 138–150 (fbgemm fp16, one answer)."""
+        plain = self.cost.verify_s.get(1)
+        self.refreshing = bool(plain and self.spent > 0 and self.cost.age(1) >= REFRESH_ROUNDS
+                               and self.gained / self.spent < REFRESH_GAIN / plain)
+        return self.refreshing
 
     def _waiting(self) -> bool:
         """While off: one more plain round; False once `gap` have passed, and a probe begins (the
@@ -208,7 +231,7 @@ class DraftPolicy:
         """`guard`: one drafting round's tokens and seconds; once GUARD_ROUNDS are in, off if their
         decayed rate is over GUARD_SLACK below plain decoding's, on again after a probe that keeps up."""
         self.asked = False
-        self.gained, self.spent = self.gained * DECAY + tokens, self.spent * DECAY + seconds
+        self._measure(tokens, seconds)
         self.tried += 1
         plain = self.cost.verify_s.get(1)
         if not plain or self.tried < GUARD_ROUNDS or self.spent <= 0:
@@ -226,6 +249,10 @@ class DraftPolicy:
         elif not self.off and rate < (1 - GUARD_SLACK) * plain_rate:
             self.off, self.plain_rounds = True, 0
             self.notice = f"speculation off: {said}; trying again in {self.gap} tokens"
+
+    def _measure(self, tokens: int, seconds: float) -> None:
+        """One drafting round's tokens and seconds, into the decayed sums."""
+        self.gained, self.spent = self.gained * DECAY + tokens, self.spent * DECAY + seconds
 
     def _describe(self) -> str:
         policy = f"confidence {self.threshold:g}" if self.name == "confidence" else self.name

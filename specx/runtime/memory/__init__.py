@@ -3,10 +3,11 @@ from __future__ import annotations
 
 
 def plan_for(source, drafter_source=None, context: int | None = None, k: int = 4, budgets=None,
-             dtype: str = "auto", quant: str = "auto", allow_disk: bool = False):
+             dtype: str = "auto", quant: str = "auto", allow_disk: bool = False, draft_quant: str = "auto"):
     """The MemoryPlan for a resolved target (and model drafter) Source; reads only their configs.
 
     `budgets`: a Budgets, a `--mem-budget` string or dict (the rest detected), or None (all detected).
+    `draft_quant`: the drafter's CPU weights, as `--draft-quant` (auto: int8dyn where fbgemm exists).
     """
     from .footprint import shape_for
     from .planner import Request, plan
@@ -19,4 +20,4 @@ def plan_for(source, drafter_source=None, context: int | None = None, k: int = 4
         budgets = detect(override)
     target = shape_for(source)
     drafter = shape_for(drafter_source) if drafter_source is not None else None
-    return plan(target, drafter, budgets, Request(context, k, dtype, quant, allow_disk), simulated=simulated)
+    return plan(target, drafter, budgets, Request(context, k, dtype, quant, allow_disk, draft_quant), simulated=simulated)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from . import backends as bk
-from .footprint import DTYPE_BYTES, RUNTIME_OVERHEAD, Scheme, Shape, fastpath_copy, plain
+from .footprint import DTYPE_BYTES, RUNTIME_OVERHEAD, Scheme, Shape, fastpath_copy, int8dyn_scheme, plain
 from .plan import MemoryPlan, Placement
 from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes,
                       make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for,
@@ -88,7 +88,8 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     drafter_plan, spec_dev, budget = None, fast, dict(room)
     room[CPU] -= RUNTIME_OVERHEAD            # the target's tokenizer and objects live in CPU memory
     if drafter is not None:
-        drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom)
+        drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom,
+                                                 req.draft_quant)
     ladder = _ladder(req, fast, compute, simulated, reasons)
     _check_largest(target, ladder, budget, fast)
     k = req.k
@@ -146,19 +147,22 @@ def _check_largest(target: Shape, ladder: list[Scheme], budget: dict, fast: str)
 
 
 def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str, reasons: list[str],
-                   headroom: dict) -> tuple:
-    """The drafter goes first onto the fastest device (it runs k times a round), whole or not at all."""
+                   headroom: dict, draft_quant: str = "auto") -> tuple:
+    """The drafter goes first onto the fastest device (it runs k times a round), whole or not at all;
+    on the CPU in the weights it will run in (`draft_quant`, resolved as loading resolves it)."""
     act = DTYPE_BYTES[compute]
     need = lambda s: sum(s.group_bytes(g) for g in drafter.groups)  # noqa: E731
     dev, scheme = fast, plain(compute)
     head = activation_bytes(drafter, ctx, act)
     minimum = need(scheme) + head + MIN_DRAFT_CONTEXT * drafter.kv_elems_per_token() * act
-    if fast == GPU and minimum > room[GPU]:
-        dev, scheme = CPU, plain("float32")
-        reasons.append(f"drafter: on the CPU in float32, since it needs {fmt_bytes(minimum)} and the GPU "
-                       f"budget is {fmt_bytes(room[GPU])}")
+    gpu_short = fast == GPU and minimum > room[GPU]
+    if fast == CPU or gpu_short:
+        dev, scheme = CPU, _cpu_drafter_scheme(drafter, draft_quant)
+    if gpu_short:
+        reasons.append(f"drafter: on the CPU in {_weights(scheme)}, since it needs {fmt_bytes(minimum)} and the "
+                       f"GPU budget is {fmt_bytes(room[GPU])}")
     else:
-        reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {scheme.name}, placed first "
+        reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {_weights(scheme)}, placed first "
                        "because it runs k times per round")
     runtime = runtime_bytes(drafter, scheme.name, dev == CPU)
     if need(scheme) + head + (runtime if dev == CPU else 0) > room[dev]:
@@ -169,8 +173,26 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     room[dev] -= need(scheme)
     room[CPU] -= runtime
     headroom[dev] = max(headroom[dev], head)
-    plan = make_model_plan("drafter", drafter, scheme.other_dtype, "none", placed, ctx, False, ctx, reasons)
+    quant = "none" if scheme.name == scheme.other_dtype else scheme.name
+    plan = make_model_plan("drafter", drafter, scheme.other_dtype, quant, placed, ctx, False, ctx, reasons)
     return plan, dev
+
+
+def _cpu_drafter_scheme(drafter: Shape, draft_quant: str) -> Scheme:
+    """The drafter's weights on the CPU: int8dyn where fbgemm exists (fastpath.choose), else float32."""
+    from ..fastpath import choose
+
+    weights = choose(draft_quant, "drafter")
+    if weights == "int8dyn":
+        return int8dyn_scheme(drafter)
+    cpu = bk.backend(CPU, weights)
+    return cpu.scheme() if weights != "none" and cpu else plain("float32")
+
+
+def _weights(scheme: Scheme) -> str:
+    if scheme.name == "int8dyn":
+        return "int8 weights and activations (fp16 where a layer narrows its input)"
+    return scheme.name if scheme.name == scheme.other_dtype else f"{scheme.name} weights"
 
 
 def _best_spill(target, drafter, ladder, compute, ctx, levels, room, budget, headroom, fast, spec_dev, d_act,

@@ -99,6 +99,21 @@ def plain(dtype: str) -> Scheme:
     return Scheme(dtype, DTYPE_BYTES[dtype], dtype)
 
 
+# fbgemm's packed int8 weights keep, per output row, a float scale, an int32 zero point and an int32
+# column offset.
+INT8DYN_ROW_BYTES = 12
+
+
+def int8dyn_scheme(shape: Shape) -> Scheme:
+    """A drafter's int8dyn layers (qlinear.DynInt8Linear): int8 weights, except the layers that narrow
+    their input (an MLP's down projection, hidden × intermediate per layer), which keep fp16; priced
+    per weight as the mean of the two over the decoder layers' linears."""
+    linear = sum(g.linear_params for g in shape.groups if g.kind == "layer")
+    down = shape.layers * shape.hidden * shape.intermediate if not shape.experts else 0
+    share = min(down / linear, 1.0) if linear else 0.0
+    return Scheme("int8dyn", 1.0 + share, "float32", row_bytes=INT8DYN_ROW_BYTES, device="cpu", lossy=True)
+
+
 # ---- configs without weights ----------------------------------------------------------------
 
 def load_config(source):
@@ -174,12 +189,15 @@ def fastpath_copy(shape: Shape, dtype: str) -> int:
     """Extra CPU bytes of specx's float32 fast path. rowgemm uses the weights where they are: none.
     oneDNN's packed linears replace the originals (whose memory is returned: fastpath.own_memory),
     except a head tied to the embeddings: the embedding table stays for lookups and the head gets its
-    own packed float32 copy."""
+    own packed float32 copy. A drafter's int8dyn head is likewise its own int8 copy."""
     from ..fastpath import prepacks
 
+    head = shape.head_weight or shape.vocab * shape.hidden
+    if dtype == "int8dyn" and shape.tied:
+        return head + INT8DYN_ROW_BYTES * shape.vocab
     if dtype != "float32" or not shape.tied or not prepacks():
         return 0
-    return 4 * (shape.head_weight or shape.vocab * shape.hidden)
+    return 4 * head
 
 
 def shape_for(source) -> Shape:

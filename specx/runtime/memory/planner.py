@@ -42,6 +42,7 @@ class Request:
     dtype: str = "auto"
     quant: str = "auto"
     allow_disk: bool = False
+    draft_quant: str = "auto"    # the drafter's CPU weights (fastpath.choose)
 
 
 def activation_bytes(shape: Shape, tokens: int, act: int) -> int:
