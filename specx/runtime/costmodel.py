@@ -10,8 +10,9 @@ k+1 tokens. The best k maximises E(k) / cost(k); k = 0 (plain decoding, one toke
 wins when drafting costs more than it saves, and drafting must promise MARGIN more to be chosen.
 All inputs are measured during the run and decay so the model follows the text (code that copies its
 input, then free prose) and the machine (a shared CPU's speed moves within an answer: a forward's
-time is averaged with weight DECAY^age on its last measure, age in rounds since it). Acceptance is learned per source: the model drafter's drafts, and copies
-from the context by their evidence (a copy running for 8+ tokens, a fresh 3-token match, …).
+time keeps weight DECAY^age on its last measure, age in rounds since it). Acceptance is learned per
+source: the model drafter's drafts, and copies from the context by their evidence (a copy running
+for 8+ tokens, a fresh 3-token match, …).
 """
 from __future__ import annotations
 

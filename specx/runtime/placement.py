@@ -110,7 +110,8 @@ def _check_devices(plan) -> None:
 def _load(model_plan, plan, role: str, quant: str) -> Load:
     devices = model_plan.devices
     if not _on_gpu(model_plan) and "disk" not in devices:   # wholly in CPU memory: int8 is the CPU kernel
-        weights = model_plan.quant if model_plan.quant in CPU_BACKENDS + DRAFT_WEIGHTS else _default_weights(quant, role)
+        planned = model_plan.quant in CPU_BACKENDS + DRAFT_WEIGHTS
+        weights = model_plan.quant if planned else _default_weights(quant, role)
         return Load(model_plan.dtype, weights)
     if not _on_gpu(model_plan) and model_plan.quant in CPU_BACKENDS:
         raise UsageError(f"the plan both packs the {role} as {model_plan.quant} and keeps part of it on disk, "
