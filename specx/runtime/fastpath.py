@@ -43,7 +43,6 @@ DISABLE_ENV = "SPECX_KERNELS"  # SPECX_KERNELS=reference keeps PyTorch's default
                                # SPECX_KERNELS=onednn skips specx's own float32 kernel,
                                # SPECX_KERNELS=rowgemm runs fp16 weights on it too (else fbgemm)
 WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # int8dyn: drafters only (qlinear.DynInt8Linear)
-BYTES_PER_WEIGHT = {"fp16": 2.0, "int8": 1.0, "int4": 0.5 + 4 / qlinear.INT4_GROUP}
 
 
 def check(weights: str) -> str:
