@@ -28,7 +28,7 @@ class ModelPlan:
     role: str                  # target | drafter
     name: str
     dtype: str                 # compute dtype
-    quant: str                 # none | int8 | nf4 | fp4 | a registered CPU backend name
+    quant: str                 # none | int8 | nf4 | fp4 | a registered CPU backend name | int8dyn (drafters)
     placements: tuple[Placement, ...]
     context: int
     kv_bytes_per_token: int
