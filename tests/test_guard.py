@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from specx.runtime.costmodel import CostModel
 from specx.runtime.drafters import Draft, ModelDrafter, NoDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.policy import GUARD_ROUNDS, PROBE_GAP, REFRESH_ROUNDS, DraftPolicy
@@ -92,16 +93,21 @@ def test_a_guarded_policy_falls_back_to_plain_decoding_with_identical_output(mak
     assert stats.drafted_at[0] <= 3 * GUARD_ROUNDS and plain >= (PROBE_GAP - 1) + (2 * PROBE_GAP - 1)
 
 
-@pytest.mark.parametrize("policy, guard, prompt_len, sits_out", [
-    ("auto", False, 20, True), ("confidence", True, 20, True), ("auto", False, 8, False),
-    ("confidence", False, 20, False)])
-def test_a_model_drafter_sits_out_a_prompt_over_twice_its_window(make_lm, policy, guard, prompt_len, sits_out):
+@pytest.mark.parametrize("policy, guard, prompt_len, read_s, sits_out", [
+    ("auto", False, 20, 1.0, True), ("confidence", True, 20, 1.0, True), ("auto", False, 8, 1.0, False),
+    ("confidence", False, 20, 1.0, False), ("auto", False, 20, 1e-9, False), ("confidence", True, 20, 1e-9, False)])
+def test_a_model_drafter_sits_out_a_prompt_over_twice_its_window_too_dear_to_read(make_lm, monkeypatch, policy,
+                                                                                   guard, prompt_len, read_s, sits_out):
     """Under `auto` or a tuned policy auto chose, a model drafter that would see less than half of
-    the prompt (window 4, more than 8 unread tokens) drafts nothing that answer, never runs, and says
-    so; a shorter prompt, or a policy the user chose, keeps it drafting. The output is the target's own."""
+    the prompt (window 4, more than 8 unread tokens) and for which reading all of it costs more than
+    the policy's budget drafts nothing that answer, never runs, and says so; a shorter prompt, a
+    policy the user chose, or reading that fits the budget (then it reads the whole prompt) keeps it
+    drafting. The output is the target's own."""
     target = make_lm("qwen2", seed=1)
     draft_lm = make_lm("qwen2", seed=2, layers=1)
     drafter = ModelDrafter(draft_lm, target.vocab_size, target.vocab_size, 4)
+    drafter.read_s = read_s   # seconds per token read, against a budget of 1 s
+    monkeypatch.setattr(CostModel, "read_budget", lambda self, tokens: 1.0)
     prompt = [0] + [20 + i % 7 for i in range(prompt_len - 1)]
     events = list(Generation(target, drafter, prompt, k=4, max_tokens=12, sampling=Sampling(),
                              policy=DraftPolicy(policy, 4, guard=guard)))
@@ -109,4 +115,5 @@ def test_a_model_drafter_sits_out_a_prompt_over_twice_its_window(make_lm, policy
     stats = events[-1].stats
     assert tokens == plain_greedy(target.model, prompt, 12, eos=1)
     assert (draft_lm.forward_s == 0 and stats.drafted == 0) is sits_out
+    assert (drafter.reading == 0) is (read_s < 1 and (policy == "auto" or guard))   # read whole, no window
     assert any(n.startswith("drafter: off for this answer") for n in stats.notices) is sits_out

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from specx.runtime.costmodel import CostModel
 from specx.runtime.drafters import Ask, ModelDrafter, NgramDrafter, NoDrafter
 from specx.runtime.hybrid import HybridDrafter
 from specx.runtime.loop import Generation
@@ -244,17 +245,21 @@ def test_the_drafters_prompt_pass_stays_out_of_the_decoding_forward_time(make_lm
     assert stats.forward_s < 100.0 and 0.0 <= stats.overhead_share <= 1.0
 
 
-@pytest.mark.parametrize("policy, prompt_len, sits_out", [("auto", 20, True), ("auto", 8, False), ("fixed", 20, False)])
-def test_under_auto_a_hybrid_sits_its_model_out_of_a_prompt_over_twice_its_window(make_lm, policy, prompt_len,
-                                                                                   sits_out):
+@pytest.mark.parametrize("policy, prompt_len, read_s, sits_out", [
+    ("auto", 20, 1.0, True), ("auto", 8, 1.0, False), ("fixed", 20, 1.0, False), ("auto", 20, 1e-9, False)])
+def test_under_auto_a_hybrid_sits_its_model_out_of_a_prompt_over_twice_its_window_too_dear_to_read(
+        make_lm, monkeypatch, policy, prompt_len, read_s, sits_out):
     """Under `auto` a hybrid whose model would see less than half of a prompt (window 4, more than
-    8 unread tokens) only copies for that answer, never runs its model, and says so in a notice;
-    a shorter prompt, or another policy, keeps the model. The output is the target's own either way."""
+    8 unread tokens), too dear to read whole, only copies for that answer, never runs its model, and
+    says so in a notice; a shorter prompt, another policy, or reading that fits the budget keeps
+    the model. The output is the target's own either way."""
     from specx.runtime.policy import DraftPolicy
 
     target = make_lm("qwen2", seed=1)
     draft_lm = make_lm("qwen2", seed=2, layers=1)
     hybrid = HybridDrafter(NgramDrafter(), ModelDrafter(draft_lm, target.vocab_size, target.vocab_size, 4))
+    hybrid.model.read_s = read_s   # seconds per token read, against a budget of 1 s
+    monkeypatch.setattr(CostModel, "read_budget", lambda self, tokens: 1.0)
     prompt = [0] + [20 + i % 7 for i in range(prompt_len - 1)]
     events = list(Generation(target, hybrid, prompt, k=4, max_tokens=16, sampling=Sampling(),
                              policy=DraftPolicy(policy, 4)))
@@ -263,3 +268,21 @@ def test_under_auto_a_hybrid_sits_its_model_out_of_a_prompt_over_twice_its_windo
     assert tokens == plain_greedy(target.model, prompt, 16, eos=1)
     assert hybrid.copies_only is sits_out and (draft_lm.forward_s == 0) is sits_out
     assert any("copies only for this answer" in n for n in notices) is sits_out
+
+
+def test_a_drafter_measures_what_reading_costs_on_a_spare_cache_and_reads_whole_what_fits(make_lm):
+    """With nothing measured, deciding whether a long prompt fits the budget times one read of
+    READ_PROBE tokens on a spare cache (its own cache is untouched); a prompt that fits is then read
+    whole, one that does not through the window, and a real read of a long prompt is timed again."""
+    draft_lm = make_lm("qwen2", seed=2, layers=1)
+    drafter = ModelDrafter(draft_lm, 128, 128, 4)
+    drafter.prefill([0, 5, 6, 7])
+    prompt = [0] + list(range(20, 60))
+    assert not drafter.plan(prompt, budget=1e3) and drafter.read_s and draft_lm.cached == 3   # probed aside
+    drafter.prefill(prompt)
+    assert drafter.offset == 0 and drafter.held == prompt[:-1]                               # whole prompt
+    measured = drafter.read_s
+    assert drafter.plan(prompt, budget=0.0)                          # too dear: it would see 4 of 40
+    drafter.prefill(prompt)
+    assert drafter.held == prompt[-5:-1] and drafter.read_s == measured                       # window only
+    assert drafter.plan(prompt + [1], reuse=len(prompt), budget=0.0) is False                 # 1 unread token

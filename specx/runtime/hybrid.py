@@ -14,13 +14,14 @@ class HybridDrafter(NoDrafter):
     copied tokens in its next forward (one pass over several tokens).
 
     `sit_out` (asked by `--draft-policy auto` before each answer): where the model would see less than
-    half of what it has not read (a prompt over twice its CPU window), it sits the answer out and only
-    copies: it would draft from a fragment (a long passage's tail, without the instruction before it)
-    and its prompt pass is dear (0.5B int8dyn on the dev CPU: ~17 ms a token, ~1 s for 64). Fixture
-    pair, float32, 48 tokens, three benches: on a 163-token summarisation prompt the hybrid ran
-    0.89–0.93× plain and copying alone 0.96–1.01×; on shorter prompts the hybrid won (chat, 48 tokens:
-    1.36× vs 1.02×; math, 85: 1.41× vs 1.04×; a 123-token rewrite, under the line, lost to copying
-    alone: 1.52–1.98× vs 2.01–2.14×)."""
+    half of what it has not read (a prompt over twice its CPU window) and reading all of it costs
+    more than the policy's budget (ModelDrafter.plan), it sits the answer out and only copies: it
+    would draft from a fragment (a long passage's tail, without the instruction before it). Fixture
+    pair, float32, 48 tokens, three benches on the AVX2 dev CPU (reading a token: ~17 ms): on a
+    163-token summarisation prompt the hybrid reading 64 tokens ran 0.89–0.93× plain and copying
+    alone 0.96–1.01×; on shorter prompts the hybrid won (chat, 48 tokens: 1.36× vs 1.02×; math, 85:
+    1.41× vs 1.04×; a 123-token rewrite lost to copying alone: 1.52–1.98× vs 2.01–2.14×).
+    """
 
     MIN_MATCH = 3
 
@@ -40,9 +41,10 @@ class HybridDrafter(NoDrafter):
     def lm(self):
         return self.model.lm
 
-    def sit_out(self, seq: list[int], reuse: int = 0) -> str:
-        """Whether the model sits the next answer out (see the class); the sentence that says so, or ""."""
-        self._sit_out = self.model.sits_out(seq, reuse)
+    def sit_out(self, seq: list[int], reuse: int = 0, budget: float | None = None) -> str:
+        """Whether the model sits the next answer out (see the class; `budget`: the seconds its prompt
+        pass may cost); the sentence that says so, or ""."""
+        self._sit_out = self.model.plan(seq, reuse, budget)
         return f"drafter: copies only for this answer: {self.model.too_little(seq, reuse)}" if self._sit_out else ""
 
     def prefill(self, seq: list[int], reuse: int = 0) -> None:

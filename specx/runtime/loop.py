@@ -107,12 +107,14 @@ class Generation:
     def _prefill_drafter(self, seq: list[int]) -> float:
         """The drafter reads the prompt (and the first token) once the first token is out: the first
         round is plain, so the first token costs what it costs without a drafter; the drafter's prompt
-        pass still counts as prefill. Under `auto` (or a tuned policy auto chose) a model drafter may
-        sit the answer out first, a hybrid's model likewise, which then only copies (said in a
-        notice). Returns the seconds it spent in forwards."""
+        pass still counts as prefill. Under `auto` (or a tuned policy auto chose) a model drafter on
+        a CPU reads the whole prompt where that fits the policy's budget (CostModel.read_budget),
+        else its last window of it, and may sit the answer out, a hybrid's model likewise, which
+        then only copies (said in a notice). Returns the seconds it spent in forwards."""
         t, forward = time.perf_counter(), self._forward_s()
         if (self.policy.name == "auto" or self.policy.guard) and hasattr(self.drafter, "sit_out"):
-            self.policy.notice = self.policy.notice or self.drafter.sit_out(seq, self.reuse)
+            budget = self.policy.cost.read_budget(self.max_tokens - self.stats.new_tokens)
+            self.policy.notice = self.policy.notice or self.drafter.sit_out(seq, self.reuse, budget)
         self.drafter.prefill(seq, self.reuse)
         self.stats.prefill_s += time.perf_counter() - t
         return self._forward_s() - forward
