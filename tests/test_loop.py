@@ -286,3 +286,26 @@ def test_a_drafter_measures_what_reading_costs_on_a_spare_cache_and_reads_whole_
     drafter.prefill(prompt)
     assert drafter.held == prompt[-5:-1] and drafter.read_s == measured                       # window only
     assert drafter.plan(prompt + [1], reuse=len(prompt), budget=0.0) is False                 # 1 unread token
+
+
+def test_the_drafters_prompt_budget_is_priced_at_the_costs_measured_before_the_answer(make_lm):
+    """The budget a drafter's prompt pass gets comes from the costs carried into the answer, not
+    from its first plain step (which often runs slow): here that step is ~1000× faster than the
+    carried one, and would have priced drafting at nothing."""
+    from specx.runtime.policy import DraftPolicy
+
+    class Recorder(NoDrafter):
+        budgets: list = []
+
+        def sit_out(self, seq, reuse=0, budget=None):
+            self.budgets.append(budget)
+            return ""
+
+    def carried():
+        return CostModel(verify_s={1: 0.19, 2: 0.22}, draft_step_s=0.031)
+
+    policy = DraftPolicy("auto", 4, cost=carried())
+    list(Generation(make_lm("llama", seed=1), Recorder(), PROMPTS[0], k=4, max_tokens=8,
+                    sampling=Sampling(), policy=policy))
+    assert Recorder.budgets == [pytest.approx(carried().read_budget(7))] and Recorder.budgets[0] > 0
+    assert policy.cost.verify_s[1] < 0.19 and not policy.cost.read_budget(7)

@@ -424,16 +424,16 @@ def test_the_off_sentence_names_the_first_drafted_tokens_rate():
     assert f"{first}% for a round's first" in sentence and first < round(100 * cost.acceptance)
 
 def test_the_drafters_prompt_pass_may_cost_what_drafting_is_expected_to_save():
-    """read_budget: the share of READ_ANSWER plain tokens at most that drafting saves at the measured
-    costs and the prior acceptance (float32-like costs: ~12%); nothing where drafting does not pay
+    """read_budget: the share of READ_ANSWER plain tokens at most that drafting saves beyond MARGIN at
+    the measured costs and the prior acceptance (float32-like costs: ~7%); nothing where drafting does not pay
     (fp16-like: a drafting step 40% of a plain one), None before the costs are measured."""
     from specx.runtime.costmodel import READ_ANSWER, CostModel
 
     assert CostModel().read_budget(64) is None
     assert CostModel(verify_s={1: 0.19}, draft_step_s=0.031).read_budget(64) is None
     cost = CostModel(verify_s={1: 0.19, 2: 0.22, 3: 0.25}, draft_step_s=0.031)   # float32-like
-    saving = 1 - (1 / 0.19) / (1.5 / (0.22 + 0.031))      # k=1 at the prior (half accepted) is best here
-    assert cost.read_budget(64) == pytest.approx(saving * 64 * 0.19, rel=0.05) and 0.1 < saving < 0.15
+    saving = 1 - 1.05 / 0.19 / (1.5 / (0.22 + 0.031))   # k=1 at the prior (half accepted) is best here,
+    assert cost.read_budget(64) == pytest.approx(saving * 64 * 0.19, rel=0.05) and 0.05 < saving < 0.1   # MARGIN
     assert cost.read_budget(10 * READ_ANSWER) == pytest.approx(saving * READ_ANSWER * 0.19, rel=0.05)
     dear = CostModel(verify_s={1: 0.09, 2: 0.105}, draft_step_s=0.036)
     assert dear.read_budget(64) == 0.0

@@ -262,18 +262,19 @@ class CostModel:
     def read_budget(self, tokens: int) -> float | None:
         """The seconds a model drafter may spend reading the whole prompt of an answer of up to
         `tokens` new tokens (READ_ANSWER at most): what drafting is expected to save of their plain
-        decoding, at the measured costs and the model drafter's acceptance so far (at an answer's
-        start, the prior: half its drafts accepted). None until plain decoding, a 2-token forward and
-        a drafting step are measured. Float32 fixture pair, AVX-512 (plain step 190 ms, 2 tokens 220,
-        a drafted token 31): it saves 12%, so reading a 163-token summarisation prompt (0.4 s) fits
-        an answer of 64 tokens; reading it whole ran 1.09× plain, sitting out 1.03×, reading the last
-        64 tokens 0.97× (4 paired answers). With fp16 target weights drafting saves nothing at the
-        prior, and a drafter reads at most its window."""
+        decoding beyond MARGIN, at the measured costs and the model drafter's acceptance so far (at
+        an answer's start, the prior: half its drafts accepted). None until plain decoding, a 2-token
+        forward and a drafting step are measured. Float32 fixture pair, AVX-512 (plain step 234 ms,
+        2 tokens 259, a drafted token 36, as an earlier process saved them): it saves 12%, so reading
+        a 163-token summarisation prompt (0.4 s) fits an answer of 64 tokens; reading it whole ran
+        1.09× plain, sitting out 1.03×, reading the last 64 tokens 0.97× (4 paired answers). With
+        fp16 target weights (98, 113 and 40 ms) drafting saves nothing at the prior, and a drafter
+        reads at most its window."""
         plain = self.verify_s.get(1)
         rates = [self.rate(k) for k in range(1, READ_K + 1)]
         if not plain or self.verify_time(2) is None or None in rates:
             return None
-        saving = max(0.0, 1 - (1 / plain) / max(rates))
+        saving = max(0.0, 1 - (1 + MARGIN) / plain / max(rates))
         return saving * min(tokens, READ_ANSWER) * plain
 
     def explain(self, k: int) -> str:
