@@ -36,7 +36,7 @@ def perplexity(lm, ids: list[int]) -> float:
 
 def reference_continuations(lm, prompts, tokens: int):
     from specx.runtime.api import prompt_ids
-    from specx.runtime.drafters import NgramDrafter
+    from specx.runtime.ngram import NgramDrafter
     from specx.runtime.loop import Generation
     from specx.runtime.policy import DraftPolicy
     from specx.runtime.types import Round, Sampling

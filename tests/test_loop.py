@@ -5,9 +5,10 @@ import pytest
 import torch
 
 from specx.runtime.costmodel import CostModel
-from specx.runtime.drafters import Ask, ModelDrafter, NgramDrafter, NoDrafter
+from specx.runtime.drafters import Ask, ModelDrafter, NoDrafter
 from specx.runtime.hybrid import HybridDrafter
 from specx.runtime.loop import Generation
+from specx.runtime.ngram import NgramDrafter
 from specx.runtime.types import Done, Round, Sampling
 
 PROMPTS = [[0, 5, 9, 12, 5, 9], [0, 40, 41, 42, 43], [0, 7], [0, 3, 3, 3, 3, 3, 3], [0, 90, 2, 60, 2, 90]]

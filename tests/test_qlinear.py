@@ -76,7 +76,8 @@ def test_int4_leaves_layers_with_odd_output_rows_in_float():
 def test_speculative_greedy_equals_plain_in_each_precision(precision, make_lm, monkeypatch):
     """With the target's and drafter's weights packed, speculative greedy = plain greedy (same target);
     fp16 runs fbgemm, or specx's rowgemm with SPECX_KERNELS=rowgemm."""
-    from specx.runtime.drafters import ModelDrafter, NgramDrafter
+    from specx.runtime.drafters import ModelDrafter
+    from specx.runtime.ngram import NgramDrafter
     from specx.runtime.loop import Generation
     from specx.runtime.types import Round, Sampling
 

@@ -5,7 +5,8 @@ import pytest
 from conftest import fixture_model, tiny_lm
 
 from specx.runtime.api import Pair
-from specx.runtime.drafters import ModelDrafter, NgramDrafter
+from specx.runtime.drafters import ModelDrafter
+from specx.runtime.ngram import NgramDrafter
 from specx.runtime.hybrid import HybridDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.session import ChatSession, common_prefix

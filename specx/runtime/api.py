@@ -69,7 +69,8 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     (`draft_quant` auto) and `draft_vocab` trims its output layer (None = automatic, 0 = all)."""
     from . import measured, vocabtrim
     from .compat import check_drafter
-    from .drafters import ModelDrafter, NgramDrafter, NoDrafter
+    from .drafters import ModelDrafter, NoDrafter
+    from .ngram import NgramDrafter
     from .hybrid import HybridDrafter
     from .models import dtype_name, eos_ids, load_lm, load_tokenizer, resolve
     from .placement import attach_experts, plan_run

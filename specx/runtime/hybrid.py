@@ -1,7 +1,8 @@
 """The hybrid drafter: a model drafter that copies from the context wherever it holds the continuation."""
 from __future__ import annotations
 
-from .drafters import Ask, Draft, ModelDrafter, NgramDrafter, NoDrafter
+from .drafters import Ask, Draft, ModelDrafter, NoDrafter
+from .ngram import NgramDrafter
 
 
 class HybridDrafter(NoDrafter):
