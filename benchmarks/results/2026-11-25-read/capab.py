@@ -1,9 +1,10 @@
-"""Paired A/B: auto's model-draft cap 16 vs 32 (pair.k toggled), float32, with plain decoding."""
+"""Paired A/B: auto's model-draft cap 16 vs 32 (pair.k toggled), float32, with plain decoding.
+Usage: python capab.py code,math,chat 3 16,32"""
 import os, sys, time, tomllib, statistics as st
 from specx.runtime import api
 M=os.path.expanduser('~/.cache/specx-fixture-models'); T=f'{M}/qwen2.5-coder-1.5b.gguf'; D=f'{M}/qwen2.5-coder-0.5b.gguf'
 cats=sys.argv[1].split(','); reps=int(sys.argv[2]); caps=[int(c) for c in sys.argv[3].split(',')]
-prompts={p['category']:p['text'] for p in tomllib.load(open(sys.argv[4] if len(sys.argv)>4 else '/tmp/out-r1/heldout.toml','rb'))['prompt']}
+prompts={p['category']:p['text'] for p in tomllib.load(open(sys.argv[4] if len(sys.argv)>4 else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'bars', 'heldout.toml'),'rb'))['prompt']}
 none=api.prepare(T,'none',k=0,quant=os.environ.get('Q','none')); hyb=api.prepare(T,D+'+ngram',k=16,quant=os.environ.get('Q','none'))
 variants=['none']+[f'k{c}' for c in caps]
 for cat in cats:
