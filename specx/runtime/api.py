@@ -70,9 +70,9 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     from . import measured, vocabtrim
     from .compat import check_drafter
     from .drafters import ModelDrafter, NoDrafter
-    from .ngram import NgramDrafter
     from .hybrid import HybridDrafter
     from .models import dtype_name, eos_ids, load_lm, load_tokenizer, resolve
+    from .ngram import NgramDrafter
     from .placement import attach_experts, plan_run
     from .tuned import split_hybrid
 

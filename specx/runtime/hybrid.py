@@ -21,8 +21,7 @@ class HybridDrafter(NoDrafter):
     pair, float32, 48 tokens, three benches on the AVX2 dev CPU (reading a token: ~17 ms): on a
     163-token summarisation prompt the hybrid reading 64 tokens ran 0.89–0.93× plain and copying
     alone 0.96–1.01×; on shorter prompts the hybrid won (chat, 48 tokens: 1.36× vs 1.02×; math, 85:
-    1.41× vs 1.04×; a 123-token rewrite lost to copying alone: 1.52–1.98× vs 2.01–2.14×).
-    """
+    1.41× vs 1.04×; a 123-token rewrite lost to copying alone: 1.52–1.98× vs 2.01–2.14×)."""
 
     MIN_MATCH = 3
 

@@ -112,9 +112,9 @@ class Generation:
         """The drafter reads the prompt (and the first token) once the first token is out: the first
         round is plain, so the first token costs what it costs without a drafter; the drafter's prompt
         pass still counts as prefill. Under `auto` (or a tuned policy auto chose) a model drafter on
-        a CPU reads the whole prompt where that fits its budget (CostModel.read_budget, priced before the answer),
-        else its last window of it, and may sit the answer out, a hybrid's model likewise, which
-        then only copies (said in a notice). Returns the seconds it spent in forwards."""
+        a CPU reads the whole prompt where that fits its budget (CostModel.read_budget, priced
+        before the answer), else its last window of it, and may sit the answer out, a hybrid's model
+        likewise, which then only copies (said in a notice). Returns the seconds it spent in forwards."""
         t, forward = time.perf_counter(), self._forward_s()
         if (self.policy.name == "auto" or self.policy.guard) and hasattr(self.drafter, "sit_out"):
             self.policy.notice = self.policy.notice or self.drafter.sit_out(seq, self.reuse, self.read_budget)
