@@ -95,8 +95,8 @@ class ModelDrafter(NoDrafter):
         return self.lm.forward_s
 
     def reads_all(self, unread: int, budget: float | None) -> bool:
-        """Whether reading `unread` tokens at once costs at most `budget` seconds (the share of the
-        answer's plain decoding that the policy gives the drafter's prompt pass; None: no budget).
+        """Whether reading `unread` tokens at once costs at most `budget` seconds (what drafting is
+        expected to save over the answer, CostModel.read_budget; None: not priced, so no).
         Reading a token cost the fixture 0.5B drafter (int8dyn) ~1/13 of a drafting step on an
         AVX-512 CPU (2.3 ms against 31 ms) but ~1/3 on the AVX2 one (~17 ms), so what it costs is
         measured, once: READ_PROBE tokens on a spare cache (then again on every long prompt read)."""
@@ -123,7 +123,8 @@ class ModelDrafter(NoDrafter):
         whether it would see less than half of it (more than SIT_OUT windows unread, too dear to
         read whole): then it would draft from a fragment, and should sit out."""
         unread, self.budget = self.would_read(seq, reuse), budget
-        self._reading = 0 if self.window and unread > self.window and self.reads_all(unread, budget) else self.window
+        whole = self.window and unread > self.window and self.reads_all(unread, budget)
+        self._reading = 0 if whole else self.window
         return bool(self._reading) and unread > self.SIT_OUT * self.window
 
     def too_little(self, seq: list[int], reuse: int = 0) -> str:
