@@ -128,6 +128,42 @@ def test_peer_rows_run_transformers_on_the_same_weights(cli_models, prompts_file
     assert "transformers generate" in overall["hf-assisted"]["precision"]
 
 
+def test_stock_peer_rows_run_transformers_own_load_of_the_same_files(cli_models, prompts_file, tmp_path):
+    """`hf-stock`: transformers loads the models itself (plain nn.Linear layers), each row once."""
+    import torch
+
+    from specx.bench import peers
+
+    draft = make_folder(tmp_path / "draft", layers=1, seed=5)
+    result = bench(str(cli_models["target"]), "-d", str(draft), "--prompts", prompts_file, "-n", "4", "-r", "1",
+                   "--no-warmup", "--peer", "hf-stock", "--peer", "hf-stock-assisted", "--json", "-")
+    doc = json.loads(result.stdout)
+    labels = [c["label"] for c in doc["configs"]]
+    assert labels == ["none", "draft k=4 fixed", "hf-stock-generate", "hf-stock-assisted", "hf-stock-lookup"]
+    overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
+    assert all(overall[label]["tok_s"]["median"] > 0 for label in labels[2:])
+    assert "transformers' own layers" in overall["hf-stock-assisted"]["precision"]
+    stock = [m for key, m in peers._STOCK.items() if key[0] in (str(cli_models["target"]), str(draft))]
+    assert len(stock) == 2
+    assert all(type(layer) is torch.nn.Linear for m in stock for layer in m.modules() if hasattr(layer, "in_features"))
+
+
+def test_a_stock_peer_that_does_not_fit_is_one_clear_error(cli_models, prompts_file, monkeypatch):
+    from transformers import AutoModelForCausalLM
+
+    from specx.bench import peers
+
+    monkeypatch.setattr(peers, "_STOCK", {})
+
+    def no_room(*args, **kwargs):
+        raise RuntimeError("DefaultCPUAllocator: not enough memory: you tried to allocate 6 GB")
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", no_room)
+    result = invoke("bench", str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4",
+                    "-r", "1", "--no-warmup", "--peer", "hf-stock-lookup")
+    assert result.exit_code == 4 and "error: transformers' own copy" in result.stderr
+    assert "hint:" in result.stderr and "--peer hf" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_assisted_generation_gets_the_drafter_with_every_output_row(cli_models, prompts_file, tmp_path,
                                                                    monkeypatch):
     """specx's drafter may be VocabTrimmed; transformers reads assistant logits as ids, so it must not be."""
@@ -240,6 +276,23 @@ def test_real_model_bench_with_peers_matches_the_baseline(prompts_file, tmp_path
     overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
     assert set(overall) == {"none", "ngram k=4 fixed", "hf-lookup"}
     assert overall["ngram k=4 fixed"]["outputs_matched"] == 2
+
+
+@pytest.mark.slow
+def test_real_model_stock_peer_loads_the_gguf_through_transformers_alone(prompts_file, tmp_path):
+    """SmolLM2-135M (fixture GGUF): transformers' own load of the same file generates the rows' tokens."""
+    from conftest import fixture_model
+
+    model = fixture_model("smollm2-135m")
+    prompts = tmp_path / "real.toml"
+    prompts.write_text('[[prompt]]\ncategory = "rewrite"\ntext = "Repeat this list exactly: apple, banana, cherry."\n')
+    result = bench(str(model), "-d", "ngram", "--prompts", str(prompts), "-n", "16", "-r", "1", "--no-warmup",
+                   "--peer", "hf-stock-generate", "--peer", "hf-stock-lookup", "--json", "-")
+    overall = {r["config"]: r for r in json.loads(result.stdout)["rows"] if r["category"] == "overall"}
+    assert set(overall) == {"none", "ngram k=4 fixed", "hf-stock-generate", "hf-stock-lookup"}
+    stock = ("hf-stock-generate", "hf-stock-lookup")
+    assert all("transformers' own layers" in overall[row]["precision"] for row in stock)
+    assert overall["hf-stock-generate"]["tok_s"]["median"] > 0 and overall["hf-stock-generate"]["outputs_compared"] == 1
 
 
 def test_an_unwritable_data_dir_still_reports(cli_models, prompts_file, tmp_path, monkeypatch):

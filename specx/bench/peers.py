@@ -1,21 +1,27 @@
 """How each configuration generates one prompt: specx's own stream, or transformers' generate as a peer.
 
-The peers run on the very models specx loaded (`load_lm` is memoised per path and dtype), so the
+`hf-*` peers run on the very models specx loaded (`load_lm` is memoised per path and dtype), so the
 weights, dtype and CPU kernels are the same as specx's rows: only the decoding algorithm differs.
+`hf-stock-*` peers run transformers as a user of it would: it loads the models itself (its own
+linear layers, the drafter in the bench's dtype too), so they measure what specx changes as a whole.
 """
 from __future__ import annotations
 
 import copy
 import resource
 import time
+from types import SimpleNamespace
 
-from ..runtime.errors import UsageError
+from ..runtime.errors import InsufficientResources, UsageError
 from ..runtime.types import Done, Round, Sampling
 from ..runtime.tuned import split_hybrid
 from .runner import Config, Sample
 from .suite import Prompt
 
-PEERS = {"hf": ("hf-assisted", "hf-lookup"), "hf-assisted": ("hf-assisted",), "hf-lookup": ("hf-lookup",)}
+PEERS = {"hf": ("hf-assisted", "hf-lookup"), "hf-assisted": ("hf-assisted",), "hf-lookup": ("hf-lookup",),
+         "hf-stock": ("hf-stock-generate", "hf-stock-assisted", "hf-stock-lookup"),
+         "hf-stock-generate": ("hf-stock-generate",), "hf-stock-assisted": ("hf-stock-assisted",),
+         "hf-stock-lookup": ("hf-stock-lookup",)}
 LOOKUP_TOKENS = 10   # prompt_lookup_num_tokens, as transformers' documentation shows it
 
 
@@ -71,36 +77,47 @@ def full_vocabulary(lm, ref: str, dtype: str):
 
 
 def peer_configs(names: list[str], configs: list[Config]) -> list[Config]:
-    """Rows for `--peer hf`: prompt lookup always, assisted generation when a model drafter is benchmarked."""
-    out = []
+    """Rows for `--peer`: prompt lookup and plain generate always, assisted generation when a model
+    drafter is benchmarked; each row once, whichever names asked for it."""
+    out: list[Config] = []
+    model_drafters = [c.drafter for c in configs if not c.peer and c.drafter not in ("none", "ngram")]
     for name in names:
         if name not in PEERS:
             raise UsageError(f"unknown peer {name!r}", f"use one of: {', '.join(PEERS)}")
-        model_drafters = [c.drafter for c in configs if not c.peer and c.drafter not in ("none", "ngram")]
-        if model_drafters and "hf-assisted" in PEERS[name]:
-            out.append(Config(split_hybrid(model_drafters[0])[0], peer="hf-assisted"))
-        if "hf-lookup" in PEERS[name]:
-            out.append(Config("ngram", peer="hf-lookup"))
+        for row in PEERS[name]:
+            if row.endswith("-assisted"):
+                config = Config(split_hybrid(model_drafters[0])[0], peer=row) if model_drafters else None
+            else:
+                config = Config("ngram" if row.endswith("-lookup") else "none", peer=row)
+            if config is not None and all(c.peer != row for c in out):
+                out.append(config)
     return out
 
 
-def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str):
-    """(call, precision, weight bytes) for a transformers peer on the weights specx already loaded."""
+def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str, model_ref: str = ""):
+    """(call, precision, weight bytes) for a transformers peer: on the weights specx already loaded
+    (`hf-*`), or on transformers' own load of the same files (`hf-stock-*`)."""
     if not sampling.greedy:
         raise UsageError("the transformers peers are measured greedy only", "drop --temperature with --peer")
     base = next(p for c, p in pairs.items() if c.baseline)
-    model = base.target.model
+    stock = config.peer.startswith("hf-stock")
+    model = stock_model(model_ref, dtype, base.target.device) if stock else base.target.model
     kwargs: dict = {}
     assistant = None
-    if config.peer == "hf-assisted":
-        drafted = next(p for c, p in pairs.items()
-                       if split_hybrid(c.drafter)[0] == config.drafter and hasattr(p.drafter, "lm"))
-        assistant = full_vocabulary(drafted.drafter.lm, config.drafter, dtype)
+    if config.peer.endswith("-assisted"):
+        if stock:
+            assistant = SimpleNamespace(model=stock_model(config.drafter, dtype, base.target.device))
+            precision, weights = stock_precision(dtype, model, assistant.model)
+        else:
+            drafted = next(p for c, p in pairs.items()
+                           if split_hybrid(c.drafter)[0] == config.drafter and hasattr(p.drafter, "lm"))
+            assistant = full_vocabulary(drafted.drafter.lm, config.drafter, dtype)
+            precision, weights = describe_pair(drafted, dtype)
         kwargs["assistant_model"] = assistant.model
-        precision, weights = describe_pair(drafted, dtype)
     else:
-        kwargs["prompt_lookup_num_tokens"] = LOOKUP_TOKENS
-        precision, weights = describe_pair(base, dtype)
+        if config.peer.endswith("-lookup"):
+            kwargs["prompt_lookup_num_tokens"] = LOOKUP_TOKENS
+        precision, weights = stock_precision(dtype, model) if stock else describe_pair(base, dtype)
     tokenizer, eos = base.target.tokenizer, base.target.eos_ids
     fresh_config = copy.deepcopy(assistant.model.generation_config) if assistant is not None else None
 
@@ -124,3 +141,35 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str):
         return Sample(config.label, prompt.name, prompt.category, 0, len(new), total, peak_bytes=peak,
                       tokens=tuple(new))
     return go, f"{precision}; transformers generate", weights
+
+
+_STOCK: dict[tuple, object] = {}
+
+
+def stock_model(ref: str, dtype: str, device) -> object:
+    """The model as transformers alone loads it (its own layers, no specx kernels), memoised per process."""
+    from transformers import AutoModelForCausalLM
+
+    from ..runtime.models import model_dir, resolve, torch_dtype
+
+    key = (ref, dtype, str(device))
+    if key not in _STOCK:
+        folder = model_dir(resolve(ref), dtype)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype), trust_remote_code=False)
+            _STOCK[key] = model.to(device).eval()
+        except (RuntimeError, MemoryError) as e:   # torch's out-of-memory errors are RuntimeErrors
+            if isinstance(e, RuntimeError) and "memory" not in str(e).lower():
+                raise
+            raise InsufficientResources(f"transformers' own copy of {ref} for --peer hf-stock: {e}".splitlines()[0],
+                                        "it is a second copy of the weights: use --peer hf, which shares "
+                                        "specx's, or free memory") from None
+    return _STOCK[key]
+
+
+def stock_precision(dtype: str, *models) -> tuple[str, int]:
+    """The precision sentence of a stock row, and the bytes of its weights."""
+    from ..runtime.models import dtype_name
+
+    weights = sum(_weight_bytes(m) for m in models)
+    return f"{dtype_name(dtype)} (transformers' own layers and load, no specx kernels)", weights

@@ -13,7 +13,8 @@ WARMUP_TOKENS = 8
 
 @dataclass(frozen=True)
 class Config:
-    """One way to generate: a specx drafter/policy/k, or a transformers peer (`hf-assisted`, `hf-lookup`)."""
+    """One way to generate: a specx drafter/policy/k, or a transformers peer (`hf-assisted`,
+    `hf-stock-generate`, …)."""
 
     drafter: str = "none"
     k: int = 0
@@ -143,7 +144,7 @@ class Runner:
         for c in self.configs:
             if c.peer:
                 self.calls[c.label], self.measurements.precision[c.label], self.measurements.weights_bytes[c.label] \
-                    = peer_call(c, pairs, self.sampling, self.dtype)
+                    = peer_call(c, pairs, self.sampling, self.dtype, self.model)
 
     def run(self, repeats: int, warmup: bool = True,
             progress: Callable[[str, Sample | None], None] | None = None) -> Measurements:

@@ -36,7 +36,7 @@ def bench(
     quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU for every row: auto (= none), none, fp16, int8, int4.")] = "auto",
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy; > 0 samples (outputs are then not compared).")] = 0.0,
     seed: Annotated[int, typer.Option(help="Seed for sampling.")] = 0,
-    peer: Annotated[Optional[list[str]], typer.Option("--peer", help="Add transformers' rows on the same weights: `hf` (assisted generation and prompt lookup), `hf-assisted` or `hf-lookup` alone.")] = None,
+    peer: Annotated[Optional[list[str]], typer.Option("--peer", help="Add transformers' rows: `hf` (assisted generation and prompt lookup on specx's loaded weights and kernels: the algorithm alone differs), `hf-assisted` or `hf-lookup` alone; `hf-stock` (plain generate, assisted generation and prompt lookup as transformers loads the models itself), `hf-stock-generate`, `hf-stock-assisted` or `hf-stock-lookup` alone. Repeatable.")] = None,
     json_path: Annotated[Optional[str], typer.Option("--json", metavar="PATH", help="Write the result as JSON to PATH (`-` = stdout; the table then goes to stderr).")] = None,
     csv_path: Annotated[Optional[str], typer.Option("--csv", metavar="PATH", help="Write the rows as CSV to PATH (`-` = stdout).")] = None,
     plot_path: Annotated[Optional[str], typer.Option("--plot", metavar="FILE.png", help="Speedup per category and acceptance by draft position (needs matplotlib: specx[bench]).")] = None,
