@@ -112,12 +112,9 @@ def weight_bytes_per_token(lm) -> dict[str, float]:
 
 def dense(path, dtype):
     """The model as plain transformers loads it (no specx fast path), for the transformers rows."""
-    from transformers import AutoModelForCausalLM
+    from specx.bench.peers import stock_model
 
-    from specx.runtime.models import model_dir, resolve, torch_dtype
-
-    folder = model_dir(resolve(path), dtype)
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype)).eval()
+    return stock_model(path, dtype, "cpu")
 
 
 def strip_eos(tokens, eos):

@@ -94,7 +94,7 @@ def peer_configs(names: list[str], configs: list[Config]) -> list[Config]:
     return out
 
 
-def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str, model_ref: str = ""):
+def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str, model_ref: str):
     """(call, precision, weight bytes) for a transformers peer: on the weights specx already loaded
     (`hf-*`), or on transformers' own load of the same files (`hf-stock-*`)."""
     if not sampling.greedy:
