@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import resource
 import time
-from types import SimpleNamespace
 
 from ..runtime.errors import InsufficientResources, UsageError
 from ..runtime.types import Done, Round, Sampling
@@ -18,10 +17,8 @@ from ..runtime.tuned import split_hybrid
 from .runner import Config, Sample
 from .suite import Prompt
 
-PEERS = {"hf": ("hf-assisted", "hf-lookup"), "hf-assisted": ("hf-assisted",), "hf-lookup": ("hf-lookup",),
-         "hf-stock": ("hf-stock-generate", "hf-stock-assisted", "hf-stock-lookup"),
-         "hf-stock-generate": ("hf-stock-generate",), "hf-stock-assisted": ("hf-stock-assisted",),
-         "hf-stock-lookup": ("hf-stock-lookup",)}
+GROUPS = {"hf": ("hf-assisted", "hf-lookup"), "hf-stock": ("hf-stock-generate", "hf-stock-assisted", "hf-stock-lookup")}
+PEERS = {**GROUPS, **{row: (row,) for rows in GROUPS.values() for row in rows}}   # a group, or one of its rows
 LOOKUP_TOKENS = 10   # prompt_lookup_num_tokens, as transformers' documentation shows it
 
 
@@ -106,20 +103,20 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str, model
     assistant = None
     if config.peer.endswith("-assisted"):
         if stock:
-            assistant = SimpleNamespace(model=stock_model(config.drafter, dtype, base.target.device))
-            precision, weights = stock_precision(dtype, model, assistant.model)
+            assistant = stock_model(config.drafter, dtype, base.target.device)
+            precision, weights = stock_precision(dtype, model, assistant)
         else:
             drafted = next(p for c, p in pairs.items()
                            if split_hybrid(c.drafter)[0] == config.drafter and hasattr(p.drafter, "lm"))
-            assistant = full_vocabulary(drafted.drafter.lm, config.drafter, dtype)
+            assistant = full_vocabulary(drafted.drafter.lm, config.drafter, dtype).model
             precision, weights = describe_pair(drafted, dtype)
-        kwargs["assistant_model"] = assistant.model
+        kwargs["assistant_model"] = assistant
     else:
         if config.peer.endswith("-lookup"):
             kwargs["prompt_lookup_num_tokens"] = LOOKUP_TOKENS
         precision, weights = stock_precision(dtype, model) if stock else describe_pair(base, dtype)
     tokenizer, eos = base.target.tokenizer, base.target.eos_ids
-    fresh_config = copy.deepcopy(assistant.model.generation_config) if assistant is not None else None
+    fresh_config = copy.deepcopy(assistant.generation_config) if assistant is not None else None
 
     def go(prompt: Prompt, max_tokens: int) -> Sample:
         import torch
@@ -128,7 +125,7 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str, model
 
         ids = torch.tensor([prompt_ids(tokenizer, prompt.text)], device=base.target.device)
         if assistant is not None:   # transformers adapts the draft length in place and keeps it across calls
-            assistant.model.generation_config = copy.deepcopy(fresh_config)
+            assistant.generation_config = copy.deepcopy(fresh_config)
         t = time.perf_counter()
         with torch.inference_mode():
             out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_tokens,
