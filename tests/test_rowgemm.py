@@ -64,6 +64,29 @@ def test_half_float_rows_are_bit_for_bit_the_same_in_any_batch_and_as_float32():
 
 
 @needs_kernel
+@pytest.mark.skipif(torch.backends.cpu.get_cpu_capability() != "AVX512", reason="needs a CPU with AVX-512")
+def test_the_avx512_build_gives_the_avx2_builds_bits():
+    """Built with AVX-512VL's 32 registers (6×4 blocks) or for AVX2 (4×3), every output is the same bit for
+    bit, float32 and half-float weights alike: a machine's speedup never changes a token."""
+    import shutil
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    wide, narrow = (rowgemm._open(rowgemm._build(compiler, rowgemm.flags(w))) for w in (True, False))
+    torch.manual_seed(2)
+    w32, b = torch.randn(131, 203), torch.randn(131)
+    for w in (w32, w32.half()):
+        for m in (1, 2, 3, 4, 5, 6, 7, 9, 13, 17, 25, 64, 70):
+            x = torch.randn(m, 203)
+            outs = []
+            for lib in (wide, narrow):
+                out = torch.empty(m, 131)
+                run = lib.spx_linear_f16 if w.dtype == torch.float16 else lib.spx_linear
+                assert run(x.data_ptr(), m, 203, w.data_ptr(), 131, b.data_ptr(), out.data_ptr(), 2) == 0
+                outs.append(out)
+            assert torch.equal(*outs), (w.dtype, m)
+
+
+@needs_kernel
 def test_fp16_weights_run_on_rowgemm_and_leave_a_tied_embedding_alone(monkeypatch):
     """--quant fp16 with SPECX_KERNELS=rowgemm: half-float copies of the linear weights, float32 outputs
     close to the float32 model's; an embedding that shares its tensor with the head keeps float32."""

@@ -14,6 +14,9 @@ The default GEMM re-packs the weight matrix on every call; oneDNN packs once at 
 cost from one row to two; rowgemm reads the weights in PyTorch's own layout (no copy) once for every
 four rows, so verifying 5 tokens costs 1.3× decoding one instead of 2.2×. Its rows are also exact: a
 token's logits are bit for bit the same verified among others as decoded alone (oneDNN: 2e-6 apart).
+Where the CPU has AVX-512 it is built with AVX-512VL (blocks of 6 rows, same bits) and prefetches the
+weights ahead: whole 1.5B target on the AVX-512 machine, 1 token 186 → 147 ms, 5 tokens 327 → 171 ms
+(1.16× one), 17 tokens 558 → 344 ms, prompt of 123 2.44 → 1.80 s.
 
 `fp16` runs on fbgemm; on rowgemm (half-float weights widened to float32 as they are read, float32
 arithmetic, rows exact) with SPECX_KERNELS=rowgemm, or where fbgemm is missing. Whole 1.5B target in
