@@ -87,6 +87,22 @@ def test_a_model_file_that_changes_is_another_model(tmp_path):
     assert measured.identity(model) != before
 
 
+def test_costs_measured_on_another_build_of_specx_kernel_are_not_used(monkeypatch):
+    """A release that rebuilds rowgemm changes every forward's cost: its measurements start afresh (an
+    old 6-token forward, never timed again, held every draft at 4 tokens on the faster build)."""
+    from types import SimpleNamespace
+
+    from specx.kernels import rowgemm
+
+    lm = SimpleNamespace(model=SimpleNamespace(dtype="torch.float32"), kernels="kernels: specx rowgemm float32 linears")
+    monkeypatch.setattr(rowgemm, "build_id", lambda: "aaaa")
+    before = measured._kernels(lm)
+    monkeypatch.setattr(rowgemm, "build_id", lambda: "bbbb")
+    assert measured._kernels(lm) != before
+    other = SimpleNamespace(model=lm.model, kernels="kernels: fp16 weight-only linears")
+    assert "build" not in measured._kernels(other)
+
+
 def test_a_new_process_drafts_from_its_first_round_and_still_equals_plain_decoding():
     first, plain = make_pair("hybrid"), make_pair("model")
     plain.k = 0

@@ -51,6 +51,12 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     return out.reshape(*x.shape[:-1], n)
 
 
+def build_id() -> str:
+    """Which build of the kernel is loaded (a hash of its source, flags and compiler; "" when none is):
+    costs measured on one build do not describe another (runtime/measured.py keys them by it)."""
+    return _library() and _state.get("build", "") or ""
+
+
 def _library():
     if "lib" not in _state:
         _state["lib"], _state["why"] = _load()
@@ -68,7 +74,9 @@ def _load():
     tries = [True, False] if torch.backends.cpu.get_cpu_capability() == "AVX512" else [False]
     for wide in tries:   # a compiler without AVX-512 flags still builds the AVX2 kernel
         try:
-            return _open(_build(compiler, flags(wide))), ""
+            path = _build(compiler, flags(wide))
+            _state["build"] = path.stem.removeprefix("rowgemm-")
+            return _open(path), ""
         except (OSError, subprocess.SubprocessError) as e:
             why = f"building it failed ({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})"
     return None, why

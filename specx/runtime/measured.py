@@ -43,13 +43,24 @@ def make_key(target, target_path: Path, drafter_label: str, drafter_lm=None, dra
     from .tuned import device_identity
 
     device = target.device
-    key = {"target": identity(target_path), "target_kernels": f"{target.model.dtype}; {target.kernels}",
+    key = {"target": identity(target_path), "target_kernels": _kernels(target),
            "placement": target.placement, "device": device_identity(str(device)), "drafter": drafter_label}
     if drafter_lm is not None and drafter_path is not None:
         rows = "all" if drafter_lm.keep_ids is None else len(drafter_lm.keep_ids)
         key["drafter"] = f"{identity(drafter_path)}|{drafter_label}"
-        key["drafter_kernels"] = f"{drafter_lm.model.dtype}; {drafter_lm.kernels}; output rows {rows}"
+        key["drafter_kernels"] = f"{_kernels(drafter_lm)}; output rows {rows}"
     return key
+
+
+def _kernels(lm) -> str:
+    """A model's dtype and kernels; for specx's own kernel also its build: a new build (a release's)
+    changes every forward's cost, and a size its answers rarely time would keep the old cost for good."""
+    kernels = f"{lm.model.dtype}; {lm.kernels}"
+    if "rowgemm" in lm.kernels:
+        from ..kernels import rowgemm
+
+        kernels += f"; rowgemm build {rowgemm.build_id()}"
+    return kernels
 
 
 def load(key: dict, greedy: bool) -> CostModel | None:
