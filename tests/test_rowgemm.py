@@ -68,9 +68,7 @@ def test_half_float_rows_are_bit_for_bit_the_same_in_any_batch_and_as_float32():
 def test_the_avx512_build_gives_the_avx2_builds_bits():
     """Built with AVX-512VL's 32 registers (6×4 blocks) or for AVX2 (4×3), every output is the same bit for
     bit, float32 and half-float weights alike: a machine's speedup never changes a token."""
-    import shutil
-
-    compiler = shutil.which("cc") or shutil.which("gcc")
+    compiler = rowgemm.c_compiler()
     wide, narrow = (rowgemm._open(rowgemm._build(compiler, rowgemm.flags(w))) for w in (True, False))
     torch.manual_seed(2)
     w32, b = torch.randn(131, 203), torch.randn(131)

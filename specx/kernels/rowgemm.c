@@ -91,6 +91,8 @@ static inline __attribute__((always_inline)) void block(const int H, const int R
         }
 }
 
+static inline const char *upto(const char *p, int64_t n, const char *end) { return p + n < end ? p + n : end; }
+
 /* Rows m0..m1 of x against output columns n..n+C: float32 weights in blocks of ROWS rows; half floats (at
    most ROWS_H rows here) in one block. The blocks share out the prefetching of [next, next_end). */
 static inline __attribute__((always_inline)) void columns(const int H, const int C, const float *x, int64_t m0,
@@ -101,19 +103,19 @@ static inline __attribute__((always_inline)) void columns(const int H, const int
     const int64_t blocks = H ? 1 : (m1 - m0 + ROWS - 1) / ROWS;
     const int64_t share = ((next_end - next) / blocks + 127) / 128 * 128;
     const char *pf = next;
-#define PF pf, pf + share < next_end ? pf + share : next_end
     if (!H)
-        for (; m + ROWS <= m1; m += ROWS, pf += share) block(0, ROWS, C, x + m * K, w, K, bias, y + m * N, N, PF);
+        for (; m + ROWS <= m1; m += ROWS, pf += share)
+            block(0, ROWS, C, x + m * K, w, K, bias, y + m * N, N, pf, upto(pf, share, next_end));
+    const char *pe = upto(pf, share, next_end);
     switch (m1 - m) {
-        case 6: block(H, 6, C, x + m * K, w, K, bias, y + m * N, N, PF); break;
-        case 5: block(H, 5, C, x + m * K, w, K, bias, y + m * N, N, PF); break;
-        case 4: block(H, 4, C, x + m * K, w, K, bias, y + m * N, N, PF); break;
-        case 3: block(H, 3, C, x + m * K, w, K, bias, y + m * N, N, PF); break;
-        case 2: block(H, 2, C, x + m * K, w, K, bias, y + m * N, N, PF); break;
-        case 1: block(H, 1, C, x + m * K, w, K, bias, y + m * N, N, PF); break;
+        case 6: block(H, 6, C, x + m * K, w, K, bias, y + m * N, N, pf, pe); break;
+        case 5: block(H, 5, C, x + m * K, w, K, bias, y + m * N, N, pf, pe); break;
+        case 4: block(H, 4, C, x + m * K, w, K, bias, y + m * N, N, pf, pe); break;
+        case 3: block(H, 3, C, x + m * K, w, K, bias, y + m * N, N, pf, pe); break;
+        case 2: block(H, 2, C, x + m * K, w, K, bias, y + m * N, N, pf, pe); break;
+        case 1: block(H, 1, C, x + m * K, w, K, bias, y + m * N, N, pf, pe); break;
         default: break;
     }
-#undef PF
 }
 
 /* Half-float weights read by more than ROWS_H rows are widened once, into the thread's buffer, and the
@@ -156,8 +158,8 @@ static inline __attribute__((always_inline)) int run(const int H, const float *x
                 const float *b = bias ? bias + n : 0;
                 const char *wn = (const char *)w + n * K * size;
                 /* while it runs, prefetch the thread's next group (a static schedule's groups are consecutive) */
-                const char *next = wn + cols * K * size < end ? wn + cols * K * size : end;
-                const char *next_end = next + cols * K * size < end ? next + cols * K * size : end;
+                const char *next = upto(wn, cols * K * size, end);
+                const char *next_end = upto(next, cols * K * size, end);
                 switch (N - n < cols ? N - n : cols) {
                     case 4: group(H, 4, x, m0, m1, wn, K, b, y + n, N, wide, next, next_end); break;
                     case 3: group(H, 3, x, m0, m1, wn, K, b, y + n, N, wide, next, next_end); break;

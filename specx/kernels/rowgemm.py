@@ -54,7 +54,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 def build_id() -> str:
     """Which build of the kernel is loaded (a hash of its source, flags and compiler; "" when none is):
     costs measured on one build do not describe another (runtime/measured.py keys them by it)."""
-    return _library() and _state.get("build", "") or ""
+    return str(_state.get("build", "")) if _library() is not None else ""
 
 
 def _library():
@@ -68,8 +68,8 @@ def _load():
         return None, f"it needs an x86-64 CPU (this is {platform.machine()})"
     if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
         return None, "it needs a CPU with AVX2 and FMA"
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not compiler or not shutil.which(compiler):
+    compiler = c_compiler()
+    if not compiler:
         return None, "no C compiler found (install gcc, or set CC)"
     tries = [True, False] if torch.backends.cpu.get_cpu_capability() == "AVX512" else [False]
     for wide in tries:   # a compiler without AVX-512 flags still builds the AVX2 kernel
@@ -80,6 +80,12 @@ def _load():
         except (OSError, subprocess.SubprocessError) as e:
             why = f"building it failed ({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})"
     return None, why
+
+
+def c_compiler() -> str | None:
+    """$CC, else cc, else gcc: the first that exists."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    return compiler if compiler and shutil.which(compiler) else None
 
 
 def flags(wide: bool) -> tuple[str, ...]:
