@@ -66,12 +66,13 @@ def _library():
 def _load():
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return None, f"it needs an x86-64 CPU (this is {platform.machine()})"
-    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+    capability = torch.backends.cpu.get_cpu_capability()
+    if capability not in ("AVX2", "AVX512"):
         return None, "it needs a CPU with AVX2 and FMA"
     compiler = c_compiler()
     if not compiler:
         return None, "no C compiler found (install gcc, or set CC)"
-    tries = [True, False] if torch.backends.cpu.get_cpu_capability() == "AVX512" else [False]
+    tries = [True, False] if capability == "AVX512" else [False]
     for wide in tries:   # a compiler without AVX-512 flags still builds the AVX2 kernel
         try:
             path = _build(compiler, flags(wide))
