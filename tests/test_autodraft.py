@@ -112,7 +112,8 @@ def test_prepare_explains_the_auto_choice(pulled):
 
     write_presets(pulled, ["x-small", "ngram"])
     pair = prepare("x-target", "auto")
-    assert isinstance(pair.drafter, HybridDrafter) and pair.drafter.model.name == "x-small" and pair.k == 4
+    assert isinstance(pair.drafter, HybridDrafter) and pair.drafter.model.name == "x-small"
+    assert (pair.draft_tokens("auto"), pair.draft_tokens("fixed")) == (16, 4)   # as `specx run` without -k
     assert pair.explanation.startswith("drafter: x-small+ngram (same tokenizer, ") and "× smaller than x-target" in pair.explanation
     assert "copies from the context" in pair.explanation and "auto: at most ¼ of the target" in pair.explanation
 

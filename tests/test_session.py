@@ -10,7 +10,8 @@ from specx.runtime.ngram import NgramDrafter
 from specx.runtime.hybrid import HybridDrafter
 from specx.runtime.loop import Generation
 from specx.runtime.session import ChatSession, common_prefix
-from specx.runtime.types import Round
+from specx.runtime.policy import AUTO_K_MAX, DEFAULT_K
+from specx.runtime.types import Round, Sampling
 
 # A chat template over the word vocabulary: w2 = system, w3 = user, w4 = assistant, w1 (EOS) ends a turn.
 WORD_TEMPLATE = ("{% for m in messages %}{{ {'system': 'w2', 'user': 'w3', 'assistant': 'w4'}[m['role']] }} "
@@ -141,3 +142,19 @@ def test_smollm2_chat_template_reuses_the_conversation():
         assert sum(pair.target.prefilled[before:]) == turn.prefilled <= len(turn.ids) - turn.reuse
         assert not previous or turn.reuse >= len(previous)
         previous = turn.ids
+
+
+@pytest.mark.parametrize("policy, k", [("auto", AUTO_K_MAX), ("fixed", DEFAULT_K), ("heuristic", DEFAULT_K)])
+def test_a_pair_loaded_without_k_drafts_as_specx_run_does_without_k(policy, k):
+    """`specx.load(model)` without k: auto may draft up to AUTO_K_MAX and the other policies take
+    DEFAULT_K, as `specx run` without -k (auto was held to 4 in Python); a k given holds for all."""
+    from specx.runtime.api import stream
+    from specx.runtime.types import Done
+
+    pair = make_pair("model")
+    pair.k, pair.k_chosen = AUTO_K_MAX, False          # what prepare(k=None) leaves
+    done = [e for e in stream("tiny", "w25 w26", pair=pair, max_tokens=6, draft_policy=policy, raw=True)
+            if isinstance(e, Done)]
+    assert done[0].stats.k == k and pair.policy(policy, 0.4, Sampling()).k_max == k
+    pair.k, pair.k_chosen = 8, True
+    assert pair.policy(policy, 0.4, Sampling()).k_max == 8

@@ -25,7 +25,7 @@ def chat(
     ctx: typer.Context,
     model: Annotated[Optional[str], typer.Argument(help="A GGUF file, a model folder or a preset (default: `specx config set model …`).", autocompletion=complete_model)] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, a model, or MODEL+ngram.", autocompletion=complete_drafter)] = "auto",
-    draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding).")] = 4,
+    draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding); the most with --draft-policy auto, which drafts up to 16 unless -k is set.")] = 4,
     draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (drafts up to k while measured costs say it pays), fixed, heuristic or confidence.")] = "auto",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens per answer.")] = 512,
@@ -41,9 +41,10 @@ def chat(
     """Chat with a model: each turn prefills only its new tokens. Stdin piped: one message per line."""
     from ..runtime.api import check_options, prepare
     from ..runtime.errors import UsageError
+    from ..runtime.policy import draft_cap
     from ..runtime.session import ChatSession
     from ..runtime.types import Sampling
-    from .defaults import fill
+    from .defaults import EXPLICIT, fill
 
     o = fill(ctx, dict(locals()), prompt_param=None, notify=output.note)
     if not o["model"]:
@@ -51,7 +52,8 @@ def chat(
     sampling = Sampling(o["temperature"], o["top_k"] or None, o["top_p"], seed)
     check_options(o["max_tokens"], sampling, o["draft_policy"], o["confidence"])
     notify = output.warnings_only if o["no_stats"] else output.note
-    pair = prepare(o["model"], o["drafter"], k=o["draft_tokens"], dtype=o["dtype"], notify=notify)
+    k = draft_cap(o["draft_tokens"], o["draft_policy"], "draft_tokens" in o[EXPLICIT])   # as `specx run`
+    pair = prepare(o["model"], o["drafter"], k=k, dtype=o["dtype"], notify=notify)
     notify(pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
     session = ChatSession(pair, system=system, max_tokens=o["max_tokens"], sampling=sampling,
                           draft_policy=o["draft_policy"], confidence=o["confidence"], notify=output.note)

@@ -23,6 +23,7 @@ class Pair:
     costs: dict = field(default_factory=dict)   # greedy or not → the cost model of the last `auto` answer
     measured_key: dict | None = None   # where earlier processes' costs for this pair are kept (measured.py)
     note: str = ""                     # what the last policy() started from, when an earlier process measured it
+    k_chosen: bool = True              # False: k was not given (prepare(k=None)), so it depends on the policy
 
     def policy(self, name: str, confidence: float, sampling: Sampling, guard: bool = False):
         """One answer's draft policy (`guard`: a tuned policy that `auto` chose, DraftPolicy). `auto`
@@ -42,7 +43,14 @@ class Pair:
         cost = CostModel.following(previous, moe=moe)
         if name == "auto":
             self.costs[sampling.greedy] = cost
-        return DraftPolicy(name, self.k, confidence, cost=cost, guard=guard)
+        return DraftPolicy(name, self.draft_tokens(name), confidence, cost=cost, guard=guard)
+
+    def draft_tokens(self, policy: str) -> int:
+        """The k a policy runs with: the one given to prepare, else what `specx run` takes without -k
+        (policy.draft_cap: up to AUTO_K_MAX under `auto`, DEFAULT_K otherwise), within the memory plan's k."""
+        from .policy import DEFAULT_K, draft_cap
+
+        return self.k if self.k_chosen or not self.k else min(self.k, draft_cap(DEFAULT_K, policy, False))
 
     def remember(self, greedy: bool) -> None:
         """Keep the last `auto` answer's costs for later processes (a cache: a failed write is skipped)."""
@@ -57,7 +65,7 @@ def _say(notify: Callable[[str], None] | None, text: str) -> None:
         notify(text)
 
 
-def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto",
+def prepare(model: str, drafter: str = "auto", *, k: int | None = None, dtype: str = "auto",
             draft_dtype: str | None = None, quant: str = "auto", draft_quant: str = "auto",
             draft_vocab: int | None = None, mem_budget: str | None = None, allow_disk_offload: bool = False,
             moe_offload: bool = False, notify: Callable[[str], None] | None = None) -> Pair:
@@ -66,7 +74,16 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     The memory plan (placement.py) sets the target's precision and placement: `quant` = auto keeps
     the target's weights where they fit and quantizes only where they do not; `mem_budget`
     (`gpu=6GiB,cpu=16GiB`) simulates a smaller machine. The drafter gets the fastest CPU kernel
-    (`draft_quant` auto) and `draft_vocab` trims its output layer (None = automatic, 0 = all)."""
+    (`draft_quant` auto) and `draft_vocab` trims its output layer (None = automatic, 0 = all).
+    `k` None: each policy's default, as `specx run` without -k (Pair.draft_tokens)."""
+    pair = _prepare(model, drafter, k, dtype, draft_dtype, quant, draft_quant, draft_vocab, mem_budget,
+                    allow_disk_offload, moe_offload, notify)
+    pair.k_chosen = k is not None
+    return pair
+
+
+def _prepare(model, drafter, k, dtype, draft_dtype, quant, draft_quant, draft_vocab, mem_budget,
+             allow_disk_offload, moe_offload, notify) -> Pair:
     from . import measured, vocabtrim
     from .compat import check_drafter
     from .drafters import ModelDrafter, NoDrafter
@@ -74,8 +91,10 @@ def prepare(model: str, drafter: str = "auto", *, k: int = 4, dtype: str = "auto
     from .models import dtype_name, eos_ids, load_lm, load_tokenizer, resolve
     from .ngram import NgramDrafter
     from .placement import attach_experts, plan_run
+    from .policy import DEFAULT_K, draft_cap
     from .tuned import split_hybrid
 
+    k = draft_cap(DEFAULT_K, "auto", False) if k is None else k   # the most any policy may then take
     if k < 0 or k > MAX_K:
         raise UsageError(f"draft tokens must be between 0 and {MAX_K} (got {k})", "try -k 4; -k 0 decodes plainly")
     source = resolve(model)
@@ -174,7 +193,7 @@ def check_options(max_tokens: int, sampling: Sampling, draft_policy: str = "auto
         raise UsageError(f"top-k must be ≥ 0 (got {sampling.top_k})", "0 disables top-k")
 
 
-def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int = 4, max_tokens: int = 512,
+def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int | None = None, max_tokens: int = 512,
            temperature: float = 0.0, top_p: float | None = None, top_k: int | None = None,
            seed: int | None = None, system: str | None = None, stop: tuple[str, ...] = (),
            raw: bool = False, dtype: str = "auto", notify: Callable[[str], None] | None = None,
@@ -203,7 +222,7 @@ def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int = 
     policy = pair.policy(draft_policy, confidence, sampling, guard)
     if pair.note:
         _say(notify, pair.note)
-    return Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens, sampling=sampling,
+    return Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=max_tokens, sampling=sampling,
                       stop_strings=tuple(stop), stop=stop_event, policy=policy,
                       on_done=(lambda: pair.remember(sampling.greedy)) if draft_policy == "auto" else None)
 

@@ -16,6 +16,7 @@ PROBE_GAP = 8        # auto: plain rounds before drafting is tried again; double
 PROBE_GAP_MAX = 128
 MIN_JUDGED = 8       # auto: model-drafted tokens judged before drafting may first go off
 AUTO_K_MAX = 16      # auto: the most it drafts when the user (or tune) did not set k
+DEFAULT_K = 4        # the k of the other policies when it was not set (`specx run`'s -k default)
 GUARD_ROUNDS = 6     # a tuned policy auto chose (guard): drafting rounds it judges its speed over
 GUARD_SLACK = 0.05   # ... and how far below plain decoding's speed they may fall before it stops
 REFRESH_ROUNDS = 8   # auto, guard: while drafting, plain decoding is timed again once its time is this old

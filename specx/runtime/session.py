@@ -101,9 +101,9 @@ class Turn:
         pair = session.pair
         self.session, self.user, self.messages, self.ids, self.stop = session, user, messages, ids, stop
         self.reuse = min(common_prefix(ids, session.cached), len(ids) - 1)
-        self.generation = Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=session.max_tokens,
-                                     sampling=session.sampling, stop=stop, reuse=self.reuse,
-                                     policy=pair.policy(session.draft_policy, session.confidence, session.sampling),
+        policy = pair.policy(session.draft_policy, session.confidence, session.sampling)
+        self.generation = Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=session.max_tokens,
+                                     sampling=session.sampling, stop=stop, reuse=self.reuse, policy=policy,
                                      on_done=(lambda: pair.remember(session.sampling.greedy))
                                      if session.draft_policy == "auto" else None)
         self.stats = self.generation.stats
