@@ -76,14 +76,6 @@ def prepare(model: str, drafter: str = "auto", *, k: int | None = None, dtype: s
     (`gpu=6GiB,cpu=16GiB`) simulates a smaller machine. The drafter gets the fastest CPU kernel
     (`draft_quant` auto) and `draft_vocab` trims its output layer (None = automatic, 0 = all).
     `k` None: each policy's default, as `specx run` without -k (Pair.draft_tokens)."""
-    pair = _prepare(model, drafter, k, dtype, draft_dtype, quant, draft_quant, draft_vocab, mem_budget,
-                    allow_disk_offload, moe_offload, notify)
-    pair.k_chosen = k is not None
-    return pair
-
-
-def _prepare(model, drafter, k, dtype, draft_dtype, quant, draft_quant, draft_vocab, mem_budget,
-             allow_disk_offload, moe_offload, notify) -> Pair:
     from . import measured, vocabtrim
     from .compat import check_drafter
     from .drafters import ModelDrafter, NoDrafter
@@ -94,7 +86,7 @@ def _prepare(model, drafter, k, dtype, draft_dtype, quant, draft_quant, draft_vo
     from .policy import DEFAULT_K, draft_cap
     from .tuned import split_hybrid
 
-    k = draft_cap(DEFAULT_K, "auto", False) if k is None else k   # the most any policy may then take
+    chosen, k = k is not None, draft_cap(DEFAULT_K, "auto", False) if k is None else k   # None: the most any policy may take
     if k < 0 or k > MAX_K:
         raise UsageError(f"draft tokens must be between 0 and {MAX_K} (got {k})", "try -k 4; -k 0 decodes plainly")
     source = resolve(model)
@@ -123,7 +115,7 @@ def _prepare(model, drafter, k, dtype, draft_dtype, quant, draft_quant, draft_vo
         why = "plain decoding" if choice == "none" else "prompt lookup, no model" + (
             f"; {auto_note}" if auto_note else "")
         pair = Pair(target, NoDrafter() if choice == "none" else NgramDrafter(), 0 if choice == "none" else k,
-                    f"drafter: {choice} ({why})")
+                    f"drafter: {choice} ({why})", k_chosen=chosen)
         if choice == "ngram":
             pair.measured_key = measured.make_key(target, source.path, "ngram")
         return pair
@@ -143,7 +135,7 @@ def _prepare(model, drafter, k, dtype, draft_dtype, quant, draft_quant, draft_vo
                 f"drafter: {draft.name} (same tokenizer, {ratio:.1f}× smaller than {target.name}; "
                 f"{draft_lm.kernels.removeprefix('kernels: ')}{copies}" + (f"; {auto_note})" if auto_note else ")"),
                 measured_key=measured.make_key(target, source.path, "hybrid" if hybrid else "model", draft_lm,
-                                               draft_source.path))
+                                               draft_source.path), k_chosen=chosen)
 
 
 def prompt_ids(tokenizer, prompt: str, system: str | None = None, raw: bool = False) -> list[int]:
