@@ -1,8 +1,6 @@
 """Drafting is priced against plain decoding timed recently: a shared CPU's speed moves within an answer."""
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from specx.runtime import policy as policies
@@ -73,20 +71,3 @@ def test_drafting_stops_once_plain_decoding_has_sped_up_mid_answer(name, guard, 
     drive(stale, 12, 0.100, tokens=[3, 1], round_s=0.17)
     drive(stale, 2 * REFRESH_ROUNDS + 2, 0.070, tokens=[3, 1], round_s=0.17)
     assert not stale.off
-
-
-def test_a_forward_size_timed_long_ago_is_priced_no_higher_than_the_sizes_timed_since():
-    """One 6-token forward timed while the machine was busy must not keep drafts from ever reaching 6
-    tokens again: once STALE_AGE rounds timed other sizes, it is priced along their curve (so the
-    survival stop lets a draft reach it), and a fresh time of its own counts again."""
-    from specx.runtime.costmodel import STALE_AGE
-
-    model = CostModel(draft_step_s=0.03)
-    model.observe(5, 5, 0.15, 0.412)                  # 6 tokens, timed under load
-    for i in range(STALE_AGE):
-        model.observe(0, 0, 0.0, 0.147) if i % 2 else model.observe(4, 4, 0.12, 0.188)
-    fresh_curve = 0.188 + (0.188 - 0.147) / math.log(5) * math.log(6 / 5)
-    assert model.verify_time(6) == pytest.approx(fresh_curve)
-    assert model.survival_floor((0.9,) * 4) == pytest.approx((0.03 + fresh_curve - 0.188) / 0.147)
-    model.observe(5, 5, 0.15, 0.412)                  # a draft reached 6 tokens: its own time again
-    assert model.verify_time(6) > 0.4

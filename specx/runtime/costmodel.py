@@ -36,7 +36,6 @@ COPY_PRIOR = 0.3      # other copies: in prose a copy that ran for 3 tokens, or 
                       # 16-token copies look paying (summarisation trace: resume 16/0, match3 16/0)
 COPIES = "copies"     # all copies pooled: a kind of copy not drafted yet borrows what they showed
 CARRIED_AGE = 8       # rounds: how old a forward's time carried from an earlier answer (or disk) counts
-STALE_AGE = 8         # rounds after which a forward's time may be priced down by fresher sizes (verify_time)
 READ_ANSWER = 128     # the most new tokens an answer is taken to have when pricing a drafter's prompt pass
 READ_K = 4            # ... and the longest draft that pricing considers
 CONFIDENCE_BINS = (0.4, 0.6, 0.8, 0.9, 0.97)   # the drafter's confidence, binned: acceptance is learned per bin
@@ -188,24 +187,29 @@ class CostModel:
         return _tokens_per_round(self.hazards(k, source))[-1]
 
     def verify_time(self, n: int) -> float | None:
-        """Seconds for a target forward of n tokens: measured, else read off the curve through the
-        sizes measured (_curve). A size not timed for STALE_AGE rounds, while other sizes were since,
-        is priced no higher than that curve through the fresher sizes: one forward timed while the
-        machine was busy must not keep drafts from ever reaching that size again (a saved 6-token
-        forward at 412 ms, against 188 ms for a fresh 5, ended every code draft at 4 tokens). A
-        draft that reaches it times it afresh.
+        """Seconds for a target forward of n tokens: measured, else interpolated linearly between the
+        sizes measured around it. Beyond the longest measured forward it grows with the logarithm of
+        the size, along the two longest measured (on a CPU each extra token costs less than the one
+        before: float32 1→5 tokens +75 ms each, 9→17 +13 ms, close to a + b·ln n; extrapolating
+        linearly from short forwards kept k at 1 for whole answers, and taking them as flat made a
+        16-token copy look free after 4-token rounds).
         Plain decoding (n = 1) is what drafting must beat: it is only ever measured, since deriving it
         from longer forwards overstates it and makes drafting look paying."""
-        if n == 1:
-            return self.verify_s.get(1)
-        if n not in self.verify_s:
-            return _curve(self.verify_s, n)
-        measured, age = self.verify_s[n], self.age(n)
-        if age < STALE_AGE:
-            return measured
-        fresher = {m: t for m, t in self.verify_s.items() if m != n and self.age(m) < age}
-        guess = _curve(fresher, n)
-        return measured if guess is None else min(measured, guess)
+        if n in self.verify_s:
+            return self.verify_s[n]
+        known = sorted(self.verify_s)
+        if len(known) < 2 or n == 1:
+            return None
+        if n > known[-1]:
+            short, long = known[-2], known[-1]
+            per_log = max(self.verify_s[long] - self.verify_s[short], 0.0) / math.log(long / short)
+            return self.verify_s[long] + per_log * math.log(n / long)
+        lower = max((m for m in known if m < n), default=known[0])
+        upper = min(m for m in known if m > n)
+        if lower == upper or lower > n:   # below the shortest measured: along its line to the next
+            lower, upper = known[0], known[1]
+        slope = (self.verify_s[upper] - self.verify_s[lower]) / (upper - lower)
+        return max(self.verify_s[lower] + slope * (n - lower), 1e-9)
 
     def rate(self, k: int, source: str = MODEL) -> float | None:
         """Expected tokens per second when drafting k from `source` (k = 0: plain decoding)."""
@@ -285,28 +289,6 @@ class CostModel:
         return (f"k={k}: acceptance {self.acceptance:.0%}, expected {self.expected_tokens(k):.1f} tokens per "
                 f"{1e3 * ((self.verify_time(k + 1) or 0) + k * (self.draft_step_s or 0)):.0f} ms round "
                 f"vs {1e3 * plain:.0f} ms per plain token")
-
-
-def _curve(times: dict[int, float], n: int) -> float | None:
-    """A forward of n tokens priced from the times of the sizes in `times` (n not among them):
-    linearly between the sizes measured around it; beyond the longest, growing with the logarithm of
-    the size along the two longest (on a CPU each extra token costs less than the one before:
-    float32 1→5 tokens +75 ms each, 9→17 +13 ms, close to a + b·ln n; extrapolating linearly from
-    short forwards kept k at 1 for whole answers, and taking them as flat made a 16-token copy look
-    free after 4-token rounds). None with fewer than two sizes, or for n = 1."""
-    known = sorted(times)
-    if len(known) < 2 or n == 1:
-        return None
-    if n > known[-1]:
-        short, long = known[-2], known[-1]
-        per_log = max(times[long] - times[short], 0.0) / math.log(long / short)
-        return times[long] + per_log * math.log(n / long)
-    lower = max((m for m in known if m < n), default=known[0])
-    upper = min(m for m in known if m > n)
-    if lower == upper or lower > n:   # below the shortest measured: along its line to the next
-        lower, upper = known[0], known[1]
-    slope = (times[upper] - times[lower]) / (upper - lower)
-    return max(times[lower] + slope * (n - lower), 1e-9)
 
 
 def _tokens_per_round(hazards: list[float]) -> list[float]:
