@@ -87,7 +87,20 @@ def collect() -> dict:
         "dirs": {"config": str(paths.config_dir()), "data": str(paths.data_dir()),
                  "state": str(paths.state_dir()), "model_cache": str(paths.model_cache())},
         "hf_token": token_presence(),
+        "kernels": kernels(),
     }
+
+
+def kernels() -> str:
+    """specx's float32 CPU kernel: built, and whether it prefetches here (and what that choice measured)."""
+    from ..kernels import rowgemm
+    from ..runtime import fastpath
+
+    if not rowgemm.available():
+        return f"specx rowgemm off: {rowgemm.why_not()}"
+    fp16 = fastpath.fp16_choice()
+    return (f"specx rowgemm (build {rowgemm.build_id()}); {rowgemm.prefetching().sentence()}"
+            + (f"; {fp16.sentence()}" if fp16 else ""))
 
 
 def _gib(n) -> str:
@@ -113,4 +126,5 @@ def env(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = 
     lines.append(f"{'cpu features':<16}" + " ".join(f for f, on in info["cpu_flags"].items() if on))
     lines += [f"{k.replace('_', ' ') + ' dir':<16}{v}" for k, v in info["dirs"].items()]
     lines.append(f"{'hf token':<16}{info['hf_token']}")
+    lines.append(f"{'kernels':<16}{info['kernels']}")
     sys.stdout.write("\n".join(lines) + "\n")

@@ -14,7 +14,9 @@
    more rows cost little. Threads split the output columns; while a thread computes one group of
    columns it prefetches the next group's weights into L2, so reading memory overlaps the arithmetic
    (on the AVX-512 dev machine, one 8960x1536 layer: 1 row 1.3x, 5 rows 1.8x, 17 rows 1.6x faster than
-   without both). Built and loaded by rowgemm.py; compile with -ffp-contract=off.
+   without both). Prefetching is the caller's choice (`prefetch`): on a Zen 1 machine it made the whole 1.5B
+   target 1.09-1.16x slower at 1 and 5 rows, so rowgemm.py times both once per machine. Results are the same.
+   Built and loaded by rowgemm.py; compile with -ffp-contract=off.
 
    spx_linear_f16 is the same kernel for weights stored as IEEE half floats (half the bytes to read per
    token): each weight vector is widened to float32 (F16C, exact) as it is loaded, and the arithmetic
@@ -136,7 +138,7 @@ static inline __attribute__((always_inline)) void group(const int H, const int C
 
 static inline __attribute__((always_inline)) int run(const int H, const float *x, int64_t M, int64_t K,
                                                      const void *w, int64_t N, const float *bias, float *y,
-                                                     int threads) {
+                                                     int threads, int prefetch) {
     if (M <= 0 || N <= 0) return 0;
     int64_t chunks = (M + ROW_CHUNK - 1) / ROW_CHUNK;
     int64_t chunk = ((M + chunks - 1) / chunks + ROWS - 1) / ROWS * ROWS;
@@ -157,9 +159,10 @@ static inline __attribute__((always_inline)) int run(const int H, const float *x
                 int64_t n = g * cols;
                 const float *b = bias ? bias + n : 0;
                 const char *wn = (const char *)w + n * K * size;
-                /* while it runs, prefetch the thread's next group (a static schedule's groups are consecutive) */
-                const char *next = upto(wn, cols * K * size, end);
-                const char *next_end = upto(next, cols * K * size, end);
+                /* while it runs, prefetch the thread's next group (a static schedule's groups are consecutive);
+                   without prefetching the range is empty */
+                const char *next = prefetch ? upto(wn, cols * K * size, end) : end;
+                const char *next_end = prefetch ? upto(next, cols * K * size, end) : end;
                 switch (N - n < cols ? N - n : cols) {
                     case 4: group(H, 4, x, m0, m1, wn, K, b, y + n, N, wide, next, next_end); break;
                     case 3: group(H, 3, x, m0, m1, wn, K, b, y + n, N, wide, next, next_end); break;
@@ -173,13 +176,14 @@ static inline __attribute__((always_inline)) int run(const int H, const float *x
     return failed;
 }
 
-/* Both return 0, or 1 when a buffer could not be allocated (y is then incomplete). */
+/* Both return 0, or 1 when a buffer could not be allocated (y is then incomplete). prefetch: 1 prefetches
+   each thread's next weights into L2, 0 leaves it to the hardware; the results are the same. */
 int spx_linear(const float *x, int64_t M, int64_t K, const float *w, int64_t N, const float *bias, float *y,
-               int threads) {
-    return run(0, x, M, K, w, N, bias, y, threads);
+               int threads, int prefetch) {
+    return run(0, x, M, K, w, N, bias, y, threads, prefetch);
 }
 
 int spx_linear_f16(const float *x, int64_t M, int64_t K, const uint16_t *w, int64_t N, const float *bias, float *y,
-                   int threads) {
-    return run(1, x, M, K, w, N, bias, y, threads);
+                   int threads, int prefetch) {
+    return run(1, x, M, K, w, N, bias, y, threads, prefetch);
 }

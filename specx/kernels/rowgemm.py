@@ -17,9 +17,12 @@ from pathlib import Path
 
 import torch
 
+from . import timed
+
 SOURCE = Path(__file__).with_name("rowgemm.c")
 FLAGS = ("-O3", "-mavx2", "-mfma", "-mf16c", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 WIDE_FLAGS = ("-mavx512f", "-mavx512vl")   # 32 vector registers for the same 256-bit arithmetic: larger blocks
+PREFETCH_ENV = "SPECX_ROWGEMM_PREFETCH"     # 1 or 0: prefetch or not, instead of timing both (prefetch_choice)
 _state: dict[str, object] = {}
 
 
@@ -45,16 +48,29 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         rows = rows.float().contiguous()
     out = torch.empty(rows.shape[0], n, dtype=torch.float32)
     run = lib.spx_linear_f16 if weight.dtype == torch.float16 else lib.spx_linear
-    if run(rows.data_ptr(), rows.shape[0], k, weight.data_ptr(), n,
-           None if bias is None else bias.data_ptr(), out.data_ptr(), torch.get_num_threads()):
+    if run(rows.data_ptr(), rows.shape[0], k, weight.data_ptr(), n, None if bias is None else bias.data_ptr(),
+           out.data_ptr(), torch.get_num_threads(), int(prefetches())):
         raise MemoryError(f"specx's CPU kernel could not allocate {4 * 3 * k} bytes per thread")
     return out.reshape(*x.shape[:-1], n)
 
 
 def build_id() -> str:
-    """Which build of the kernel is loaded (a hash of its source, flags and compiler; "" when none is):
-    costs measured on one build do not describe another (runtime/measured.py keys them by it)."""
-    return str(_state.get("build", "")) if _library() is not None else ""
+    """Which build of the kernel is loaded and how it runs (a hash of its source, flags and compiler, and
+    "+prefetch" when it prefetches; "" when none is loaded): costs measured on one do not describe
+    another (runtime/measured.py keys them by it)."""
+    if _library() is None:
+        return ""
+    return str(_state["build"]) + ("+prefetch" if prefetches() else "")
+
+
+def prefetches() -> bool:
+    """Whether the loaded kernel prefetches each thread's next weights into L2 (prefetch_choice)."""
+    return _library() is not None and _state["prefetch"].pick == "on"
+
+
+def prefetching():
+    """How the loaded kernel reads ahead (a timed.Choice, with its sentence), or None when none is loaded."""
+    return _state["prefetch"] if _library() is not None else None
 
 
 def _library():
@@ -76,8 +92,10 @@ def _load():
     for wide in tries:   # a compiler without AVX-512 flags still builds the AVX2 kernel
         try:
             path = _build(compiler, flags(wide))
+            lib = _open(path)
             _state["build"] = path.stem.removeprefix("rowgemm-")
-            return _open(path), ""
+            _state["prefetch"] = prefetch_choice(lib, path)
+            return lib, ""
         except (OSError, subprocess.SubprocessError) as e:
             why = f"building it failed ({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})"
     return None, why
@@ -98,9 +116,33 @@ def _open(path: Path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path))
     p, i64 = ctypes.c_void_p, ctypes.c_int64
     for run in (lib.spx_linear, lib.spx_linear_f16):
-        run.argtypes = [p, i64, i64, p, i64, p, p, ctypes.c_int]
+        run.argtypes = [p, i64, i64, p, i64, p, p, ctypes.c_int, ctypes.c_int]
         run.restype = ctypes.c_int
     return lib
+
+
+def prefetch_choice(lib, path: Path):
+    """Whether to prefetch weights into L2: it never changes a result, only the speed, and machines
+    disagree. On the AVX-512 dev machine (Zen 4) it made one 8960x1536 layer 1.3x faster at 1 row and
+    1.8x at 5; on a Zen 1 machine (AVX2) the whole 1.5B float32 target 1.09-1.16x slower at 1 and 5 tokens
+    (paired, benchmarks/results/2026-11-25-zen1). So it is timed once per machine (timed.py), unless
+    SPECX_ROWGEMM_PREFETCH says."""
+    value = os.environ.get(PREFETCH_ENV, "").strip()
+    forced = ({"1": "on", "0": "off"}[value], PREFETCH_ENV) if value in ("0", "1") else None
+
+    def way(on: bool) -> timed.Make:
+        return lambda w: lambda x: _call(lib, x, w, on)
+
+    return timed.choose("L2 prefetching", path.with_suffix(".prefetch.json"), {"off": way(False), "on": way(True)},
+                        forced)
+
+
+def _call(lib, x: torch.Tensor, w: torch.Tensor, prefetch: bool) -> torch.Tensor:
+    """One float32 call with prefetching on or off."""
+    out = torch.empty(x.shape[0], w.shape[0])
+    lib.spx_linear(x.data_ptr(), x.shape[0], x.shape[1], w.data_ptr(), w.shape[0], None, out.data_ptr(),
+                   torch.get_num_threads(), int(prefetch))
+    return out
 
 
 def _build(compiler: str, options: tuple[str, ...] = FLAGS) -> Path:

@@ -18,13 +18,14 @@ Where the CPU has AVX-512 it is built with AVX-512VL (blocks of 6 rows, same bit
 weights ahead: whole 1.5B target on the AVX-512 machine, 1 token 186 → 147 ms, 5 tokens 327 → 171 ms
 (1.16× one), 17 tokens 558 → 344 ms, prompt of 123 2.44 → 1.80 s.
 
-`fp16` runs on fbgemm; on rowgemm (half-float weights widened to float32 as they are read, float32
-arithmetic, rows exact) with SPECX_KERNELS=rowgemm, or where fbgemm is missing. Whole 1.5B target in
-fp16, context 123, paired (benchmarks/row_kernel.py --weights fp16): fbgemm / rowgemm 237 / 225 ms for
-1 token, 375 / 403 ms for 5, 1072 / 988 ms for 17, prompt pass 6.19 / 4.97 s on AVX2; on an AVX-512
-machine (benchmarks/results/2026-11-25-guard) fbgemm won everywhere: 103 / 127 ms for 1 token, 127 /
-233 ms for 5, prompt pass 1.77 / 2.37 s. Which is faster depends on the machine, so rowgemm fp16 is
-not the default.
+`fp16` runs on fbgemm or on rowgemm (half-float weights widened to float32 as they are read, float32
+arithmetic, rows exact), whichever is faster on this machine (fp16_choice: timed once per machine,
+kernels/timed.py; SPECX_KERNELS=rowgemm or fbgemm decides instead). Whole 1.5B target in fp16, context
+123, paired (benchmarks/row_kernel.py --weights fp16), fbgemm / rowgemm: on an AVX-512 machine
+(benchmarks/results/2026-11-25-guard) 103 / 127 ms for 1 token, 127 / 233 ms for 5, prompt pass
+1.77 / 2.37 s; on a Zen 1 machine (AVX2, rowgemm without prefetching; 2026-11-25-zen1, 5 alternating
+repeats) 257 / 272 ms for 1 token, 395 / 447 ms for 5, 1114 / 1038 ms for 17, prompt pass 6.43 / 5.18 s.
+The one-layer timing picks fbgemm on both, as decoding and verifying a few tokens do.
 
 `fp16`, `int8`, `int4` store the weights in fewer bytes (qlinear.py says which kernels and why): they
 are exact for speculation (speculative output = that model's plain output) but change the model
@@ -38,13 +39,13 @@ import os
 
 import torch
 
-from ..kernels import rowgemm
+from ..kernels import rowgemm, timed
 from . import qlinear
 from .errors import UsageError
 
 DISABLE_ENV = "SPECX_KERNELS"  # SPECX_KERNELS=reference keeps PyTorch's default linear layers,
                                # SPECX_KERNELS=onednn skips specx's own float32 kernel,
-                               # SPECX_KERNELS=rowgemm runs fp16 weights on it too (else fbgemm)
+                               # SPECX_KERNELS=rowgemm / fbgemm runs fp16 weights there (else the faster)
 WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # int8dyn: drafters only (qlinear.DynInt8Linear)
 
 
@@ -152,10 +153,43 @@ def prepack_linears(model) -> int:
     return swapped
 
 
+_timed: dict[str, timed.Choice] = {}
+
+
+def fp16_choice() -> timed.Choice | None:
+    """Where fp16 weights run, when both kernels exist here (else None): SPECX_KERNELS=rowgemm or
+    fbgemm, else the faster on one layer, timed once per machine and rowgemm build (kernels/timed.py)."""
+    if not (row_kernel() and qlinear.usable("fp16")):
+        return None
+    forced = os.environ.get(DISABLE_ENV, "").lower()
+    if forced in ("rowgemm", "fbgemm"):
+        return timed.Choice("fp16 weights on", forced, source=f"{DISABLE_ENV}={forced}")
+    build = rowgemm.build_id()
+    if build not in _timed:
+        def fbgemm(w: torch.Tensor) -> timed.Run:
+            packed = torch.ops.quantized.linear_prepack_fp16(w, None)
+            return lambda x: torch.ops.quantized.linear_dynamic_fp16(x, packed)
+
+        def row(w: torch.Tensor) -> timed.Run:
+            half = w.half().contiguous()
+            return lambda x: rowgemm.linear(x, half)
+
+        from .paths import kernel_cache
+
+        _timed[build] = timed.choose("fp16 weights on", kernel_cache() / f"fp16-{build}.json",
+                                     {"fbgemm": fbgemm, "rowgemm": row})
+    return _timed[build]
+
+
+def fp16_on_rowgemm() -> bool:
+    """Whether fp16 weights run on rowgemm here (fp16_choice; rowgemm alone where fbgemm is missing)."""
+    choice = fp16_choice()
+    return row_kernel() and (choice is None or choice.pick == "rowgemm")
+
+
 def apply(model, weights: str) -> str:
     """Swap the model's linear layers for the chosen CPU kernels; one sentence saying what ran."""
-    if weights == "fp16" and available(model) and row_kernel() and (
-            os.environ.get(DISABLE_ENV, "").lower() == "rowgemm" or not qlinear.usable("fp16")):
+    if weights == "fp16" and available(model) and fp16_on_rowgemm():
         swapped, weights = row_linears(model, half=True), "rowgemm fp16"
     elif (weights in qlinear.LAYERS or weights in qlinear.DRAFT_ONLY) and _on_cpu(model):
         swapped = qlinear.quantize_linears(model, weights)
@@ -203,10 +237,12 @@ def describe(swapped: int, weights: str = "none") -> str:
         return "kernels: PyTorch default linear layers"
     if weights == "rowgemm":
         return (f"kernels: specx rowgemm float32 linears ({swapped} layers; same weights, verifying "
-                "a few tokens costs little more than decoding one)")
+                f"a few tokens costs little more than decoding one; {_reading_ahead()})")
     if weights == "rowgemm fp16":
         return (f"kernels: fp16 weight-only linears on specx rowgemm ({swapped} layers; float32 arithmetic, "
-                "rows exact whatever the batch)")
+                f"rows exact whatever the batch; {_reading_ahead()}; {_fp16_why('rowgemm')})")
+    if weights == "fp16" and fp16_choice() is not None:
+        return f"kernels: fp16 weight-only linears on fbgemm ({swapped} layers; {_fp16_why('fbgemm')})"
     if weights == "none":
         why = rowgemm.why_not() if os.environ.get(DISABLE_ENV, "").lower() != "onednn" else ""
         return (f"kernels: oneDNN prepacked float32 linears ({swapped} layers; same weights, "
@@ -216,3 +252,19 @@ def describe(swapped: int, weights: str = "none") -> str:
         return (f"kernels: int8 weights and activations, scaled per forward ({swapped} layers; fp16 where a layer "
                 "narrows its input)")
     return f"kernels: {weights} weight-only linears ({swapped} layers)"
+
+
+def _fp16_why(pick: str) -> str:
+    """Why fp16 weights run on `pick`, in words that do not change between processes (measured keys use them)."""
+    choice = fp16_choice()
+    if choice is None:
+        return "fbgemm is missing from this PyTorch build"
+    if choice.source not in ("timed", "saved"):
+        return f"{choice.source}"
+    other = "fbgemm" if pick == "rowgemm" else "specx rowgemm"
+    return f"timed faster than {other} on this CPU"
+
+
+def _reading_ahead() -> str:
+    """Whether rowgemm prefetches here (timed once per machine: `specx env` says what it measured)."""
+    return f"L2 prefetching {'on' if rowgemm.prefetches() else 'off'} on this CPU"
