@@ -26,7 +26,7 @@ PROMPTS = {
              "def tally(items):\n    x = 0\n    for item in items:\n        if item:\n            x += 1\n"
              "    return x\n"),
 }
-NEW_TOKENS = 64
+NEW_TOKENS = 48
 
 
 @pytest.fixture(scope="module")
