@@ -42,16 +42,21 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     lib = _library()
     if lib is None:
         raise RuntimeError(f"specx's CPU kernel is not available: {why_not()}")
-    n, k = weight.shape
-    rows = x.reshape(-1, k)
+    rows = x.reshape(-1, weight.shape[1])
     if rows.dtype != torch.float32 or not rows.is_contiguous():
         rows = rows.float().contiguous()
+    return _run(lib, rows, weight, bias, _state["prefetch_flag"]).reshape(*x.shape[:-1], weight.shape[0])
+
+
+def _run(lib, rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, prefetch: int) -> torch.Tensor:
+    """One call of the loaded library on contiguous float32 rows (prefetch: 1 or 0)."""
+    n, k = weight.shape
     out = torch.empty(rows.shape[0], n, dtype=torch.float32)
     run = lib.spx_linear_f16 if weight.dtype == torch.float16 else lib.spx_linear
     if run(rows.data_ptr(), rows.shape[0], k, weight.data_ptr(), n, None if bias is None else bias.data_ptr(),
-           out.data_ptr(), torch.get_num_threads(), int(prefetches())):
+           out.data_ptr(), torch.get_num_threads(), prefetch):
         raise MemoryError(f"specx's CPU kernel could not allocate {4 * 3 * k} bytes per thread")
-    return out.reshape(*x.shape[:-1], n)
+    return out
 
 
 def build_id() -> str:
@@ -65,7 +70,7 @@ def build_id() -> str:
 
 def prefetches() -> bool:
     """Whether the loaded kernel prefetches each thread's next weights into L2 (prefetch_choice)."""
-    return _library() is not None and _state["prefetch"].pick == "on"
+    return _library() is not None and bool(_state["prefetch_flag"])
 
 
 def prefetching():
@@ -95,6 +100,7 @@ def _load():
             lib = _open(path)
             _state["build"] = path.stem.removeprefix("rowgemm-")
             _state["prefetch"] = prefetch_choice(lib, path)
+            _state["prefetch_flag"] = int(_state["prefetch"].pick == "on")   # read by every linear call
             return lib, ""
         except (OSError, subprocess.SubprocessError) as e:
             why = f"building it failed ({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})"
@@ -131,18 +137,10 @@ def prefetch_choice(lib, path: Path):
     forced = ({"1": "on", "0": "off"}[value], PREFETCH_ENV) if value in ("0", "1") else None
 
     def way(on: bool) -> timed.Make:
-        return lambda w: lambda x: _call(lib, x, w, on)
+        return lambda w: lambda x: _run(lib, x, w, None, int(on))
 
     return timed.choose("L2 prefetching", path.with_suffix(".prefetch.json"), {"off": way(False), "on": way(True)},
                         forced)
-
-
-def _call(lib, x: torch.Tensor, w: torch.Tensor, prefetch: bool) -> torch.Tensor:
-    """One float32 call with prefetching on or off."""
-    out = torch.empty(x.shape[0], w.shape[0])
-    lib.spx_linear(x.data_ptr(), x.shape[0], x.shape[1], w.data_ptr(), w.shape[0], None, out.data_ptr(),
-                   torch.get_num_threads(), int(prefetch))
-    return out
 
 
 def _build(compiler: str, options: tuple[str, ...] = FLAGS) -> Path:

@@ -5,7 +5,7 @@ Each option is timed on one 8960x1536 float32 layer (a 1.5B model's MLP: 55 MB, 
 last-level cache) at 1 and 5 rows (decoding one token, verifying four drafts), alternating so drift
 cancels; the sizes' medians are summed. The first option is the incumbent: another replaces it only
 when 3% faster. A saved choice holds for the machine it was timed on (processor, vector unit, threads,
-torch); another machine sharing the cache folder times it again. An environment variable may decide.
+torch: tuned.device_identity); another machine sharing the cache folder times it again. An environment variable may decide.
 """
 from __future__ import annotations
 
@@ -46,17 +46,11 @@ class Choice:
 
 
 def machine() -> str:
-    """The processor (name, family, model), the vector unit PyTorch uses, the thread count and torch."""
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            name, _, value = line.partition(":")
-            fields.setdefault(name.strip(), value.strip())
-    except OSError:
-        pass
-    cpu = " ".join(fields.get(k, "?") for k in ("model name", "cpu family", "model"))
-    return (f"{cpu} ({torch.backends.cpu.get_cpu_capability()}), {torch.get_num_threads()} threads, "
-            f"torch {torch.__version__}")
+    """The machine as tuned settings and measured costs name it (processor, vector unit PyTorch uses,
+    threads), and the torch version (fbgemm comes with it)."""
+    from ..runtime.tuned import device_identity
+
+    return f"{device_identity('cpu')}, torch {torch.__version__}"
 
 
 def choose(what: str, saved_at: Path, options: dict[str, Make], forced: tuple[str, str] | None = None) -> Choice:

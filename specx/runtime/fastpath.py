@@ -260,7 +260,7 @@ def _fp16_why(pick: str) -> str:
     if choice is None:
         return "fbgemm is missing from this PyTorch build"
     if choice.source not in ("timed", "saved"):
-        return f"{choice.source}"
+        return choice.source
     other = "fbgemm" if pick == "rowgemm" else "specx rowgemm"
     return f"timed faster than {other} on this CPU"
 

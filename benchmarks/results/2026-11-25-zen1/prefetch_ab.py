@@ -46,6 +46,7 @@ def main() -> None:
     for rep in range(args.reps):
         for on in (("on", "off") if rep % 2 else ("off", "on")):
             rowgemm._state["prefetch"] = timed.Choice("L2 prefetching", on, source="prefetch_ab.py")
+            rowgemm._state["prefetch_flag"] = int(on == "on")   # what each linear call passes
             for n in sizes:
                 times[on][n].append(forward_ms(lm, context, n))
             lm.crop(len(context))
