@@ -1,0 +1,1 @@
+"""CPU kernels and what they run on: GGUF weight blocks (qweight), specx's compiled kernels."""
