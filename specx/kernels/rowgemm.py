@@ -7,16 +7,14 @@ with AVX2 and FMA, a C compiler with OpenMP); the caller falls back to PyTorch's
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import platform
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import torch
 
+from ..cpu import build
 from . import timed
 
 SOURCE = Path(__file__).with_name("rowgemm.c")
@@ -108,9 +106,8 @@ def _load():
 
 
 def c_compiler() -> str | None:
-    """$CC, else cc, else gcc: the first that exists."""
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    return compiler if compiler and shutil.which(compiler) else None
+    """$CC, else cc, else gcc: the first that exists (cpu/build.py)."""
+    return build.c_compiler()
 
 
 def flags(wide: bool) -> tuple[str, ...]:
@@ -119,7 +116,7 @@ def flags(wide: bool) -> tuple[str, ...]:
 
 
 def _open(path: Path) -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(path))
+    lib = build.load(path)
     p, i64 = ctypes.c_void_p, ctypes.c_int64
     for run in (lib.spx_linear, lib.spx_linear_f16):
         run.argtypes = [p, i64, i64, p, i64, p, p, ctypes.c_int, ctypes.c_int]
@@ -144,25 +141,5 @@ def prefetch_choice(lib, path: Path):
 
 
 def _build(compiler: str, options: tuple[str, ...] = FLAGS) -> Path:
-    """Compile into the kernel cache, named by a hash of the source, flags and compiler; a finished
-    build is renamed into place, so concurrent first runs never load a half-written library."""
-    from ..runtime.paths import kernel_cache
-
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
-    key = hashlib.sha256(SOURCE.read_bytes() + " ".join(options).encode() + version.encode()).hexdigest()[:16]
-    folder = kernel_cache()
-    path = folder / f"rowgemm-{key}.so"
-    if path.exists():
-        return path
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".rowgemm-", suffix=".so", dir=folder)
-    os.close(fd)
-    try:
-        done = subprocess.run([compiler, *options, str(SOURCE), "-o", tmp], capture_output=True, text=True, timeout=300)
-        if done.returncode:
-            raise OSError(done.stderr.strip() or f"{compiler} exited with {done.returncode}")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    """Compile into the kernel cache once per (source, flags, compiler) (cpu/build.py)."""
+    return build.build("rowgemm", SOURCE, compiler, options)
