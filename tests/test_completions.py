@@ -80,3 +80,21 @@ def test_install_completion_writes_the_script_for_specx(tmp_path, shell, where):
     assert out.returncode == 0, out.stderr
     script = (tmp_path / where).read_text()
     assert "_SPECX_COMPLETE" in script and "python -m" not in script
+
+
+def test_version_and_short_help_answer_on_every_command():
+    """`specx --version`/`-V` print the version; `-h` is help on the app and on every command."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import readme_help
+    from typer.testing import CliRunner
+
+    from specx import __version__
+    from specx.cli import app
+
+    runner = CliRunner()
+    for flag in ("--version", "-V"):
+        result = runner.invoke(app, [flag])
+        assert result.exit_code == 0 and result.output.strip() == f"specx {__version__}"
+    for path in readme_help.commands():
+        result = runner.invoke(app, [*path, "-h"])
+        assert result.exit_code == 0 and result.output.startswith("Usage: "), path

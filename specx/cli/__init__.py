@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -55,12 +56,22 @@ class SpecxGroup(TyperGroup):
 
 app = typer.Typer(cls=SpecxGroup, no_args_is_help=True, pretty_exceptions_show_locals=False,
                   add_completion=True, help="Lossless speculative decoding for local LLMs.",
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   epilog="\b\nExamples:\n  specx run smollm2 \"Explain speculative decoding in one sentence\"\n"
                          "  specx chat smollm2\n\n" + EXIT_CODES, rich_markup_mode=None)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"specx {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_version,
+                                                help="Print the version and exit.")] = False) -> None:
     """Lossless speculative decoding for local LLMs: the output is what the target alone would write."""
 
 
