@@ -8,6 +8,7 @@ from specx.runtime.costmodel import CostModel
 from specx.runtime.drafters import Ask, ModelDrafter, NoDrafter
 from specx.runtime.hybrid import HybridDrafter
 from specx.runtime.loop import Generation
+from specx.runtime.lm import _cache_argument
 from specx.runtime.ngram import NgramDrafter
 from specx.runtime.types import Done, Round, Sampling
 
@@ -82,7 +83,7 @@ def test_cropped_cache_gives_fresh_logits(make_lm):
         if isinstance(event, Round) and event.token_ids and not isinstance(event, Done):
             seq += event.token_ids
             if target.cached == len(seq) - 1:
-                cached_logits = target.model(torch.tensor([seq[-1:]]), past_key_values=target.cache).logits[0, -1]
+                cached_logits = target.model(torch.tensor([seq[-1:]]), **{_cache_argument(target.model): target.cache}).logits[0, -1]
                 target.crop(len(seq) - 1)
                 fresh = target.model(torch.tensor([seq])).logits[0, -1]
                 assert torch.allclose(cached_logits, fresh, atol=1e-9)
@@ -310,3 +311,16 @@ def test_the_drafters_prompt_budget_is_priced_at_the_costs_measured_before_the_a
                     sampling=Sampling(), policy=policy))
     assert Recorder.budgets == [pytest.approx(carried().read_budget(7))] and Recorder.budgets[0] > 0
     assert policy.cost.verify_s[1] < 0.19 and not policy.cost.read_budget(7)
+
+
+def test_a_forward_through_transformers_warns_nothing(make_lm):
+    """The cache goes by the argument name the installed transformers takes: no deprecation warning
+    reaches the user on any forward (prefill, decode, verify)."""
+    import warnings
+
+    lm = make_lm()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lm.forward([0, 5, 7, 9], last_only=True)
+        lm.forward([11])
+        lm.forward([12, 13, 14])

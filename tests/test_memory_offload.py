@@ -8,6 +8,7 @@ from test_memory_footprint import llama_config, moe_config
 from specx.runtime.memory.footprint import shape_of
 from specx.runtime.memory.planner import Request, plan
 from specx.runtime.memory.probe import Budgets
+from specx.runtime.lm import _cache_argument
 
 
 def logits_by_step(model, ids: list[int], steps: int = 3):
@@ -19,7 +20,7 @@ def logits_by_step(model, ids: list[int], steps: int = 3):
     x = torch.tensor([ids])
     with torch.no_grad():
         for _ in range(steps + 1):
-            logits = model(input_ids=x, past_key_values=cache, use_cache=True).logits[0, -1]
+            logits = model(input_ids=x, **{_cache_argument(model): cache}, use_cache=True).logits[0, -1]
             out.append(logits)
             x = logits.argmax().view(1, 1)
     return out

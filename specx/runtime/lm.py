@@ -79,7 +79,7 @@ class LM:
         """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
         t = time.perf_counter()
         x = torch.tensor([ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=x, past_key_values=self.cache, use_cache=True,
+        out = self.model(input_ids=x, **{_cache_argument(self.model): self.cache}, use_cache=True,
                          logits_to_keep=1 if last_only else 0)
         logits = out.logits[0]
         if x.device.type == "cuda":   # kernels run asynchronously: time them, not their launch
@@ -92,3 +92,18 @@ class LM:
         extra = self.cached - length
         if extra > 0:
             self.cache.crop(-extra)
+
+
+def _cache_argument(model) -> str:
+    """The name transformers' forward takes the cache by: `cache` (newer 5.x; `past_key_values` warns
+    there and goes away in 5.40), else `past_key_values`."""
+    import inspect
+
+    kind = type(model)
+    if kind not in _CACHE_ARGUMENT:
+        params = inspect.signature(kind.forward).parameters
+        _CACHE_ARGUMENT[kind] = "cache" if "cache" in params else "past_key_values"
+    return _CACHE_ARGUMENT[kind]
+
+
+_CACHE_ARGUMENT: dict[type, str] = {}
