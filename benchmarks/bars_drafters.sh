@@ -7,11 +7,13 @@ set -euo pipefail
 out=${1:?output folder}; mkdir -p "$out"
 models=${SPECX_FIXTURE_MODELS:-$HOME/.cache/specx-fixture-models}
 T=$models/qwen2.5-coder-1.5b.gguf; D=$models/qwen2.5-coder-0.5b.gguf
-python "$(dirname "$0")/heldout.py" > "$out/heldout.toml"
+here=$(dirname "$0"); prompts=$here/data/heldout.toml   # the held-out prompts, one canonical copy
+python "$here/heldout.py" | cmp -s - "$prompts" || {
+  echo "$prompts is stale: python $here/heldout.py > $prompts" >&2; exit 1; }
 # policy=auto without k: up to 16, what `specx run` does when -k is not set
-specx bench "$T" --prompts "$out/heldout.toml" -n 48 -r 5 \
+specx bench "$T" --prompts "$prompts" -n 48 -r 5 \
   -c drafter=$D+ngram,policy=auto -c drafter=ngram,policy=auto \
   --peer hf-assisted --json "$out/fp32.json" > "$out/fp32.txt" 2> "$out/fp32.log"
-specx bench "$T" --quant fp16 --prompts "$out/heldout.toml" -n 64 -r 5 \
+specx bench "$T" --quant fp16 --prompts "$prompts" -n 64 -r 5 \
   -c drafter=$D+ngram,policy=auto -c drafter=ngram,policy=auto \
   --json "$out/fp16.json" > "$out/fp16.txt" 2> "$out/fp16.log"

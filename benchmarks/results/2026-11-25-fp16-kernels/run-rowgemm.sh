@@ -1,7 +1,0 @@
-set -euo pipefail
-M=$HOME/.cache/specx-fixture-models; T=$M/qwen2.5-coder-1.5b.gguf; D=$M/qwen2.5-coder-0.5b.gguf
-out=/tmp/out10
-cp /work/main/benchmarks/results/2026-11-25-rowgemm16/heldout.toml $out/
-SPECX_KERNELS=rowgemm specx bench "$T" --quant fp16 --prompts "$out/heldout.toml" -n 64 -r 5 -c tuned \
-  -c drafter=$D+ngram,policy=auto -c drafter=ngram,policy=auto \
-  --json "$out/fp16r.json" > "$out/fp16r.txt" 2> "$out/fp16r.log"
