@@ -31,7 +31,7 @@ def bench(
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 128,
     repeats: Annotated[int, typer.Option("--repeats", "-r", help="Measured runs of every prompt and configuration.")] = 5,
     warmup: Annotated[bool, typer.Option("--warmup/--no-warmup", help="One short unmeasured run of every configuration first.")] = True,
-    prompts: Annotated[Optional[str], typer.Option("--prompts", help="Your own prompts (TOML [[prompt]] tables or JSON; see the README).")] = None,
+    prompts: Annotated[Optional[str], typer.Option("--prompts", help="Your own prompts (TOML [[prompt]] tables or JSON; see docs/bench.md).")] = None,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
     quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU for every row: auto (= none), none, fp16, int8, int4.")] = "auto",
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy; > 0 samples (outputs are then not compared).")] = 0.0,

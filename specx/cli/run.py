@@ -34,7 +34,7 @@ def run(
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens (never past the context).")] = 512,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
-    quant: Annotated[str, typer.Option("--quant", help="Target weights: auto (as loaded where they fit, quantized only where they do not), none; on CPU fp16, int8, int4; on a GPU int8, nf4, fp4 (bitsandbytes). Anything but none/auto is a faster, slightly different target (see README).")] = "auto",
+    quant: Annotated[str, typer.Option("--quant", help="Target weights: auto (as loaded where they fit, quantized only where they do not), none; on CPU fp16, int8, int4; on a GPU int8, nf4, fp4 (bitsandbytes). Anything but none/auto is a faster, slightly different target (see docs/speed.md).")] = "auto",
     mem_budget: Annotated[Optional[str], typer.Option("--mem-budget", help="Memory to plan for, e.g. gpu=6GiB,cpu=16GiB (unnamed ones are detected); see `specx plan`.")] = None,
     allow_disk_offload: Annotated[bool, typer.Option("--allow-disk-offload", help="Let the plan keep weights on disk (slow) instead of refusing.")] = False,
     moe_offload: Annotated[bool, typer.Option("--moe-offload", help="Keep MoE experts in CPU memory behind a cache on the compute device (on by default when they do not fit).")] = False,
@@ -49,7 +49,7 @@ def run(
     stop: Annotated[Optional[list[str]], typer.Option("--stop", help="Stop at this string (repeatable).")] = None,
     raw: Annotated[bool, typer.Option("--raw", help="Do not apply the chat template.")] = False,
     no_stats: Annotated[bool, typer.Option("--no-stats", help="No stats on stderr (warnings still show).")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line on stdout (schema in the README).")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per line on stdout (schema in docs/output.md).")] = False,
     color_drafted: Annotated[bool, typer.Option("--color-drafted", help="On a colour terminal, tint the text that came from the drafter.")] = False,
 ) -> None:
     """Generate text with speculative decoding; the output is exactly what the target alone would give."""
