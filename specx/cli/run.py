@@ -62,9 +62,9 @@ def run(
         top_k, no_stats = (filled[n] for n in ("model", "prompt", "drafter", "draft_tokens", "draft_policy",
                                                "confidence", "max_tokens", "dtype", "temperature", "top_p",
                                                "top_k", "no_stats"))
-    text = read_prompt(prompt)
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence,
-                  quant, draft_quant)
+                  quant, draft_quant, draft_tokens, tuple(stop or ()))   # before stdin, torch or the model
+    text = read_prompt(prompt)
     from ..runtime.api import GPU_ONLY_QUANT
     from ..runtime.fastpath import choose
     from .tune import apply_tuned   # flags > tuned (`specx tune`) > built-in defaults

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 
 from ..runtime.errors import UsageError
+from ..runtime.limits import MAX_K
 from ..runtime.paths import NAME
 
 Rule = tuple[Callable[[object], bool], str]
@@ -43,12 +44,6 @@ def _number(lo: float, hi: float) -> Rule:
 BOOL: Rule = (lambda v: isinstance(v, bool), "true or false")
 STR = _text()
 SHA_OR_EMPTY = _text(SHA256, "64 lower-case hex digits (a sha256)")
-
-
-def _k_max() -> int:
-    from ..runtime.api import MAX_K
-
-    return MAX_K
 
 
 TOP = {"name": _text(NAME, "a plain name (letters, digits, '.', '_', '-'; not starting with a dot)", empty=False),
@@ -88,7 +83,7 @@ def line_of(text: str, table: str, key: str) -> int:
 
 def check(data: dict, text: str, where: str) -> None:
     """Refuse the first field of wrong type or value, naming the file, its line and the key."""
-    _fields(data, {**TOP, "k": _int(0, _k_max())}, "", text, where)
+    _fields(data, {**TOP, "k": _int(0, MAX_K)}, "", text, where)
     for name, rules in (("target", TARGET), ("sampling", SAMPLING)):
         if name in data:
             _fields(_need_table(data[name], name, text, where), rules, name, text, where)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import limits
 from .errors import UsageError
 from .paths import config_dir
 
@@ -82,6 +83,7 @@ def parse_value(key: Key, value: object, where: str) -> object:
     if key.choices and value not in key.choices:
         raise UsageError(f"{where}: `{key.name}` must be one of {', '.join(key.choices)} (got {value!r})",
                          f"{key.name}: {key.help}")
+    limits.check(key.name, value, where)   # the range a run checks: no NaN, no k past MAX_K, …
     return value
 
 
