@@ -82,8 +82,8 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     if setting is None:
         output.note("interrupted before any prompt was measured by every configuration: nothing saved")
         raise typer.Exit(130)
+    show_trials(found)   # first: a save that fails (a full disk) must not lose what was measured
     tuned.record(key, setting, found, {"target": model, "drafter": ref})
-    show_trials(found)
     output.note(f"tuned: {setting.describe()}; saved in {tuned.path()}")
     if m.interrupted:
         output.note(f"interrupted: the setting comes from {len(m.complete_units())} finished comparisons")

@@ -170,18 +170,30 @@ def converted_copy(gguf_path: Path, dtype: str) -> Path:
                                     f"in {root}, only {free / 1e9:.1f} GB is", hint=_NO_DISK)
     _say(f"converting {gguf_path.name} to safetensors for faster loads (one time) …")
     start = time.monotonic()
-    with scratch_dir(root, ".tmp-") as tmp:
-        _convert(gguf_path, tmp, dtype, header["meta"]["general.architecture"])
-        marker = {"source": str(gguf_path), "sha256": digest, "dtype": dtype, **versions, "created": time.time()}
-        atomic_write(tmp / _MARKER, json.dumps(marker, indent=1))
-        try:
-            os.replace(tmp, final)  # atomic: the loader never sees a half-written copy
-        except OSError:
-            if not _complete(final, digest, dtype):  # not a concurrent converter's win: a stray dir
-                shutil.rmtree(final, ignore_errors=True)
-                os.replace(tmp, final)
+    try:
+        with scratch_dir(root, ".tmp-") as tmp:
+            _convert(gguf_path, tmp, dtype, header["meta"]["general.architecture"])
+            marker = {"source": str(gguf_path), "sha256": digest, "dtype": dtype, **versions, "created": time.time()}
+            atomic_write(tmp / _MARKER, json.dumps(marker, indent=1))
+            _into_place(tmp, final, digest, dtype)
+    except OSError as e:
+        if e.errno in _UNWRITABLE:
+            raise _cannot_write(root, e) from None
+        raise
     _say(f"done in {time.monotonic() - start:.0f} s")
     return final
+
+
+def _into_place(tmp: Path, final: Path, digest: str, dtype: str) -> None:
+    try:
+        os.replace(tmp, final)  # atomic: the loader never sees a half-written copy
+    except OSError:
+        if not _complete(final, digest, dtype):  # not a concurrent converter's win: a stray dir
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(tmp, final)
+
+
+_UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT)
 
 
 def _cannot_write(folder: Path, e: OSError) -> SpecxError:
