@@ -8,7 +8,7 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from ..runtime.errors import InsufficientResources, Interrupted, SpecxError
+from ..runtime.errors import InsufficientResources, Interrupted, SpecxError, redact
 
 EXIT_CODES = """\b
 Exit codes:  0 success; 1 runtime failure (I/O, corrupt file); 2 usage or input validation;
@@ -94,8 +94,8 @@ def report(error) -> int:
     """Print one `error:` and one `hint:` line on stderr; return the exit code."""
     from .output import note
 
-    def one_line(text: str) -> str:
-        return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    def one_line(text: str) -> str:   # credentials in a URL (HF_ENDPOINT) are never printed
+        return redact(" ".join(part.strip() for part in str(text).splitlines() if part.strip()))
 
     note(f"error: {one_line(error.message)}\nhint: {one_line(error.hint)}")
     return error.exit_code
