@@ -54,10 +54,10 @@ def outside_tree(tmp_path: Path) -> dict[Path, bytes]:
     return files
 
 
-def untouched(tmp_path: Path, files: dict[Path, bytes], cache: Path) -> None:
-    """The outside files are all there as they were, and nothing new appeared outside the cache."""
+def untouched(tmp_path: Path, files: dict[Path, bytes], *caches: Path) -> None:
+    """The outside files are all there as they were, and nothing new appeared outside the caches."""
     assert {p: p.read_bytes() for p in files if p.exists()} == files
-    extra = [p for p in tmp_path.rglob("*") if p.is_file() and cache not in p.parents
+    extra = [p for p in tmp_path.rglob("*") if p.is_file() and not any(c in p.parents for c in caches)
              and p not in files and "specx-home" not in p.parts and p.suffix != ".toml"]
     assert extra == []
 
@@ -135,3 +135,29 @@ def test_rm_refuses_a_symlinked_converted_folder(tmp_path, cache):
     assert "symbolic link" in result.stderr and "unexpected" not in result.stderr
     untouched(tmp_path, files, cache)
     assert link.is_symlink()
+
+
+def test_rm_of_a_hub_file_linked_out_of_the_hf_cache_deletes_only_the_link(tmp_path, cache, monkeypatch):
+    """A snapshot link of the Hugging Face cache pointing at a file elsewhere (a tampered cache): `specx rm`
+    removes the link, never the file it points at."""
+    from huggingface_hub import constants
+
+    from specx.runtime import lock
+
+    files = outside_tree(tmp_path)
+    hf = tmp_path / "hf"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hf))
+    commit = "1" * 40
+    snapshot = hf / "models--org--m" / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (hf / "models--org--m" / "refs").mkdir()
+    (hf / "models--org--m" / "refs" / "main").write_text(commit)
+    (snapshot / "m-Q4.gguf").symlink_to(tmp_path / "victim" / "escaped.gguf")
+    (snapshot / "m-Q8.gguf").write_bytes(b"q8")
+    for quant in ("Q4", "Q8"):
+        lock.record(f"org/m:{quant}", {"repo": "org/m", "quant": quant, "commit": commit, "kind": "gguf",
+                                       "files": {f"m-{quant}.gguf": {"size": 2, "sha256": ""}}})
+    result = invoke("rm", "org/m:Q4", "--yes")
+    assert result.exit_code == 0, result.output
+    assert not (snapshot / "m-Q4.gguf").is_symlink() and (snapshot / "m-Q8.gguf").is_file()
+    untouched(tmp_path, files, cache, hf)

@@ -106,7 +106,9 @@ def _delete(entry, st: dict) -> int:
         for f in st["files"]:
             path = hub._cached(entry.ref.repo, f, st["commit"])
             if path is not None and all(f not in o.get("files", {}) for o in others):
-                path.resolve().unlink(missing_ok=True)
+                blob = path.resolve()
+                if blob.is_relative_to(hub.cache_dir().resolve()):   # a link out of the cache: only the link goes
+                    blob.unlink(missing_ok=True)
                 path.unlink(missing_ok=True)
         return st["bytes"]
     strategy = scan_cache_dir().delete_revisions(st["commit"])
