@@ -154,3 +154,11 @@ def test_a_killed_downloads_folder_is_cleaned_at_the_next_download(cache, monkey
     store.fetch_embedded("m", "p", "1", "p/m.gguf", hashlib.sha256(b"GGUF").hexdigest())
     assert not killed.exists()
     assert sorted(p.name for p in (cache / "embedded").iterdir()) == ["m.gguf"]
+
+
+def test_the_conversion_marker_is_flushed_to_disk_before_it_is_in_place(conversion, writes):
+    """The marker that makes a converted copy usable is written with fsync (it was not): a crash never
+    leaves a copy that looks complete but is not on disk."""
+    gguf, _ = conversion
+    store.converted_copy(gguf, "float32")
+    assert [synced for name, _, synced in writes if name == store._MARKER] == [True]
