@@ -36,9 +36,10 @@ def _int(lo: int, hi: int | None = None) -> Rule:
     return (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)), what
 
 
-def _number(lo: float, hi: float) -> Rule:
+def _number(lo: float, hi: float = math.inf) -> Rule:
+    what = f"a finite number ≥ {lo:g}" if hi == math.inf else f"a number from {lo:g} to {hi:g}"
     return (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            and lo <= v <= hi), f"a number from {lo:g} to {hi:g}"
+            and lo <= v <= hi), what
 
 
 BOOL: Rule = (lambda v: isinstance(v, bool), "true or false")
@@ -58,7 +59,7 @@ TARGET = {"repo": _text(REPO, "a Hub repo org/name"), "revision": _text(FILE, "a
           "sha256": ((lambda v: isinstance(v, dict) and all(FILE.fullmatch(f) and isinstance(s, str)
                                                              and SHA256.fullmatch(s) for f, s in v.items())),
                      "a table of file = sha256 (64 lower-case hex digits)")}
-SAMPLING = {"temperature": _number(0, 100), "top_p": _number(0, 1), "top_k": _int(0), "source": STR}
+SAMPLING = {"temperature": _number(0), "top_p": _number(0, 1), "top_k": _int(0), "source": STR}
 QUANTS = {"repo": _text(REPO, "a Hub repo org/name", empty=False), "file": _text(FILE, "a file name in the repo", empty=False),
           "sha256": SHA_OR_EMPTY, "size": _int(0), "source": STR}
 MIRRORS = {"kind": ((lambda v: v == "pypi-wheel"), "\"pypi-wheel\" (the only mirror kind specx knows)"),
@@ -97,6 +98,10 @@ def check(data: dict, text: str, where: str) -> None:
         _refuse(where, line_of(text, "", "mirrors"), "mirrors", "a list of [[mirrors]] tables", mirrors)
     for m in mirrors:
         _fields(_need_table(m, "mirrors", text, where), MIRRORS, "mirrors", text, where)
+        missing = [key for key in MIRRORS if key != "source" and key not in m]
+        if missing:
+            raise UsageError(f"{where} line {line_of(text, 'mirrors', '')}: a [[mirrors]] table needs "
+                             f"{', '.join(missing)}", f"{LAYOUT} (smollm2.toml has a mirror)")
 
 
 def _fields(data: dict, rules: dict[str, Rule], table: str, text: str, where: str) -> None:
