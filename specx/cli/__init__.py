@@ -1,6 +1,7 @@
 """The `specx` command: Typer app; main() maps SpecxError to `error:`/`hint:` and an exit code."""
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from typing import Annotated
@@ -8,7 +9,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from ..runtime.errors import InsufficientResources, Interrupted, SpecxError
+from ..runtime.errors import InsufficientResources, Interrupted, SpecxError, redact
 
 EXIT_CODES = """\b
 Exit codes:  0 success; 1 runtime failure (I/O, corrupt file); 2 usage or input validation;
@@ -49,6 +50,8 @@ class SpecxGroup(TyperGroup):
         except Exception as e:  # noqa: BLE001  (a CLI prints no tracebacks; SPECX_DEBUG=1 shows it)
             if os.environ.get("SPECX_DEBUG"):
                 raise
+            if isinstance(e, OSError) and disk_error(e):
+                raise typer.Exit(report(disk_error(e))) from None
             raise typer.Exit(report(SpecxError(f"unexpected {type(e).__name__}: {e}",
                                                "this is a bug in specx: rerun with SPECX_DEBUG=1 "
                                                "and report the traceback"))) from None
@@ -85,12 +88,25 @@ from . import chat as _chat  # noqa: E402,F401  (registers the command)
 from . import plan as _plan  # noqa: E402,F401  (registers the command)
 
 
+MOVE_HINT = "SPECX_HOME moves specx's settings and state, SPECX_MODEL_CACHE its model cache"
+
+
+def disk_error(e: OSError) -> SpecxError | None:
+    """A full or unwritable disk, wherever specx was writing: what it is and where the files can go instead."""
+    where = f": {e.filename}" if e.filename else ""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return InsufficientResources(f"the disk is full{where}", f"free some disk; {MOVE_HINT}")
+    if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return SpecxError(f"{e.strerror}{where}", f"make it writable; {MOVE_HINT}")
+    return None
+
+
 def report(error) -> int:
     """Print one `error:` and one `hint:` line on stderr; return the exit code."""
     from .output import note
 
-    def one_line(text: str) -> str:
-        return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    def one_line(text: str) -> str:   # credentials in a URL (HF_ENDPOINT) are never printed
+        return redact(" ".join(part.strip() for part in str(text).splitlines() if part.strip()))
 
     note(f"error: {one_line(error.message)}\nhint: {one_line(error.hint)}")
     return error.exit_code

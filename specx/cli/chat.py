@@ -50,7 +50,7 @@ def chat(
     if not o["model"]:
         raise UsageError("no model given", "e.g. `specx chat smollm2`, or set a default: `specx config set model smollm2`")
     sampling = Sampling(o["temperature"], o["top_k"] or None, o["top_p"], seed)
-    check_options(o["max_tokens"], sampling, o["draft_policy"], o["confidence"])
+    check_options(o["max_tokens"], sampling, o["draft_policy"], o["confidence"], k=o["draft_tokens"])
     notify = output.warnings_only if o["no_stats"] else output.note
     k = draft_cap(o["draft_tokens"], o["draft_policy"], "draft_tokens" in o[EXPLICIT])   # as `specx run`
     pair = prepare(o["model"], o["drafter"], k=k, dtype=o["dtype"], notify=notify)

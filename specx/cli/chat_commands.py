@@ -108,16 +108,47 @@ def transcript(session) -> dict:
 
 
 def save_transcript(session, path: Path) -> None:
-    """Written atomically: a temp file in the same folder, then os.replace."""
+    """Written atomically (a temp file in the same folder, then put in place); a file already there is
+    replaced only when the user says so."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(transcript(session), f, ensure_ascii=False, indent=1)
-            os.replace(tmp, path)
+                f.flush()
+                os.fsync(f.fileno())
+            if not _put_in_place(Path(tmp), path):
+                output.note(f"(not saved: {path} is left as it was)")
+                return
         finally:
             Path(tmp).unlink(missing_ok=True)
     except OSError as e:
         output.error(f"cannot write {path}: {e.strerror}", "check the folder exists and is writable")
         return
     output.note(f"(saved {len(session.messages)} messages to {path})")
+
+
+def _put_in_place(tmp: Path, path: Path) -> bool:
+    """A new name is linked (it fails if a file appeared meanwhile: never a silent overwrite); an existing
+    one is replaced after a yes."""
+    if not (path.exists() or path.is_symlink()):
+        try:
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            pass
+        except OSError:   # a file system without hard links
+            os.replace(tmp, path)
+            return True
+    if not _yes(f"{path} exists: overwrite it? [y/N] "):
+        return False
+    os.replace(tmp, path)
+    return True
+
+
+def _yes(question: str) -> bool:
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except (EOFError, KeyboardInterrupt):
+        output.note("")
+        return False

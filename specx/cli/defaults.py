@@ -46,9 +46,9 @@ def fill(ctx, params: dict, prompt_param: str | None = "prompt", notify=None) ->
     flags.pop("model", None)
     model = params.get("model")
     configured, source = settings.resolve({}, tuned=None)["model"]
-    if prompt_param and params.get(prompt_param) is None and model is not None and configured \
-            and not looks_like_model(model):
-        params[prompt_param], model = model, None
+    if prompt_param and model is not None and configured and not looks_like_model(model) \
+            and (not params.get(prompt_param) or model == "-"):   # `specx run "PROMPT"`, `specx run - "PROMPT"`
+        params[prompt_param], model = [model, *(params.get(prompt_param) or ())], None
     if not model and configured:
         model = configured
         if notify:

@@ -30,16 +30,24 @@ def check_argument(text: str) -> None:
         raise UsageError("the prompt argument contains a NUL character", "pass text, not binary data")
 
 
-def read_prompt(argument: str | None, command: str = "run") -> str:
-    """Piped text first, then the argument; `-` means stdin only. No prompt at a terminal is an error."""
-    use_stdin = argument == "-" or (not sys.stdin.isatty() if sys.stdin else False)
-    if argument is None and (sys.stdin is None or sys.stdin.isatty()):
+def read_prompt(arguments: list[str] | str | None, command: str = "run") -> str:
+    """The prompt from the arguments and stdin. `-` reads stdin; `- TEXT`: the piped text first, then TEXT;
+    TEXT alone never reads stdin (a pipe that does not end, or a `while read` loop's next lines, must not
+    become the prompt); no argument reads stdin unless it is a terminal (then it is an error)."""
+    args = [arguments] if isinstance(arguments, str) else list(arguments or ())
+    if len(args) > 2 or (len(args) == 2 and args[0] != "-"):
+        raise UsageError(f"{len(args)} prompt arguments: give the prompt as one argument (quote it), "
+                         "or `-` then one", f'e.g. `specx {command} MODEL "two words"` or '
+                         f'`git diff | specx {command} MODEL - "Write a commit message"`')
+    terminal = sys.stdin is None or sys.stdin.isatty()
+    if not args and terminal:
         raise UsageError("no prompt given",
                          f"pass one: `specx {command} MODEL \"your prompt\"`, pipe text on stdin, "
                          "or talk interactively with `specx chat MODEL`")
-    text = argument if argument not in (None, "-") else ""
+    use_stdin = (not args or args[0] == "-") and sys.stdin is not None
+    text = args[-1] if args and args[-1] != "-" else ""
     check_argument(text)
-    piped = decode_stdin(sys.stdin.buffer.read()) if use_stdin and sys.stdin is not None else ""
+    piped = decode_stdin(sys.stdin.buffer.read()) if use_stdin else ""
     prompt = f"{piped.rstrip()}\n\n{text}" if piped.strip() and text else (piped or text)
     if not prompt.strip():
         raise UsageError("the prompt is empty", "give a prompt as an argument or on stdin")

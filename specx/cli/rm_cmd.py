@@ -1,6 +1,7 @@
 """`specx rm` and `specx verify`: delete or re-hash a downloaded model (HF cache or specx's own cache)."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -44,12 +45,26 @@ def rm(name: NAME, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not
     output.note(f"removed {entry.label}{' and its converted copies' if copies else ''}: {_gb(freed)} freed")
 
 
-def _converted(prefix: str) -> list[Path]:
-    from ..runtime.paths import model_cache
+HEX_PREFIX = re.compile(r"[0-9a-f]{8,16}")   # `specx list` names a copy by its GGUF's sha256, 16 hex digits
 
-    if len(prefix) < 8 or not all(c in "0123456789abcdef" for c in prefix[:8]):
-        return []
-    return sorted((model_cache() / "converted").glob(f"{prefix}*"))
+
+def _converted(prefix: str) -> list[Path]:
+    """The converted copies whose name starts with this hex prefix: folders directly in `converted/`,
+    never a pattern, a path or a symbolic link."""
+    from ..runtime.errors import UsageError
+    from ..runtime.paths import inside, model_cache
+
+    if not HEX_PREFIX.fullmatch(prefix):
+        raise UsageError(f"converted/{prefix} is not the name of a converted copy",
+                         "give converted/ and 8 to 16 lower-case hex digits, as `specx list` shows them")
+    root = model_cache() / "converted"
+    found = sorted(p for p in root.iterdir() if p.name.startswith(prefix)) if root.is_dir() else []
+    for p in found:
+        if p.is_symlink():
+            raise UsageError(f"{p} is a symbolic link: specx deletes only the folders it wrote",
+                             f"remove the link yourself (`rm {p}`)")
+        inside(p, root)
+    return found
 
 
 def _converted_copies_of(gguf: Path) -> list[Path]:
@@ -76,7 +91,9 @@ def _delete(entry, st: dict) -> int:
     from ..runtime import lock
 
     if entry.ref is None:
-        path = Path(st["path"])
+        from ..runtime.paths import inside, model_cache
+
+        path = inside(Path(st["path"]), model_cache() / "embedded")
         size = path.stat().st_size
         path.unlink()
         return size
@@ -89,7 +106,9 @@ def _delete(entry, st: dict) -> int:
         for f in st["files"]:
             path = hub._cached(entry.ref.repo, f, st["commit"])
             if path is not None and all(f not in o.get("files", {}) for o in others):
-                path.resolve().unlink(missing_ok=True)
+                blob = path.resolve()
+                if blob.is_relative_to(hub.cache_dir().resolve()):   # a link out of the cache: only the link goes
+                    blob.unlink(missing_ok=True)
                 path.unlink(missing_ok=True)
         return st["bytes"]
     strategy = scan_cache_dir().delete_revisions(st["commit"])

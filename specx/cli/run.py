@@ -27,7 +27,7 @@ Examples:
 def run(
     ctx: typer.Context,
     model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, a preset name (or preset file), or a Hub repo org/name[:quant][@revision].", autocompletion=complete_model)],
-    prompt: Annotated[Optional[str], typer.Argument(help="The prompt; `-` reads stdin (piped text comes first).")] = None,
+    prompt: Annotated[Optional[list[str]], typer.Argument(help="The prompt. `-` reads stdin; `- PROMPT`: the piped text, then PROMPT; stdin is read only then, or when no prompt is given.")] = None,
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (a model drafter that also copies from the context, else ngram), none, ngram, a model (file/folder/preset), or MODEL+ngram.", autocompletion=complete_drafter)] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding); the most with --draft-policy auto, which drafts up to 16 unless -k is set.")] = 4,
     draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (draft up to k while measured costs say it pays, each draft ending where the rest would likely be wasted; else plain decoding, re-probed), fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "auto",
@@ -62,9 +62,9 @@ def run(
         top_k, no_stats = (filled[n] for n in ("model", "prompt", "drafter", "draft_tokens", "draft_policy",
                                                "confidence", "max_tokens", "dtype", "temperature", "top_p",
                                                "top_k", "no_stats"))
-    text = read_prompt(prompt)
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence,
-                  quant, draft_quant)
+                  quant, draft_quant, draft_tokens, tuple(stop or ()))   # before stdin, torch or the model
+    text = read_prompt(prompt)
     from ..runtime.api import GPU_ONLY_QUANT
     from ..runtime.fastpath import choose
     from .tune import apply_tuned   # flags > tuned (`specx tune`) > built-in defaults

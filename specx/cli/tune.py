@@ -82,8 +82,8 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     if setting is None:
         output.note("interrupted before any prompt was measured by every configuration: nothing saved")
         raise typer.Exit(130)
+    show_trials(found)   # first: a save that fails (a full disk) must not lose what was measured
     tuned.record(key, setting, found, {"target": model, "drafter": ref})
-    show_trials(found)
     output.note(f"tuned: {setting.describe()}; saved in {tuned.path()}")
     if m.interrupted:
         output.note(f"interrupted: the setting comes from {len(m.complete_units())} finished comparisons")
@@ -124,11 +124,22 @@ def show_tuned() -> None:
         table.add_column(name)
     for e in entries:
         k, names = e["key"], e.get("names") or {}
-        setting = tuned.TunedSetting.from_dict(e["setting"]).describe() if e.get("setting") else "–"
+        setting = _described(e.get("setting"))
         table.add_row(str(names.get("target", k.get("target"))), str(names.get("drafter", k.get("drafter"))),
                       str(k.get("device")), f"{k.get('dtype')} {k.get('quant')}".replace(" none", ""),
                       str(k.get("mode")), setting)
     console(sys.stdout).print(table)
+
+
+def _described(setting) -> str:
+    from ..runtime import tuned
+
+    if not isinstance(setting, dict):
+        return "–"
+    try:
+        return tuned.TunedSetting.from_dict(setting).describe()
+    except (TypeError, ValueError) as e:
+        return f"(unreadable: {e})"
 
 
 # ---- `specx run` reads the tuned setting ------------------------------------------------------------
@@ -164,7 +175,7 @@ def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float
     wanted = None if drafter == "auto" else drafter
     if wanted and wanted != "ngram" and Path(wanted).expanduser().exists():
         wanted = str(Path(wanted).expanduser().resolve())
-    setting = tuned.lookup_tuned(tuned.make_key(model, wanted, dtype, temperature, quant))
+    setting = tuned.lookup_tuned(tuned.make_key(model, wanted, dtype, temperature, quant), notify)
     if setting is None or not _usable(setting.drafter):
         return drafter, k, policy, confidence, chosen
     if setting.off:

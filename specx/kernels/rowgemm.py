@@ -94,19 +94,21 @@ def _load():
     tries = [True, False] if capability == "AVX512" else [False]
     for wide in tries:   # a compiler without AVX-512 flags still builds the AVX2 kernel
         try:
-            path = _build(compiler, flags(wide))
-            lib = _open(path)
+            lib, path = build.library("rowgemm", SOURCE, compiler, flags(wide))   # checked, rebuilt once if bad
+            _declare(lib)
             _state["build"] = path.stem.removeprefix("rowgemm-")
             _state["prefetch"] = prefetch_choice(lib, path)
             _state["prefetch_flag"] = int(_state["prefetch"].pick == "on")   # read by every linear call
             return lib, ""
+        except build.Untrusted as e:   # the same folder for every build: no point trying the next
+            return None, f"not loaded: {e}"
         except (OSError, subprocess.SubprocessError) as e:
             why = f"building it failed ({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})"
     return None, why
 
 
 def c_compiler() -> str | None:
-    """$CC, else cc, else gcc: the first that exists (cpu/build.py)."""
+    """$CC (split as a shell would), else cc, else gcc: the first that exists (cpu/build.py)."""
     return build.c_compiler()
 
 
@@ -116,7 +118,11 @@ def flags(wide: bool) -> tuple[str, ...]:
 
 
 def _open(path: Path) -> ctypes.CDLL:
-    lib = build.load(path)
+    return _declare(build.load(path))
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """The C signatures of the library's two entry points."""
     p, i64 = ctypes.c_void_p, ctypes.c_int64
     for run in (lib.spx_linear, lib.spx_linear_f16):
         run.argtypes = [p, i64, i64, p, i64, p, p, ctypes.c_int, ctypes.c_int]

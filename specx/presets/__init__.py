@@ -8,6 +8,7 @@ is resolved when the model is pulled (and recorded in the lock file, see runtime
 from __future__ import annotations
 
 import difflib
+import sys
 import tomllib
 from dataclasses import dataclass, field, fields
 from importlib import resources
@@ -15,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from ..runtime.errors import ModelUnavailable, UsageError
+from ..runtime.errors import ModelUnavailable, SpecxError, UsageError
 
 
 @dataclass(frozen=True)
@@ -109,19 +110,18 @@ def parse(text: str, where: str) -> Preset:
         raise UsageError(f"{where} is not valid TOML: {e}", "fix the file's syntax") from None
     _check_keys(data, _TOML_KEYS, where)
     for required in ("name", "description"):
-        if not isinstance(data.get(required), str) or not data[required]:
+        if required not in data:
             raise UsageError(f"{where} has no `{required}`", f"add `{required} = \"…\"` at the top")
+    from .check import check
+
+    check(data, text, where)
     target = data.pop("target", {})
-    sha = MappingProxyType(dict(target.pop("sha256", {}))) if isinstance(target, dict) else None
+    sha = MappingProxyType(dict(target.pop("sha256", {})))
     data["target"] = _table(TargetSpec, target, f"{where} [target]", **({"sha256": sha} if sha else {}))
     data["sampling"] = _table(SamplingSpec, data.get("sampling", {}), f"{where} [sampling]")
     data["quants"] = MappingProxyType({q: _table(Quant, v, f"{where} [quants.{q}]")
                                        for q, v in data.get("quants", {}).items()})
     data["mirrors"] = tuple(_table(Mirror, m, f"{where} [[mirrors]]") for m in data.get("mirrors", []))
-    for m in data["mirrors"]:
-        if m.kind != "pypi-wheel" or "==" not in m.wheel or not m.member:
-            raise UsageError(f"{where}: a mirror needs kind = \"pypi-wheel\", wheel = \"package==version\" and member",
-                             "pypi-wheel is the only mirror kind specx knows")
     data["drafters"] = tuple(data.get("drafters", ("ngram",)))
     if data.get("default_quant") and data["default_quant"] not in data["quants"]:
         raise UsageError(f"{where}: default_quant {data['default_quant']!r} is not in [quants]",
@@ -142,16 +142,48 @@ def user_dir() -> Path:
 
 
 def user() -> dict[str, Preset]:
-    """The user's presets (`<config dir>/presets/*.toml`)."""
+    """The user's presets (`<config dir>/presets/*.toml`). A file that does not parse is left out, said
+    once on stderr, and refused with its own error where its name is asked for (`find`): one broken file
+    must not break every other name."""
     folder = user_dir()
     files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
-    return _read_all((str(p), p.read_text(encoding="utf-8")) for p in files)
+    good = []
+    _BROKEN.clear()
+    for p in files:
+        try:
+            good.append((str(p), parse(p.read_text(encoding="utf-8"), str(p))))
+        except (UsageError, OSError, UnicodeDecodeError) as e:
+            _broken_file(p, e)
+    return _by_name(good)
+
+
+_BROKEN: dict[str, tuple[set[str], SpecxError]] = {}   # the last user() call's: path -> (names it may define, error)
+_WARNED: set[str] = set()                              # said once per process
+
+
+def _broken_file(path: Path, e: Exception) -> None:
+    error = e if isinstance(e, SpecxError) else UsageError(f"cannot read the preset file {path}: {e}", "fix or delete it")
+    if str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        print(f"warning: {error.message}; that preset file is skipped", file=sys.stderr, flush=True)
+    _BROKEN[str(path)] = ({path.stem, _declared_name(path)}, error)
+
+
+def _declared_name(path: Path) -> str:
+    try:
+        name = tomllib.loads(path.read_text(encoding="utf-8")).get("name")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return ""
+    return name if isinstance(name, str) else ""
 
 
 def _read_all(items) -> dict[str, Preset]:
+    return _by_name((where, parse(text, where)) for where, text in items)
+
+
+def _by_name(items) -> dict[str, Preset]:
     out: dict[str, Preset] = {}
-    for where, text in items:
-        preset = parse(text, where)
+    for where, preset in items:
         if preset.name in out:
             raise UsageError(f"two presets are named {preset.name!r}: {out[preset.name].path} and {where}",
                              "rename one of them")
@@ -169,6 +201,9 @@ def find(name: str) -> Preset:
     presets = all_presets()
     if name in presets:
         return presets[name]
+    for names, error in _BROKEN.values():
+        if name in names:
+            raise error
     close = difflib.get_close_matches(name, list(presets), n=3)
     hint = (f"did you mean {', '.join(close)}?" if close else
             "`specx list` shows the presets; or give a local GGUF file, a model folder or a Hub repo (org/name)")

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .errors import UsageError
-from .types import Sampling
+from .limits import MAX_K, check as check_limit
+from .types import WEIGHTS, Sampling
 
-MAX_K = 64
 GPU_ONLY_QUANT = ("nf4", "fp4")
 
 
@@ -87,8 +87,7 @@ def prepare(model: str, drafter: str = "auto", *, k: int | None = None, dtype: s
     from .tuned import split_hybrid
 
     chosen, k = k is not None, draft_cap(DEFAULT_K, "auto", False) if k is None else k   # None: the most any policy may take
-    if k < 0 or k > MAX_K:
-        raise UsageError(f"draft tokens must be between 0 and {MAX_K} (got {k})", "try -k 4; -k 0 decodes plainly")
+    check_limit("k", k)
     source = resolve(model)
     (choice, hybrid), auto_note = split_hybrid(drafter), ""
     if drafter == "auto" and k != 0:   # a picked model drafter also copies from the context where it can
@@ -163,26 +162,28 @@ def validate(pair: Pair, ids: list[int], max_tokens: int, sampling: Sampling) ->
 
 
 def check_options(max_tokens: int, sampling: Sampling, draft_policy: str = "auto",
-                  confidence: float = 0.4, quant: str = "auto", draft_quant: str = "auto") -> None:
-    """The checks that need no model: the CLI runs them before loading anything."""
-    from .fastpath import choose
+                  confidence: float = 0.4, quant: str = "auto", draft_quant: str = "auto",
+                  k: int | None = None, stop: tuple[str, ...] = ()) -> None:
+    """The checks that need no model: the CLI runs them before loading anything. Names and numbers first
+    (no torch: an option error is said at once), then whether this machine has the kernels asked for."""
     from .policy import POLICIES
+
+    for name, value in (("quant", quant), ("draft quant", draft_quant)):
+        if value not in WEIGHTS + (GPU_ONLY_QUANT if name == "quant" else ()):
+            raise UsageError(f"unknown weight precision {value!r} for --{name.replace(' ', '-')}",
+                             f"use one of: {', '.join(WEIGHTS + (GPU_ONLY_QUANT if name == 'quant' else ()))}")
+    if draft_policy not in POLICIES:
+        raise UsageError(f"unknown draft policy {draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
+    for name, value in (("confidence", confidence), ("max_tokens", max_tokens), ("k", k),
+                        ("temperature", sampling.temperature), ("top_p", sampling.top_p), ("top_k", sampling.top_k)):
+        check_limit(name, value)
+    if any(not s for s in stop):
+        raise UsageError("a stop string is empty: it would never stop anything", "give --stop a non-empty string")
+    from .fastpath import choose
 
     if quant not in GPU_ONLY_QUANT:   # nf4/fp4 are bitsandbytes on CUDA: the memory plan checks them
         choose(quant, "target")
     choose(draft_quant, "drafter")
-    if draft_policy not in POLICIES:
-        raise UsageError(f"unknown draft policy {draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
-    if not 0 < confidence < 1:
-        raise UsageError(f"the confidence threshold must be in (0, 1) (got {confidence})", "try --confidence 0.4")
-    if max_tokens <= 0:
-        raise UsageError(f"max tokens must be positive (got {max_tokens})", "try -n 256")
-    if sampling.temperature < 0:
-        raise UsageError(f"temperature must be ≥ 0 (got {sampling.temperature})", "0 means greedy decoding")
-    if sampling.top_p is not None and not 0 < sampling.top_p <= 1:
-        raise UsageError(f"top-p must be in (0, 1] (got {sampling.top_p})", "try --top-p 0.9")
-    if sampling.top_k is not None and sampling.top_k < 0:
-        raise UsageError(f"top-k must be ≥ 0 (got {sampling.top_k})", "0 disables top-k")
 
 
 def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int | None = None, max_tokens: int = 512,

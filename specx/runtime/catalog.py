@@ -64,9 +64,9 @@ def state(entry: Entry) -> dict:
 
 
 def _mirror_state(entry: Entry) -> dict:
-    from .paths import model_cache
+    from .store import embedded_file
 
-    dest = model_cache() / "embedded" / f"{entry.preset.name}.gguf" if entry.preset else None
+    dest = embedded_file(entry.preset.name) if entry.preset else None
     there = bool(dest and dest.is_file())
     return {"pulled": there, "complete": there, "commit": None, "bytes": dest.stat().st_size if there else 0,
             "files": {dest.name: {"size": dest.stat().st_size, "sha256": entry.preset.mirrors[0].sha256}}

@@ -1,6 +1,15 @@
 """Small error types that carry a hint and an exit code; the CLI catches them once."""
 from __future__ import annotations
 
+import re
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")   # scheme://user:password@host
+
+
+def redact(text: str) -> str:
+    """`text` without the user:password@ of any URL in it (HF_ENDPOINT, a proxy): errors never echo them."""
+    return _USERINFO.sub(r"\1", str(text))
+
 
 class SpecxError(Exception):
     """A user-facing failure: one `error:` line, one `hint:` line, an exit code."""

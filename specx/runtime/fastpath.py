@@ -42,11 +42,11 @@ import torch
 from ..kernels import rowgemm, timed
 from . import qlinear
 from .errors import UsageError
+from .types import WEIGHTS
 
 DISABLE_ENV = "SPECX_KERNELS"  # SPECX_KERNELS=reference keeps PyTorch's default linear layers,
                                # SPECX_KERNELS=onednn skips specx's own float32 kernel,
                                # SPECX_KERNELS=rowgemm / fbgemm runs fp16 weights there (else the faster)
-WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # int8dyn: drafters only (qlinear.DynInt8Linear)
 
 
 def check(weights: str) -> str:

@@ -56,6 +56,13 @@ def endpoint() -> str:
     return constants.ENDPOINT
 
 
+def shown_endpoint() -> str:
+    """The endpoint as messages show it: without the user:password@ that HF_ENDPOINT may carry."""
+    from .errors import redact
+
+    return redact(endpoint())
+
+
 def offline() -> bool:
     from huggingface_hub import constants
 
@@ -86,11 +93,11 @@ def errors(ref: HubRef, name: str):
         yield
     except hf.GatedRepoError:
         found = "a token was found but it has no access yet" if token_found() else "no token was found"
-        raise ModelUnavailable(f"{ref.repo} is gated: accept its terms at {endpoint()}/{ref.repo}",
+        raise ModelUnavailable(f"{ref.repo} is gated: accept its terms at {shown_endpoint()}/{ref.repo}",
                                f"then set HF_TOKEN (or run `hf auth login`); {found}") from None
     except hf.RevisionNotFoundError:
         raise ModelUnavailable(f"revision {ref.revision!r} not found in {ref.repo}",
-                               f"see {endpoint()}/{ref.repo}/commits/main for valid revisions") from None
+                               f"see {shown_endpoint()}/{ref.repo}/commits/main for valid revisions") from None
     except hf.RepositoryNotFoundError:
         found = "a token was found" if token_found() else "no token was found"
         raise ModelUnavailable(f"{ref.repo} was not found on the Hub (or it is private)",
@@ -101,7 +108,7 @@ def errors(ref: HubRef, name: str):
     except (hf.OfflineModeIsEnabled, hf.LocalEntryNotFoundError):
         raise ModelUnavailable(f"{name} is not downloaded and the Hub is off (HF_HUB_OFFLINE)", pull) from None
     except (httpx2.ConnectError, httpx2.TimeoutException, httpx2.RemoteProtocolError, httpx2.ReadError) as e:
-        raise HubUnreachable(f"cannot reach the Hub at {endpoint()}: {type(e).__name__}",
+        raise HubUnreachable(f"cannot reach the Hub at {shown_endpoint()}: {type(e).__name__}",
                              f"check your connection (or HF_ENDPOINT), then {pull.split(' while')[0]}; "
                              "nothing half-written was kept") from None
     except hf.HfHubHTTPError as e:
@@ -118,7 +125,9 @@ def errors(ref: HubRef, name: str):
 
 
 def _first_line(e: BaseException) -> str:
-    return next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+    from .errors import redact
+
+    return redact(next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__))
 
 
 @dataclass(frozen=True)
@@ -264,7 +273,7 @@ def verify_file(ref: HubRef, path: Path | None, filename: str, sha: str, name: s
         blob.unlink(missing_ok=True)
         raise ModelFileError(f"{filename} of {ref.repo} has sha256 {actual[:16]}…, expected {sha[:16]}…; "
                              "the file was deleted",
-                             f"run `specx pull {name}` again; if it repeats, the source changed: check {endpoint()}/{ref.repo}")
+                             f"run `specx pull {name}` again; if it repeats, the source changed: check {shown_endpoint()}/{ref.repo}")
 
 
 def count_params(main: Path, kind: str) -> int:

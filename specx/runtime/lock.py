@@ -29,19 +29,22 @@ def get(key: str) -> dict | None:
 
 
 def record(key: str, entry: dict) -> None:
-    """Add or replace one entry, atomically."""
-    from .store import _atomic_write
-
-    entries = read_all()
-    entries[key] = {**entry, "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    _atomic_write(lock_path(), json.dumps({"version": 1, "models": entries}, indent=1, sort_keys=True))
+    """Add or replace one entry: under the lock file's lock, so concurrent pulls keep each other's."""
+    entry = {**entry, "pulled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    _update(lambda entries: entries.__setitem__(key, entry))
 
 
 def forget(key: str) -> bool:
-    from .store import _atomic_write
+    return _update(lambda entries: entries.pop(key, None) is not None)
 
-    entries = read_all()
-    if entries.pop(key, None) is None:
-        return False
-    _atomic_write(lock_path(), json.dumps({"version": 1, "models": entries}, indent=1, sort_keys=True))
-    return True
+
+def _update(change) -> bool:
+    """Read, change (a function of the entries that says whether it changed them), write: all under the lock."""
+    from .atomicio import atomic_write, locked, lock_of
+
+    with locked(lock_of(lock_path())):
+        entries = read_all()
+        changed = change(entries)
+        if changed is not False:
+            atomic_write(lock_path(), json.dumps({"version": 1, "models": entries}, indent=1, sort_keys=True))
+    return changed is not False

@@ -13,6 +13,7 @@ only brings the warm-up back. Measurements found here still move with every roun
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def load_with_note(key: dict, greedy: bool) -> tuple[CostModel | None, str]:
                          calibration=_calibration(data.get("calibration", {})))
     except (KeyError, TypeError, ValueError, AttributeError):
         return None, ""
-    if not cost.verify_s.get(1):
+    if not cost.verify_s.get(1) or not _sane(cost):
         return None, ""
     step = f", a drafted token {1e3 * cost.draft_step_s:.0f} ms" if cost.draft_step_s else ""
     return cost, (f"draft policy auto starts from costs an earlier run measured on this machine "
@@ -108,6 +109,13 @@ def save(key: dict, greedy: bool, cost: CostModel) -> bool:
     except OSError:
         return False
     return True
+
+
+def _sane(cost: CostModel) -> bool:
+    """Times positive and finite, calibration counts finite and ≥ 0 (a NaN would poison every choice)."""
+    times = list(cost.verify_s.values()) + ([cost.draft_step_s] if cost.draft_step_s is not None else [])
+    counts = list(cost.calibration.judged.values()) + list(cost.calibration.passed.values())
+    return all(0 < t < math.inf for t in times) and all(0 <= c < math.inf for c in counts)
 
 
 def _entries() -> list[dict]:

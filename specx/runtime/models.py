@@ -27,6 +27,7 @@ def resolve(ref: str) -> Source:
     then a Hub repo `org/name[:quant][@revision]` (downloaded once, then used offline)."""
     path = Path(ref).expanduser()
     if path.exists():
+        _say_if_shadowing(ref, path)
         if presets.is_preset_file(path):
             return _from_preset(presets.parse(path.read_text(encoding="utf-8"), str(path)))
         return _from_path(path)
@@ -39,6 +40,20 @@ def resolve(ref: str) -> Source:
         return _hub_source(hub.ensure(hub_ref, ref), ref)
     name, _, quant = ref.partition(":")
     return _from_preset(presets.find(name), quant)
+
+
+_SAID: set[str] = set()
+
+
+def _say_if_shadowing(ref: str, path: Path) -> None:
+    """A bare name that is both a path here and a preset: the path wins (documented), and is said, once."""
+    if ref in _SAID or ref != path.name or ref not in presets.all_presets():
+        return
+    _SAID.add(ref)
+    from .store import _say
+
+    _say(f"note: {ref} is the {'folder' if path.is_dir() else 'file'} ./{ref} in this directory, not the preset "
+         f"{ref} (for the preset, write `{ref}:` or run from another directory)")
 
 
 def _looks_like_repo(ref: str) -> bool:

@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+# A name specx turns into a file name (a preset's name, a converted copy's prefix): one plain path
+# component, never `..`, a separator or a hidden file.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def _dirs():
@@ -46,3 +51,24 @@ def kernel_cache() -> Path:
     if value:
         return Path(value).expanduser()
     return Path(_dirs().user_cache_dir) / "kernels"
+
+
+def plain_name(name: str, what: str) -> str:
+    """`name` when it is one plain component (letters, digits, `._-`, not starting with a dot)."""
+    from .errors import UsageError
+
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise UsageError(f"{what} {name!r} is not a plain name",
+                         "use letters, digits, '.', '_' and '-', starting with a letter or a digit")
+    return name
+
+
+def inside(path: Path, folder: Path) -> Path:
+    """`path` when it is an entry of `folder` itself (symlinks in the folders above resolved, the entry's
+    own name kept): where specx writes or deletes, so a name can never reach another folder."""
+    from .errors import UsageError
+
+    path = Path(path)
+    if path.name in ("", ".", "..") or path.parent.resolve() != Path(folder).resolve():
+        raise UsageError(f"{path} is not in {folder}", "specx writes and deletes only inside its own folders")
+    return path

