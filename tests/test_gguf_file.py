@@ -346,7 +346,7 @@ def test_views_outlive_close(tiny):
     view, expect = g.raw("w_q8"), g.raw("w_q8").tobytes()
     g.close()
     assert view.tobytes() == expect
-    with pytest.raises(ModelFileError):
+    with pytest.raises(ModelFileError, match="closed"):
         g.raw("w_q8")
 
 

@@ -68,6 +68,11 @@ def type_name(type_id: int) -> str:
         return f"type {type_id}"
 
 
+def known_type(type_id: int) -> bool:
+    """Whether ggml's type table (the gguf package's) knows this type id: its sizes can be checked."""
+    return _block(type_id) is not None
+
+
 def _block(type_id: int) -> tuple[int, int] | None:
     """(values per block, bytes per block), or None for a type unknown to ggml's table."""
     if type_id in _KERNEL_BLOCKS:
@@ -273,7 +278,7 @@ class GGUFFile:
     def raw_meta(self, key: str) -> bytes:
         """A metadata value's bytes as the file stores them (type tag, then value): a content key."""
         start, end = self._spans[key]
-        return bytes(self._map[start:end])
+        return self._open()[start:end].tobytes()
 
     def unchanged(self) -> bool:
         """Whether the mapped inode still has its size and mtime of open time (a file replaced by
@@ -304,15 +309,19 @@ class GGUFFile:
         return self.tensors[name]
 
     def _view(self, name: str, info: TensorInfo) -> np.ndarray:
-        if _block(info.type) is None:
+        if not known_type(info.type):
             raise ModelUnavailable(f"{self.path.name}: tensor {name!r} has ggml type {info.type}, which this "
                                    "specx does not know (a newer GGUF format?)", hint="update specx and gguf")
-        if self._bytes is None:
-            raise ModelFileError(f"{self.path.name} was closed", hint="open it again")
+        data = self._open()
         if not self.unchanged():
             raise ModelFileError(f"{self.path} changed on disk while specx had it open",
                                  hint="replace model files by rename (download to a new name, then move)")
-        return self._bytes[info.offset:info.offset + info.nbytes]
+        return data[info.offset:info.offset + info.nbytes]
+
+    def _open(self) -> np.ndarray:
+        if self._bytes is None:
+            raise ModelFileError(f"{self.path.name} was closed", hint="open it again")
+        return self._bytes
 
 
 def open_gguf(path: Path | str) -> GGUFFile:

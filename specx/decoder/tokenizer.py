@@ -34,7 +34,9 @@ _MODEL_TYPES = {"qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe", "gpt-oss": "gp
 def load_tokenizer(gguf: GGUFFile):
     """The transformers tokenizer of a GGUF file (equal to AutoTokenizer's with gguf_file=...)."""
     tokenizer_dict, init = tokenizer_inputs(gguf)
-    kwargs = {"name_or_path": str(gguf.path), "added_tokens_decoder": {}, **init}
+    # what transformers' from_pretrained passes besides (its vocabulary checks read name_or_path's folder)
+    kwargs = {"name_or_path": str(gguf.path.parent), "is_local": True, "local_files_only": False,
+              "added_tokens_decoder": {}, **init}
     try:
         cls = tokenizer_class(gguf)
         cached = _cache_file(gguf)
@@ -44,8 +46,10 @@ def load_tokenizer(gguf: GGUFFile):
             except Exception:  # an unreadable cache entry (a cut write, a foreign file) is rebuilt
                 cached.unlink(missing_ok=True)
         return _build(gguf, tokenizer_dict, cached, lambda file: cls(tokenizer_file=file, **kwargs))
-    except (KeyError, TypeError, ValueError) as e:  # a vocabulary transformers cannot build
-        raise ModelUnavailable(f"cannot build the tokenizer of {gguf.path.name}: {e}") from e
+    except Exception as e:  # transformers' ValueError, tokenizers' bare Exception (a merge of no token)
+        raise ModelUnavailable(f"cannot build the tokenizer of {gguf.path.name}: {e}",
+                               hint="transformers cannot read this file's vocabulary: try another GGUF of "
+                                    "the model, or its Hugging Face folder") from e
 
 
 def tokenizer_inputs(gguf: GGUFFile) -> tuple[dict, dict]:
@@ -116,22 +120,23 @@ def _cache_file(gguf: GGUFFile) -> Path:
 
 
 def _build(gguf: GGUFFile, tokenizer_dict: dict, cached: Path, construct):
-    """Convert the vocabulary once, write the backend atomically to the cache, construct from it."""
+    """Convert the vocabulary once, write the backend atomically to the cache, construct from it
+    (from a temporary file when the cache cannot be written)."""
     from transformers.integrations.gguf import convert_gguf_tokenizer
 
     backend, _ = convert_gguf_tokenizer(gguf.meta.get("general.architecture", ""), tokenizer_dict)
-    folder = cached.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tokenizer-", suffix=".tmp", dir=cached.parent)
     except OSError:
-        folder = None  # a read-only cache: a temporary file serves this load
-    fd, tmp = tempfile.mkstemp(prefix=".tokenizer-", suffix=".tmp", dir=folder)
+        cached = None
+        fd, tmp = tempfile.mkstemp(prefix="specx-tokenizer-", suffix=".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(backend.to_str())
-        tokenizer = construct(tmp)
-        if folder is not None:
-            os.replace(tmp, cached)  # atomic: a concurrent loader sees the whole file or none
-        return tokenizer
+        if cached is None:
+            return construct(tmp)
+        os.replace(tmp, cached)  # atomic: a concurrent loader sees the whole file or none
+        return construct(str(cached))
     finally:
         Path(tmp).unlink(missing_ok=True)

@@ -18,12 +18,12 @@ _RESERVED = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
 def _scan(path: Path) -> dict:
     """Check a GGUF file; return its scalar and string metadata (arrays as None) and its tensors as
     (name, n_elements). Every failure is a SpecxError."""
-    from specx.decoder.gguf_file import open_gguf, type_name, _block
+    from specx.decoder.gguf_file import known_type, open_gguf, type_name
 
     with open_gguf(path) as gguf:
         meta, tensors = gguf.meta, gguf.tensors
         problem = next((f"tensor {name!r} has {type_name(info.type)}, a type the gguf package does not know"
-                        for name, info in tensors.items() if _block(info.type) is None), None)
+                        for name, info in tensors.items() if not known_type(info.type)), None)
         if any(key in meta for key in _RESERVED):
             problem = f"it uses a reserved metadata key ({', '.join(k for k in _RESERVED if k in meta)})"
         if not tensors or not isinstance(meta.get("general.architecture"), str):
