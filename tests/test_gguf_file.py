@@ -295,7 +295,8 @@ def test_fuzzed_files_open_or_raise_model_file_error(tmp_path, tiny):
             if rng.random() < 0.5:
                 mutant[at] = rng.choice([0, 0xFF, rng.randrange(256)])
             else:
-                mutant[at:at + 8] = rng.choice([0, 1 << 62, rng.getrandbits(64), rng.randrange(1 << 16)]).to_bytes(8, "little")
+                value = rng.choice([0, 1 << 62, rng.getrandbits(64), rng.randrange(1 << 16)])
+                mutant[at:at + 8] = value.to_bytes(8, "little")
         if rng.random() < 0.2:
             mutant = mutant[:rng.randrange(len(mutant))]
         bad.write_bytes(bytes(mutant))

@@ -15,7 +15,8 @@ CORPUS = [
     "", "Hello, world!", "  leading and trailing  ", "tabs\tand\nnewlines\r\n\n\n", "    ", "\n",
     "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)  # ok\n",
     'for (int i = 0; i < 10; ++i) { printf("%d\\n", i); }',
-    "naïve café, Ελληνικά, русский, 日本語のテキスト, 한국어, עברית, العربية", "emoji 🙂👍🏽🇫🇷 e\u0301 \u200b",
+    "naïve café, Ελληνικά, русский, 日本語のテキスト, 한국어, עברית, العربية",
+    "emoji 🙂👍🏽🇫🇷 e\u0301 \u200b",
     "1234567890 3.14159 -42 1e-9", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "<unk> <s> </s> <pad> <mask>",
 ]
 CHAT = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Sort [3, 1, 2] in Python."},

@@ -29,7 +29,7 @@ _DAMAGED = "the file is damaged or not a GGUF model: download it again"
 _MAGIC, _VERSIONS = b"GGUF", (2, 3)  # v1 counted in 32 bits; no file in the wild still uses it
 _MAX_DIMS = 4                        # GGML_MAX_DIMS
 _MAX_NAME = 65535                    # the spec's bound on a key; tensor names are held to it too
-_MAX_NESTING = 3                     # arrays of arrays are legal; no model nests them deeper than 2
+_MAX_NESTING = 3                     # arrays of arrays are legal but rare; a bound keeps recursion shallow
 _MAX_TENSORS = 1 << 20               # hundreds of times the largest tensor tables (MoE models)
 _DEFAULT_ALIGNMENT = 32              # GGUF_DEFAULT_ALIGNMENT
 
