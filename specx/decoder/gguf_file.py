@@ -1,0 +1,368 @@
+"""A GGUF file, mapped once and read without copies: its metadata, its tensor table, its tensors.
+
+Every length, count, offset and size read from the file is checked against the bytes left and the
+limits below before it is used, so a damaged or hostile file costs neither memory nor time and ends
+in one ModelFileError, never in another exception, and never in a kernel reading past the file.
+
+The map and the file on disk. A file replaced by rename (huggingface_hub, `specx pull`, any atomic
+writer) is safe: the map holds the old inode, which lives until the map closes, so a run reads the
+file it opened. A file rewritten in place (`cp` or `curl -o` over it, `truncate`) changes the pages
+under the map, and reading a page that truncation cut off faults (SIGBUS). No mapping flag prevents
+that (MAP_PRIVATE copies a page only when this process writes to it), so each view handed out first
+checks that the inode still has its size and mtime of open time, and `unchanged()` lets a caller
+check again at any safe point."""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from math import prod
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from specx.cpu.qweight import BLOCKS, NAMES, QWeight
+from specx.runtime.errors import ModelFileError, ModelUnavailable
+
+_DAMAGED = "the file is damaged or not a GGUF model: download it again"
+_MAGIC, _VERSIONS = b"GGUF", (2, 3)  # v1 counted in 32 bits; no file in the wild still uses it
+_MAX_DIMS = 4                        # GGML_MAX_DIMS
+_MAX_NAME = 65535                    # the spec's bound on a key; tensor names are held to it too
+_MAX_NESTING = 3                     # arrays of arrays are legal but rare; a bound keeps recursion shallow
+_MAX_TENSORS = 1 << 20               # hundreds of times the largest tensor tables (MoE models)
+_DEFAULT_ALIGNMENT = 32              # GGUF_DEFAULT_ALIGNMENT
+
+# metadata value types -> (struct code, numpy dtype); 7 is bool, 8 string, 9 array
+_SCALARS = {0: ("B", "u1"), 1: ("b", "i1"), 2: ("H", "<u2"), 3: ("h", "<i2"), 4: ("I", "<u4"), 5: ("i", "<i4"),
+            6: ("f", "<f4"), 7: ("?", "u1"), 10: ("Q", "<u8"), 11: ("q", "<i8"), 12: ("d", "<f8")}
+_BOOL, _STRING, _ARRAY, _UINT32 = 7, 8, 9, 4
+# ggml types holding plain values (array() converts them directly); BF16 (30) is widened by hand
+_PLAIN = {0: "<f4", 1: "<f2", 24: "i1", 25: "<i2", 26: "<i4", 27: "<i8", 28: "<f8"}
+_BF16 = BLOCKS["BF16"][0]
+_KERNEL_BLOCKS = {tid: (per_block, size) for tid, per_block, size in BLOCKS.values()}
+_U64, _U32 = struct.Struct("<Q"), struct.Struct("<I")
+_SCALAR_STRUCTS = {vtype: struct.Struct("<" + code) for vtype, (code, _) in _SCALARS.items()}
+
+
+class TensorInfo(NamedTuple):
+    """One tensor of the file: ggml `type` id, `shape` in ggml order (ne0, the row length, first),
+    absolute `offset` of its first byte in the file, and `nbytes`. For a type this reader does not
+    know, `nbytes` is the room up to the next tensor (its true size cannot be computed)."""
+
+    type: int
+    shape: tuple[int, ...]
+    offset: int
+    nbytes: int
+
+
+def type_name(type_id: int) -> str:
+    """ggml's name of a tensor type ("Q4_K"), or "type N" for one the gguf package does not know."""
+    if type_id in NAMES:
+        return NAMES[type_id]
+    from gguf import GGMLQuantizationType
+
+    try:
+        return GGMLQuantizationType(type_id).name
+    except ValueError:
+        return f"type {type_id}"
+
+
+def known_type(type_id: int) -> bool:
+    """Whether ggml's type table (the gguf package's) knows this type id: its sizes can be checked."""
+    return _block(type_id) is not None
+
+
+def _block(type_id: int) -> tuple[int, int] | None:
+    """(values per block, bytes per block), or None for a type unknown to ggml's table."""
+    if type_id in _KERNEL_BLOCKS:
+        return _KERNEL_BLOCKS[type_id]
+    from gguf.constants import GGML_QUANT_SIZES  # only for types without a kernel (imports ~0.1 s)
+
+    return GGML_QUANT_SIZES.get(type_id)
+
+
+class _Bad(Exception):
+    """What the parse found wrong (open_gguf turns it into a ModelFileError naming the file)."""
+
+
+class _Cursor:
+    """A little-endian read position in the mapped file; every step is checked against its end."""
+
+    def __init__(self, buf, size: int):
+        self.buf, self.size, self.pos = buf, size, 0
+
+    def room(self, n: int) -> None:
+        if n > self.size - self.pos:
+            raise _Bad(f"a size at offset {self.pos} runs past the end of the file (truncated?)")
+
+    def take(self, n: int) -> int:
+        """Step over n bytes; return where they start."""
+        self.room(n)
+        self.pos += n
+        return self.pos - n
+
+    def u32(self) -> int:
+        return _U32.unpack_from(self.buf, self.take(4))[0]
+
+    def u64(self) -> int:
+        return _U64.unpack_from(self.buf, self.take(8))[0]
+
+    def text(self, limit: int | None = None) -> str:
+        n = self.u64()
+        if limit is not None and n > limit:
+            raise _Bad(f"a name at offset {self.pos - 8} is {n} bytes long (at most {limit})")
+        start = self.take(n)
+        try:
+            return str(self.buf[start:self.pos], "utf-8")
+        except UnicodeDecodeError:
+            raise _Bad(f"the string at offset {start - 8} is not UTF-8") from None
+
+    def value(self, vtype: int, depth: int = 0):
+        """One metadata value: a Python scalar, a str, a numpy array, a list of str, or a list."""
+        if vtype in _SCALARS:
+            form = _SCALAR_STRUCTS[vtype]
+            return form.unpack_from(self.buf, self.take(form.size))[0]
+        if vtype == _STRING:
+            return self.text()
+        if vtype != _ARRAY:
+            raise _Bad(f"unknown metadata value type {vtype}")
+        if depth >= _MAX_NESTING:
+            raise _Bad(f"arrays nested more than {_MAX_NESTING} deep at offset {self.pos}")
+        itype, count = self.u32(), self.u64()
+        if itype in _SCALARS:
+            dtype = np.dtype(_SCALARS[itype][1])
+            start = self.take(count * dtype.itemsize)
+            values = np.frombuffer(self.buf, dtype, count, start).copy()
+            return values != 0 if itype == _BOOL else values
+        self.room(count * 8)  # a string or an array takes at least 8 bytes: count is bounded first
+        if itype == _STRING:
+            return self.strings(count)
+        return [self.value(itype, depth + 1) for _ in range(count)]
+
+    def strings(self, count: int) -> list[str]:
+        """count strings, decoded in one pass (vocabularies and merge tables: 150k+ each)."""
+        buf, pos, end, unpack = self.buf, self.pos, self.size, _U64.unpack_from
+        out = []
+        append = out.append
+        try:
+            for _ in range(count):
+                if end - pos < 8 or (n := unpack(buf, pos)[0]) > end - pos - 8:
+                    raise _Bad(f"a string at offset {pos} runs past the end of the file (truncated?)")
+                pos += 8 + n
+                append(str(buf[pos - n:pos], "utf-8"))
+        except UnicodeDecodeError:
+            raise _Bad(f"the string at offset {pos - n - 8} is not UTF-8") from None
+        self.pos = pos
+        return out
+
+
+def _read_meta(c: _Cursor, n_kv: int) -> tuple[dict, dict, dict]:
+    """{key: value}, {key: value type}, {key: (start, end) of its type and value bytes}."""
+    c.room(n_kv * 13)  # a key/value pair takes at least 13 bytes
+    meta, types, spans = {}, {}, {}
+    for _ in range(n_kv):
+        key = c.text(_MAX_NAME)
+        if key in meta:
+            raise _Bad(f"metadata key {key!r} appears twice")
+        start = c.pos
+        types[key] = c.u32()
+        meta[key] = c.value(types[key])
+        spans[key] = (start, c.pos)
+    return meta, types, spans
+
+
+def _read_table(c: _Cursor, n_tensors: int) -> list[tuple[str, tuple[int, ...], int, int]]:
+    """[(name, shape in ggml order, type, offset from the data section)]; names unique, dims sane."""
+    if n_tensors > _MAX_TENSORS:
+        raise _Bad(f"it declares {n_tensors} tensors (at most {_MAX_TENSORS})")
+    c.room(n_tensors * 24)  # a tensor entry takes at least 24 bytes
+    entries, names = [], set()
+    for _ in range(n_tensors):
+        name, n_dims = c.text(_MAX_NAME), c.u32()
+        if not 1 <= n_dims <= _MAX_DIMS:
+            raise _Bad(f"tensor {name!r} has {n_dims} dimensions (1 to {_MAX_DIMS})")
+        shape = struct.unpack_from(f"<{n_dims}Q", c.buf, c.take(8 * n_dims))
+        if 0 in shape:
+            raise _Bad(f"tensor {name!r} has an empty dimension: {shape}")
+        if name in names:
+            raise _Bad(f"tensor {name!r} appears twice")
+        names.add(name)
+        entries.append((name, shape, c.u32(), c.u64()))
+    return entries
+
+
+def _alignment(meta: dict, types: dict) -> int:
+    align = meta.get("general.alignment", _DEFAULT_ALIGNMENT)
+    if types.get("general.alignment", _UINT32) != _UINT32 or align <= 0 or align & (align - 1):
+        raise _Bad(f"general.alignment {align!r} is not a power of two stored as uint32")
+    return align
+
+
+def _place(entries: list, data_start: int, align: int, size: int) -> dict[str, TensorInfo]:
+    """TensorInfos with absolute offsets; each tensor aligned, whole blocks, inside the file, and
+    no two overlapping."""
+    placed = []
+    for name, shape, ttype, rel in entries:
+        if rel % align:
+            raise _Bad(f"tensor {name!r} starts at {rel}, not a multiple of the alignment {align}")
+        start, block = data_start + rel, _block(ttype)
+        nbytes = None
+        if block is not None:
+            if shape[0] % block[0]:
+                raise _Bad(f"tensor {name!r} has rows of {shape[0]} values, not whole blocks of {block[0]}")
+            nbytes = prod(shape) // block[0] * block[1]
+        if start > size or nbytes is not None and nbytes > size - start:
+            raise _Bad(f"tensor {name!r} lies past the end of the file (truncated download?)")
+        placed.append((start, name, shape, ttype, nbytes))
+    placed.sort()
+    tensors = {}
+    for i, (start, name, shape, ttype, nbytes) in enumerate(placed):
+        room = (placed[i + 1][0] if i + 1 < len(placed) else size) - start
+        if nbytes is None:
+            nbytes = room  # unknown type: all it can hold is the room up to the next tensor
+        if nbytes > room or nbytes == 0:
+            raise _Bad(f"tensor {name!r} overlaps the next tensor in the file")
+        tensors[name] = TensorInfo(ttype, shape, start, nbytes)
+    return {name: tensors[name] for name, *_ in entries}  # in the file's table order
+
+
+class GGUFFile:
+    """A GGUF file mapped read-only once; `meta` and `tensors` are parsed and checked at open.
+
+    meta: scalars as Python values, strings as str, string arrays as list[str], numeric arrays as
+    numpy arrays. Views (weight, raw) are zero-copy; the map closes when close() has been called and
+    the last view is gone."""
+
+    def __init__(self, path: Path, file, buf, version: int, meta: dict, spans: dict, tensors: dict):
+        self.path, self.version, self.meta, self.tensors = path, version, meta, tensors
+        self._file, self._map, self._spans = file, buf, spans
+        self._bytes = np.frombuffer(buf, dtype=np.uint8)
+        st = os.fstat(file.fileno())
+        self._stamp = (st.st_size, st.st_mtime_ns)
+
+    def weight(self, name: str) -> QWeight:
+        """A 2-D tensor as the kernels take it: rows = ne1, cols = ne0, the file's bytes (no copy)."""
+        info = self._info(name)
+        if len(info.shape) != 2:
+            raise ModelFileError(f"{self.path.name}: tensor {name!r} has shape {info.shape}, not a matrix",
+                                 hint=_DAMAGED)
+        if info.type not in NAMES:
+            raise ModelUnavailable(f"{self.path.name}: tensor {name!r} is {type_name(info.type)}, a GGUF type "
+                                   "specx has no kernel for", hint="use a Q4_K_M, Q5_K_M, Q6_K or Q8_0 file")
+        return QWeight(info.type, self._view(name, info), rows=info.shape[1], cols=info.shape[0])
+
+    def array(self, name: str) -> np.ndarray:
+        """Any tensor as float32 in numpy order (shape reversed from ne): plain values converted, blocks
+        dequantized by the `gguf` package (a copy: meant for norms, biases and fallbacks)."""
+        info = self._info(name)
+        data, shape = self._view(name, info), info.shape[::-1]
+        if info.type in _PLAIN:
+            return data.view(_PLAIN[info.type]).astype(np.float32).reshape(shape)
+        if info.type == _BF16:
+            return (data.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
+        from gguf import GGMLQuantizationType
+        from gguf.quants import dequantize
+
+        try:
+            values = dequantize(data.reshape(prod(info.shape[1:]), -1), GGMLQuantizationType(info.type))
+        except NotImplementedError:
+            raise ModelUnavailable(f"{self.path.name}: tensor {name!r} is {type_name(info.type)}, which "
+                                   "the gguf package cannot dequantize") from None
+        return values.astype(np.float32, copy=False).reshape(shape)
+
+    def raw(self, name: str) -> np.ndarray:
+        """The tensor's bytes as a flat read-only uint8 view of the map."""
+        return self._view(name, self._info(name))
+
+    def raw_meta(self, key: str) -> bytes:
+        """A metadata value's bytes as the file stores them (type tag, then value): a content key."""
+        start, end = self._spans[key]
+        return self._open()[start:end].tobytes()
+
+    def unchanged(self) -> bool:
+        """Whether the mapped inode still has its size and mtime of open time (a file replaced by
+        rename leaves it untouched; one rewritten or cut in place does not)."""
+        if self._file.closed:
+            return False
+        st = os.fstat(self._file.fileno())
+        return (st.st_size, st.st_mtime_ns) == self._stamp
+
+    def close(self) -> None:
+        """Drop this object's hold on the map; views handed out keep it alive until they are freed."""
+        self._bytes = None
+        try:
+            self._map.close()
+        except BufferError:
+            pass  # views are still alive: the map is unmapped when the last one is freed
+        self._file.close()
+
+    def __enter__(self) -> GGUFFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _info(self, name: str) -> TensorInfo:
+        if name not in self.tensors:
+            raise ModelFileError(f"{self.path.name} has no tensor {name!r}", hint=_DAMAGED)
+        return self.tensors[name]
+
+    def _view(self, name: str, info: TensorInfo) -> np.ndarray:
+        if not known_type(info.type):
+            raise ModelUnavailable(f"{self.path.name}: tensor {name!r} has ggml type {info.type}, which this "
+                                   "specx does not know (a newer GGUF format?)", hint="update specx and gguf")
+        data = self._open()
+        if not self.unchanged():
+            raise ModelFileError(f"{self.path} changed on disk while specx had it open",
+                                 hint="replace model files by rename (download to a new name, then move)")
+        return data[info.offset:info.offset + info.nbytes]
+
+    def _open(self) -> np.ndarray:
+        if self._bytes is None:
+            raise ModelFileError(f"{self.path.name} was closed", hint="open it again")
+        return self._bytes
+
+
+def open_gguf(path: Path | str) -> GGUFFile:
+    """Map and check a GGUF file: ModelUnavailable if it is missing, ModelFileError if it is bad."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelUnavailable(f"model file not found: {path}")
+    try:
+        file = open(path, "rb")
+    except OSError as e:
+        raise ModelFileError(f"cannot read {path}: {e.strerror or e}", hint="check the file's permissions") from e
+    try:
+        if os.fstat(file.fileno()).st_size == 0:
+            raise _Bad("it is empty")
+        buf = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        return GGUFFile(path, file, buf, *_parse(buf, len(buf)))
+    except _Bad as e:
+        file.close()
+        raise ModelFileError(f"{path} is not a readable GGUF file: {e}", hint=_DAMAGED) from None
+    except OSError as e:
+        file.close()
+        raise ModelFileError(f"cannot read {path}: {e.strerror or e}", hint="check the file's permissions") from e
+    except Exception as e:  # a safety net: every rule above is meant to stop a bad file first
+        file.close()
+        raise ModelFileError(f"{path} is not a readable GGUF file: {type(e).__name__}: {e}", hint=_DAMAGED) from e
+
+
+def _parse(buf, size: int) -> tuple[int, dict, dict, dict]:
+    """(version, meta, spans, tensors) of a mapped GGUF file, or _Bad."""
+    if bytes(buf[:4]) != _MAGIC:
+        raise _Bad("it does not start with the GGUF magic bytes")
+    c = _Cursor(buf, size)
+    c.pos = 4
+    version = c.u32()
+    if version not in _VERSIONS:
+        swapped = int.from_bytes(version.to_bytes(4, "little"), "big")
+        raise _Bad("it is a big-endian GGUF (not supported)" if swapped in _VERSIONS
+                   else f"GGUF version {version} is not supported (only 2 and 3)")
+    n_tensors, n_kv = c.u64(), c.u64()
+    meta, types, spans = _read_meta(c, n_kv)
+    entries = _read_table(c, n_tensors)
+    align = _alignment(meta, types)
+    data_start = -(-c.pos // align) * align
+    return version, meta, spans, _place(entries, data_start, align, size)
