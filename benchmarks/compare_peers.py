@@ -61,9 +61,9 @@ def hf_runner(model, assistant=None, lookup=None):
 
 
 def specx_runner(pair, policy: str = "fixed"):
-    from specx.runtime.loop import Generation
-    from specx.runtime.policy import DraftPolicy
-    from specx.runtime.types import Round, Sampling
+    from specx.engine.loop import Generation
+    from specx.policy.policy import DraftPolicy
+    from specx.engine.types import Round, Sampling
 
     def go(ids, n):
         gen = Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=n, sampling=Sampling(),
@@ -150,7 +150,7 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
 
-    from specx.runtime.api import prepare, prompt_ids
+    from specx.api import prepare, prompt_ids
 
     methods = [m for m in args.methods.split(",") if m]
     tokenizer_pair = prepare(args.target, "none", k=0, dtype=args.dtype)

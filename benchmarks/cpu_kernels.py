@@ -26,7 +26,7 @@ def forward_ms(lm, context: list[int], tokens: int, reps: int) -> list[float]:
 def main() -> None:
     import torch
 
-    from specx.runtime.models import load_lm, resolve
+    from specx.models.resolve import load_lm, resolve
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
@@ -50,7 +50,7 @@ def main() -> None:
         cells = "  ".join(f"{n}:{med[n]:7.1f} ms ({med[n] / med[sizes[0]]:.2f}×)" for n in sizes)
         print(f"{weights:5s} {lm.kernels[:40]:40s} {cells}", flush=True)
         del lm
-        from specx.runtime import models
+        from specx.models import resolve as models
         models._LOADED.clear()
 
 

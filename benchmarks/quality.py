@@ -35,11 +35,11 @@ def perplexity(lm, ids: list[int]) -> float:
 
 
 def reference_continuations(lm, prompts, tokens: int):
-    from specx.runtime.api import prompt_ids
-    from specx.runtime.ngram import NgramDrafter
-    from specx.runtime.loop import Generation
-    from specx.runtime.policy import DraftPolicy
-    from specx.runtime.types import Round, Sampling
+    from specx.api import prompt_ids
+    from specx.drafters.ngram import NgramDrafter
+    from specx.engine.loop import Generation
+    from specx.policy.policy import DraftPolicy
+    from specx.engine.types import Round, Sampling
 
     out = []
     for prompt in prompts:
@@ -66,8 +66,8 @@ def agreement(lm, continuations) -> tuple[float, float]:
 
 def main() -> None:
     from specx.bench.suite import bundled
-    from specx.runtime import models
-    from specx.runtime.models import load_lm, resolve
+    from specx.models import resolve as models
+    from specx.models.resolve import load_lm, resolve
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("target", nargs="?", default=str(FIXTURE / "qwen2.5-coder-1.5b.gguf"))

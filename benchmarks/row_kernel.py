@@ -19,8 +19,8 @@ def swap(model, kind: str, rows: dict) -> None:
     import torch
     from torch.utils.mkldnn import MkldnnLinear
 
-    from specx.runtime.fastpath import RowLinear
-    from specx.runtime.qlinear import Fp16Linear
+    from specx.cpu.fastpath import RowLinear
+    from specx.cpu.qlinear import Fp16Linear
 
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
@@ -38,7 +38,7 @@ def swap(model, kind: str, rows: dict) -> None:
 
 
 def main() -> None:
-    from specx.runtime.models import load_lm, resolve
+    from specx.models.resolve import load_lm, resolve
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")

@@ -8,21 +8,21 @@ def load(model: str, drafter: str = "auto", **options):
     """Load a target and its drafter once (options as `specx run`: k, dtype, quant, mem_budget, …);
     pass the result as `model` to `generate` / `stream` to reuse the weights, and what `auto`
     measured in earlier answers."""
-    from .runtime.api import prepare
+    from .api import prepare
 
     return prepare(model, drafter, **options)
 
 
 def generate(model, prompt: str, **options) -> str:
     """Generate a completion; options as `specx run` (drafter, k, max_tokens, temperature, …)."""
-    from .runtime.api import generate as _generate
+    from .api import generate as _generate
 
     return _generate(model, prompt, **options)
 
 
 def stream(model, prompt: str, **options):
     """Iterate over Round events, then one Done event."""
-    from .runtime.api import stream as _stream
+    from .api import stream as _stream
 
     return _stream(model, prompt, **options)
 

@@ -83,7 +83,7 @@ def tiny_model(arch: str = "llama", seed: int = 0, layers: int = 2, vocab: int =
 
 
 def tiny_lm(arch: str = "llama", seed: int = 0, layers: int = 2, **kw):
-    from specx.runtime.lm import LM
+    from specx.models.lm import LM
 
     return LM(tiny_model(arch, seed, layers, **kw), word_tokenizer(), f"tiny-{arch}-{seed}")
 

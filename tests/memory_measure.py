@@ -18,8 +18,8 @@ def main(context: int, k: int, paths: list[str]) -> None:
     import torch  # noqa: F401  (imports and allocator set-up belong to the baseline)
     import transformers  # noqa: F401
 
-    from specx.runtime.lm import LM  # noqa: F401
-    from specx.runtime.models import load_lm, model_dir, resolve
+    from specx.models.lm import LM  # noqa: F401
+    from specx.models.resolve import load_lm, model_dir, resolve
 
     specs = [p.rpartition("=")[::2] if "=" in p else (p, "none") for p in paths]
     sources = [resolve(p) for p, _ in specs]

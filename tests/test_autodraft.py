@@ -40,7 +40,7 @@ def pulled(folders, tmp_path, monkeypatch, isolated_home):
     from huggingface_hub import constants
 
     from specx import presets
-    from specx.runtime import hub as hubmod
+    from specx.models import hub as hubmod
 
     with serve(folders, tmp_path, monkeypatch):
         for name in folders:
@@ -62,7 +62,8 @@ def write_presets(folder, drafters: list[str], extra: tuple[str, ...] = ()) -> N
 
 
 def choose(memory: int | None = None):
-    from specx.runtime import autodraft, models
+    from specx.drafters import auto as autodraft
+    from specx.models import resolve as models
 
     return autodraft.pick(models.resolve("x-target"), memory=memory)
 
@@ -107,8 +108,8 @@ def test_same_family_downloads_are_candidates_too(pulled):
 def test_prepare_explains_the_auto_choice(pulled):
     """`prepare(drafter="auto")` loads the chosen drafter, which also copies from the context, and its
     sentence states the ratio, the copying and the rule."""
-    from specx.runtime.api import prepare
-    from specx.runtime.hybrid import HybridDrafter
+    from specx.api import prepare
+    from specx.drafters.hybrid import HybridDrafter
 
     write_presets(pulled, ["x-small", "ngram"])
     pair = prepare("x-target", "auto")
@@ -122,7 +123,7 @@ def test_prepare_explains_the_auto_choice(pulled):
 def online(folders, tmp_path, monkeypatch, isolated_home):
     """The fake Hub stays up; only the target is pulled."""
     from specx import presets
-    from specx.runtime import hub as hubmod
+    from specx.models import hub as hubmod
 
     with serve(folders, tmp_path, monkeypatch) as fake:
         hubmod.pull(hubmod.HubRef("t/target"), "t/target")
@@ -134,7 +135,7 @@ def test_downloadable_candidates_are_judged_by_config_and_tokenizer_only(online,
     """Online, a candidate not yet downloaded is checked from its config and tokenizer; its weights
     come only when it is chosen and loaded."""
     from specx import presets
-    from specx.runtime.api import prepare
+    from specx.api import prepare
 
     write_presets(presets.user_dir(), ["x-absent", "x-renamed", "x-small", "ngram"])
     name, why = choose()

@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 
 from cli_helpers import cli_models, invoke, make_folder, one_thread  # noqa: F401
 from specx.bench.report import CSV_COLUMNS
-from specx.runtime import paths
+from specx.state import paths
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -168,7 +168,7 @@ def test_assisted_generation_gets_the_drafter_with_every_output_row(cli_models, 
                                                                    monkeypatch):
     """specx's drafter may be VocabTrimmed; transformers reads assistant logits as ids, so it must not be."""
     from specx.bench import peers
-    from specx.runtime import vocabtrim
+    from specx.models import vocabtrim
 
     monkeypatch.setattr(vocabtrim, "MIN_VOCAB_TO_TRIM", 16)
     monkeypatch.setattr(vocabtrim, "DEFAULT_KEEP", 24)
@@ -234,7 +234,7 @@ def test_bad_options_fail_with_one_usage_error(cli_models, args, fragment):
 
 
 def test_atomic_write_never_leaves_half_a_file(tmp_path, monkeypatch):
-    from specx.runtime import atomicio
+    from specx.state import atomicio
 
     dest = tmp_path / "x.json"
     atomicio.atomic_write(dest, "old")

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from specx.bench import suite
-from specx.runtime.errors import UsageError
+from specx.errors import UsageError
 
 
 def test_bundled_suite_has_five_categories_of_four_prompts():

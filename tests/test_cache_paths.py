@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import invoke
-from specx.runtime import store
-from specx.runtime.errors import UsageError
+from specx.models import store
+from specx.errors import UsageError
 
 PAYLOAD = b"GGUF-not-really" * 100
 DIGEST = "ab12cd34" * 2
@@ -142,7 +142,7 @@ def test_rm_of_a_hub_file_linked_out_of_the_hf_cache_deletes_only_the_link(tmp_p
     removes the link, never the file it points at."""
     from huggingface_hub import constants
 
-    from specx.runtime import lock
+    from specx.models import lock
 
     files = outside_tree(tmp_path)
     hf = tmp_path / "hf"

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 from test_session import make_pair, tokens
 
-from specx.runtime.api import stream
-from specx.runtime.costmodel import MODEL, CostModel
-from specx.runtime.policy import WARMUP_K, DraftPolicy
-from specx.runtime.types import Sampling
+from specx.api import stream
+from specx.policy.costmodel import MODEL, CostModel
+from specx.policy.policy import WARMUP_K, DraftPolicy
+from specx.engine.types import Sampling
 
 GREEDY, SAMPLED = Sampling(), Sampling(temperature=0.8, seed=1)
 

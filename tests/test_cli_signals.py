@@ -14,7 +14,7 @@ import pytest
 from conftest import fixture_model
 from cli_helpers import cli_models, one_thread, run_specx, specx_cmd, specx_env  # noqa: F401
 from specx.cli.run import Sink, consume
-from specx.runtime.types import Round
+from specx.engine.types import Round
 
 NOISE = ("Traceback", "Exception ignored", "KeyboardInterrupt", "BrokenPipeError")
 
@@ -122,7 +122,7 @@ class Interrupting:
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("json_out", [False, True])
 def test_keyboard_interrupt_out_of_torch(cli_models, capsys, json_out):
-    from specx.runtime.api import stream
+    from specx.api import stream
 
     generation = stream(str(cli_models["target"]), "w5 w9", drafter="ngram", max_tokens=200)
     code = consume(Interrupting(generation, after=5), Sink(json_out, True, False))
@@ -144,7 +144,7 @@ def test_keyboard_interrupt_out_of_torch(cli_models, capsys, json_out):
 @pytest.mark.usefixtures("one_thread")
 def test_graceful_sigint_in_process(cli_models, capsys):
     """The first SIGINT only sets the stop event: the round finishes, Done says `interrupted`, 130."""
-    from specx.runtime.api import stream
+    from specx.api import stream
 
     generation = stream(str(cli_models["target"]), "w5 w9", drafter="ngram", max_tokens=200)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import word_tokenizer
-from specx.runtime.compat import check_drafter
-from specx.runtime.errors import IncompatibleDrafter
+from specx.drafters.compat import check_drafter
+from specx.errors import IncompatibleDrafter
 
 
 def renamed(index: int, new: str, vocab: int = 96):

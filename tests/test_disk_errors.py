@@ -8,8 +8,9 @@ import tempfile
 import pytest
 
 from cli_helpers import cli_models, invoke, one_thread  # noqa: F401
-from specx.runtime import settings, store
-from specx.runtime.errors import SpecxError
+from specx.state import settings
+from specx.models import store
+from specx.errors import SpecxError
 
 
 def failing(code: int):
@@ -56,7 +57,7 @@ def test_a_read_only_model_cache_that_needs_a_conversion_names_specx_model_cache
 def test_tune_prints_its_table_before_a_save_that_fails(cli_models, tmp_path, monkeypatch):
     """The disk fills up as `specx tune` saves: the measured table is already on stdout, and the failure
     is exit 4 with a hint (was: the save came first, so a failed save lost the whole tune)."""
-    from specx.runtime import tuned
+    from specx.policy import tuned
 
     prompts = tmp_path / "p.toml"
     prompts.write_text('[[prompt]]\ncategory = "a"\ntext = "w5 w9 w5 w9 w5"\n')

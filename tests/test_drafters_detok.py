@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from conftest import word_tokenizer
-from specx.runtime.detok import TextStream
-from specx.runtime.drafters import Ask
-from specx.runtime.ngram import NgramDrafter
+from specx.engine.detok import TextStream
+from specx.engine.draft import Ask
+from specx.drafters.ngram import NgramDrafter
 
 
 def propose(seq, k=4):
@@ -141,7 +141,7 @@ def test_stop_string_across_tokens_is_cut_and_held_text_is_not_leaked():
 
 def test_a_copys_evidence_is_how_far_back_the_match_goes():
     """The cost model learns each kind of copy apart: the label is the match length, in buckets."""
-    from specx.runtime.ngram import evidence_kind
+    from specx.drafters.ngram import evidence_kind
 
     assert [evidence_kind(n) for n in (1, 2, 3, 4, 7, 8, 16)] == (
         ["match1", "match2", "match3", "match4", "match4", "match8", "match8"])

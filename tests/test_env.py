@@ -6,7 +6,7 @@ import json
 from typer.testing import CliRunner
 
 from specx.cli import app
-from specx.cli.env import cpu_flags
+from specx.state.machine import cpu_flags
 
 
 def test_env_json_has_versions_devices_dirs_and_token_presence_only(monkeypatch, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specx.runtime import fastpath
+from specx.cpu import fastpath
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="no oneDNN in this torch")
 
@@ -28,9 +28,9 @@ def test_prepacked_linear_matches_reference_and_is_row_independent():
 @pytest.mark.parametrize("kernels", ["onednn", "rowgemm"])
 def test_fast_path_keeps_speculative_greedy_equal_to_plain(make_lm, kernels):
     """On a float32 tiny model with either fast path, speculative greedy equals plain greedy."""
-    from specx.runtime.drafters import ModelDrafter
-    from specx.runtime.loop import Generation
-    from specx.runtime.types import Round, Sampling
+    from specx.drafters.model import ModelDrafter
+    from specx.engine.loop import Generation
+    from specx.engine.types import Round, Sampling
 
     target, draft = make_lm("qwen2", seed=3), make_lm("qwen2", seed=4, layers=1)
     for lm in (target, draft):

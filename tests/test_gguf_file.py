@@ -13,7 +13,7 @@ import pytest
 from conftest import fixture_model
 from specx.cpu.qweight import NAMES
 from specx.decoder.gguf_file import open_gguf, type_name
-from specx.runtime.errors import ModelFileError, ModelUnavailable, SpecxError
+from specx.errors import ModelFileError, ModelUnavailable, SpecxError
 
 FIXTURES = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
 
@@ -149,7 +149,7 @@ def test_a_type_without_a_kernel_is_listed_and_named_when_asked_for_a_weight(tin
 def test_a_type_unknown_to_ggml_is_listed_and_refused_when_read(tmp_path, tiny):
     """A type id no table knows: the file opens, the tensor is listed with its id, reading it is
     refused with an error naming it; check_gguf (transformers' path) refuses the file."""
-    from specx.runtime.gguf_check import check_gguf
+    from specx.models.gguf_check import check_gguf
 
     data = tiny.read_bytes()
     at = entry(data, "w_iq2") + 4 + 2 * 8  # past n_dims and two dims: the type

@@ -8,7 +8,7 @@ import pytest
 from conftest import fixture_model
 from specx.decoder.gguf_file import open_gguf
 from specx.decoder.tokenizer import load_tokenizer
-from specx.runtime.errors import ModelFileError, ModelUnavailable
+from specx.errors import ModelFileError, ModelUnavailable
 
 FIXTURES = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
 CORPUS = [

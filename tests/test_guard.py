@@ -5,11 +5,12 @@ import time
 
 import pytest
 
-from specx.runtime.costmodel import CostModel
-from specx.runtime.drafters import Draft, ModelDrafter, NoDrafter
-from specx.runtime.loop import Generation
-from specx.runtime.policy import GUARD_ROUNDS, PROBE_GAP, REFRESH_ROUNDS, DraftPolicy
-from specx.runtime.types import Round, Sampling
+from specx.policy.costmodel import CostModel
+from specx.engine.draft import Draft, NoDrafter
+from specx.drafters.model import ModelDrafter
+from specx.engine.loop import Generation
+from specx.policy.policy import GUARD_ROUNDS, PROBE_GAP, REFRESH_ROUNDS, DraftPolicy
+from specx.engine.types import Round, Sampling
 from tests.test_loop import plain_greedy
 
 PLAIN_S = 0.100   # a plain step: 10 tok/s

@@ -268,8 +268,8 @@ def test_disk_precheck_refuses_before_any_download(hf_here, monkeypatch):
     """Too little free space for the files: exit 4 before a single file is requested."""
     import shutil as real_shutil
 
-    from specx.runtime import hub as hubmod
-    from specx.runtime.errors import InsufficientResources
+    from specx.models import hub as hubmod
+    from specx.errors import InsufficientResources
 
     usage = real_shutil.disk_usage("/")
     monkeypatch.setattr(hubmod.shutil, "disk_usage", lambda p: usage._replace(free=1000))
@@ -287,7 +287,7 @@ def test_mirror_is_used_when_the_hub_is_unreachable(hf_here, monkeypatch, tmp_pa
     from huggingface_hub import constants
 
     from specx import presets
-    from specx.runtime import models, store
+    from specx.models import resolve as models, store
 
     payload = tiny_gguf(tmp_path / "m.gguf", "mirror")
     sock = socket.socket()
@@ -356,7 +356,7 @@ def test_progress_is_a_rich_bar_on_a_terminal(monkeypatch):
     import io
 
     from cli_helpers import Pty, strip_ansi
-    from specx.runtime.hubprogress import Bars
+    from specx.progress import Bars
 
     monkeypatch.setenv("TERM", "xterm-256color")
     monkeypatch.delenv("NO_COLOR", raising=False)
@@ -375,7 +375,7 @@ def test_progress_is_a_rich_bar_on_a_terminal(monkeypatch):
 
 def test_file_choice_takes_only_what_a_run_loads():
     """Config, tokenizer and root safetensors (not Mistral's consolidated copy, not subfolders, not .bin)."""
-    from specx.runtime.hub import HubRef, RemoteFile, choose
+    from specx.models.hub import HubRef, RemoteFile, choose
 
     names = ["config.json", "tokenizer.json", "README.md", "model-00001-of-00002.safetensors",
              "model-00002-of-00002.safetensors", "model.safetensors.index.json", "consolidated.safetensors",
@@ -388,7 +388,7 @@ def test_file_choice_takes_only_what_a_run_loads():
 
 def test_parse_ref_forms():
     """org/name, :quant, @revision, both; paths and bare names are not Hub refs."""
-    from specx.runtime.hub import HubRef, parse_ref
+    from specx.models.hub import HubRef, parse_ref
 
     assert parse_ref("Qwen/Qwen2.5-7B-Instruct") == HubRef("Qwen/Qwen2.5-7B-Instruct")
     assert parse_ref("bartowski/X-GGUF:Q4_K_M") == HubRef("bartowski/X-GGUF", "Q4_K_M")
@@ -420,8 +420,8 @@ def test_disk_filling_up_mid_download_is_exit_4(hf_here, monkeypatch):
 
     import huggingface_hub
 
-    from specx.runtime import hub as hubmod
-    from specx.runtime.errors import InsufficientResources
+    from specx.models import hub as hubmod
+    from specx.errors import InsufficientResources
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")

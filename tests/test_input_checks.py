@@ -12,10 +12,10 @@ import pytest
 
 from cli_helpers import ROOT, invoke, specx_env
 from specx import presets
-from specx.runtime import settings
-from specx.runtime.api import check_options
-from specx.runtime.errors import UsageError
-from specx.runtime.types import Sampling
+from specx.state import settings
+from specx.api import check_options
+from specx.errors import UsageError
+from specx.engine.types import Sampling
 
 # ---- options and settings ------------------------------------------------------------------------
 
@@ -113,7 +113,7 @@ def test_a_wrongly_typed_tuned_entry_is_skipped_with_one_note(monkeypatch):
     """`"speedup": "fast"` in tuned.json: that entry is skipped with one note and the run goes on untuned
     (was: every run of that pair failed)."""
     from specx.cli.tune import apply_tuned
-    from specx.runtime import tuned
+    from specx.policy import tuned
 
     key = tuned.TunedKey("sha256:aa", "ngram", "cpu: test, 1 threads", "float32")
     tuned.record(key, tuned.TunedSetting("ngram", 5, speedup=1.3), [])
@@ -129,8 +129,8 @@ def test_a_wrongly_typed_tuned_entry_is_skipped_with_one_note(monkeypatch):
 @pytest.mark.parametrize("where", ["verify_s", "draft_step_s", "calibration"])
 def test_nan_costs_in_measured_json_are_refused(where):
     """A NaN (or infinite) cost in measured.json reads as nothing measured: `auto` measures afresh."""
-    from specx.runtime import measured
-    from specx.runtime.costmodel import CostModel
+    from specx.policy import measured
+    from specx.policy.costmodel import CostModel
 
     key = {"target": "t|1", "drafter": "ngram", "device": "cpu: test, 2 threads"}
     cost = CostModel(verify_s={1: 0.35, 5: 0.7}, draft_step_s=0.08)

@@ -138,7 +138,7 @@ def test_rowgemm_comes_back_after_a_garbage_file(cache):
 
     from cli_helpers import ROOT, specx_env
 
-    probe = "from specx.kernels import rowgemm; print(rowgemm.available(), rowgemm.build_id(), rowgemm.why_not())"
+    probe = "from specx.cpu import rowgemm; print(rowgemm.available(), rowgemm.build_id(), rowgemm.why_not())"
     env = specx_env(SPECX_KERNEL_CACHE=str(cache), SPECX_ROWGEMM_PREFETCH="0")
 
     def run():

@@ -1,4 +1,4 @@
-"""Invariants of specx.kernels.sampling: greedy, warp (temperature, top-k, top-p), logit checks."""
+"""Invariants of specx.engine.sampling: greedy, warp (temperature, top-k, top-p), logit checks."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from specx.kernels.sampling import BadLogits, check_logits, greedy, sample, warp
+from specx.engine.sampling import BadLogits, check_logits, greedy, sample, warp
 
 
 @pytest.fixture(autouse=True, scope="module")

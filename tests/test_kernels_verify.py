@@ -1,11 +1,11 @@
-"""Invariants of specx.kernels.verify: speculative verification preserves the target law exactly."""
+"""Invariants of specx.engine.verify: speculative verification preserves the target law exactly."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from specx.kernels.sampling import sample
-from specx.kernels.verify import accept_probability, residual, verify_greedy, verify_sampled
+from specx.engine.sampling import sample
+from specx.engine.verify import accept_probability, residual, verify_greedy, verify_sampled
 
 F64 = torch.float64
 

@@ -13,12 +13,13 @@ from types import SimpleNamespace
 import pytest
 
 from cli_helpers import ROOT
-from specx.runtime import atomicio, lock, settings, store
+from specx.state import atomicio, settings
+from specx.models import lock, store
 
 WRITERS = {
-    "lock": "from specx.runtime import lock\n"
+    "lock": "from specx.models import lock\n"
             "for i in range(40): lock.record(f'org/{who}-{i}', {'commit': 'c', 'files': {}})\n",
-    "index": "from pathlib import Path\nfrom specx.runtime import store\n"
+    "index": "from pathlib import Path\nfrom specx.models import store\n"
              "for i in range(40):\n"
              "    f = Path(folder) / f'{who}-{i}.bin'; f.write_bytes(f'{who}{i}'.encode()); store.sha256_file(f)\n",
 }

@@ -4,13 +4,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specx.runtime.costmodel import CostModel
-from specx.runtime.drafters import Ask, ModelDrafter, NoDrafter
-from specx.runtime.hybrid import HybridDrafter
-from specx.runtime.loop import Generation
-from specx.runtime.lm import _cache_argument
-from specx.runtime.ngram import NgramDrafter
-from specx.runtime.types import Done, Round, Sampling
+from specx.policy.costmodel import CostModel
+from specx.engine.draft import Ask, NoDrafter
+from specx.drafters.model import ModelDrafter
+from specx.drafters.hybrid import HybridDrafter
+from specx.engine.loop import Generation
+from specx.models.lm import _cache_argument
+from specx.drafters.ngram import NgramDrafter
+from specx.engine.types import Done, Round, Sampling
 
 PROMPTS = [[0, 5, 9, 12, 5, 9], [0, 40, 41, 42, 43], [0, 7], [0, 3, 3, 3, 3, 3, 3], [0, 90, 2, 60, 2, 90]]
 
@@ -156,7 +157,7 @@ class Asked(NoDrafter):
         self.asked = 0
 
     def propose(self, *args, **kw):
-        from specx.runtime.drafters import Draft
+        from specx.engine.draft import Draft
 
         self.asked += 1
         return Draft([77], None)
@@ -255,7 +256,7 @@ def test_under_auto_a_hybrid_sits_its_model_out_of_a_prompt_over_twice_its_windo
     8 unread tokens), too dear to read whole, only copies for that answer, never runs its model, and
     says so in a notice; a shorter prompt, another policy, or reading that fits the budget keeps
     the model. The output is the target's own either way."""
-    from specx.runtime.policy import DraftPolicy
+    from specx.policy.policy import DraftPolicy
 
     target = make_lm("qwen2", seed=1)
     draft_lm = make_lm("qwen2", seed=2, layers=1)
@@ -294,7 +295,7 @@ def test_the_drafters_prompt_budget_is_priced_at_the_costs_measured_before_the_a
     """The budget a drafter's prompt pass gets comes from the costs carried into the answer, not
     from its first plain step (which often runs slow): here that step is ~1000× faster than the
     carried one, and would have priced drafting at nothing."""
-    from specx.runtime.policy import DraftPolicy
+    from specx.policy.policy import DraftPolicy
 
     class Recorder(NoDrafter):
         budgets: list = []

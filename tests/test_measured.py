@@ -6,11 +6,11 @@ import json
 import pytest
 from test_session import make_pair, tokens
 
-from specx.runtime import measured
-from specx.runtime.api import stream
-from specx.runtime.costmodel import MODEL, CostModel
-from specx.runtime.policy import WARMUP_K, DraftPolicy
-from specx.runtime.types import Sampling
+from specx.policy import measured
+from specx.api import stream
+from specx.policy.costmodel import MODEL, CostModel
+from specx.policy.policy import WARMUP_K, DraftPolicy
+from specx.engine.types import Sampling
 
 KEY = {"target": "t|1", "drafter": "d|2|hybrid", "device": "cpu: test, 2 threads"}
 
@@ -92,7 +92,7 @@ def test_costs_measured_on_another_build_of_specx_kernel_are_not_used(monkeypatc
     old 6-token forward, never timed again, held every draft at 4 tokens on the faster build)."""
     from types import SimpleNamespace
 
-    from specx.kernels import rowgemm
+    from specx.cpu import rowgemm
 
     lm = SimpleNamespace(model=SimpleNamespace(dtype="torch.float32"), kernels="kernels: specx rowgemm float32 linears")
     monkeypatch.setattr(rowgemm, "build_id", lambda: "aaaa")

@@ -6,7 +6,7 @@ import pytest
 from test_memory_footprint import moe_config
 from test_memory_offload import logits_by_step
 
-from specx.runtime.memory.experts import expert_bytes, offload_experts
+from specx.memory.experts import expert_bytes, offload_experts
 
 PROMPT = [3, 5, 7, 9, 11, 13, 2, 4]
 

@@ -13,9 +13,9 @@ def test_nf4_plan_with_cpu_offload_stays_within_its_gpu_budget(tmp_path, monkeyp
     pytest.importorskip("bitsandbytes")
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from specx.runtime.memory.footprint import shape_of
-    from specx.runtime.memory.planner import Request, plan
-    from specx.runtime.memory.probe import Budgets
+    from specx.memory.footprint import shape_of
+    from specx.memory.planner import Request, plan
+    from specx.memory.probe import Budgets
 
     config = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=4096, num_hidden_layers=12,
                          num_attention_heads=16, num_key_value_heads=4, tie_word_embeddings=False)
@@ -49,7 +49,7 @@ def test_run_on_the_gpu_reports_placement_and_cuda_peak_and_matches_generate(tmp
     assert "gpu" in stats["placement"] and stats["gpu_peak_bytes"] > 0
     tokens = [t for e in lines if e["type"] == "round" for t in e["token_ids"]]
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to("cuda:0").eval()
-    from specx.runtime.models import load_tokenizer, resolve
+    from specx.models.resolve import load_tokenizer, resolve
 
     prompt = load_tokenizer(resolve(str(folder)))("w5 w9 w12 w5 w9")["input_ids"]
     ids = torch.tensor([prompt], device="cuda:0")

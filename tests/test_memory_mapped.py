@@ -5,10 +5,10 @@ from dataclasses import replace
 
 import pytest
 
-from specx.runtime import fastpath
-from specx.runtime.memory.mapped import CONVERTED, FAULT_AROUND, resident_embedding, stays_mapped
-from specx.runtime.memory.planner import Request, plan
-from specx.runtime.memory.probe import Budgets
+from specx.cpu import fastpath
+from specx.memory.mapped import CONVERTED, FAULT_AROUND, resident_embedding, stays_mapped
+from specx.memory.planner import Request, plan
+from specx.memory.probe import Budgets
 from test_memory_planner import G, shape
 
 rowgemm = pytest.mark.skipif(not fastpath.row_kernel(), reason="needs specx's rowgemm kernel built here")

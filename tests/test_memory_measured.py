@@ -23,8 +23,8 @@ def measure(*paths: Path) -> dict:
 
 
 def planned(target: Path, drafter: Path | None):
-    from specx.runtime.memory import plan_for
-    from specx.runtime.models import resolve
+    from specx.memory import plan_for
+    from specx.models.resolve import resolve
 
     return plan_for(resolve(str(target)), resolve(str(drafter)) if drafter else None, CONTEXT, K,
                     {"gpu": 0, "cpu": 64 << 30, "disk": 64 << 30}, "float32")
@@ -33,7 +33,7 @@ def planned(target: Path, drafter: Path | None):
 @pytest.mark.slow
 def test_qwen_pair_within_15_percent():
     """The drafter as a run loads it: int8dyn where fbgemm exists (planned so too), else float32."""
-    from specx.runtime.fastpath import choose
+    from specx.cpu.fastpath import choose
 
     target, drafter = fixture_model("qwen2.5-coder-1.5b"), fixture_model("qwen2.5-coder-0.5b")
     plan, got = planned(target, drafter), measure(target, f"{drafter}={choose('auto', 'drafter')}")

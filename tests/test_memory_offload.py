@@ -5,10 +5,10 @@ import pytest
 
 from test_memory_footprint import llama_config, moe_config
 
-from specx.runtime.memory.footprint import shape_of
-from specx.runtime.memory.planner import Request, plan
-from specx.runtime.memory.probe import Budgets
-from specx.runtime.lm import _cache_argument
+from specx.memory.footprint import shape_of
+from specx.memory.planner import Request, plan
+from specx.memory.probe import Budgets
+from specx.models.lm import _cache_argument
 
 
 def logits_by_step(model, ids: list[int], steps: int = 3):

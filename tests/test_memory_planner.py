@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from specx.runtime.memory import backends as bk
-from specx.runtime.memory.footprint import Group, Shape
-from specx.runtime.memory.planner import PlanRefused, Request, plan
-from specx.runtime.memory.probe import Budgets
+from specx.memory import backends as bk
+from specx.memory.footprint import Group, Shape
+from specx.memory.planner import PlanRefused, Request, plan
+from specx.memory.probe import Budgets
 
 M = 2**20
 G = 2**30
@@ -161,8 +161,8 @@ def test_load_kwargs_carry_the_device_map_and_bnb_config():
 def test_a_drafter_on_the_cpu_is_priced_in_the_weights_it_will_run_in():
     """int8dyn (the default where fbgemm exists): int8 weights, fp16 in the down projections (a third
     of this layer's weights), 12 bytes per output row; `--draft-quant none`: float32."""
-    from specx.runtime import fastpath
-    from specx.runtime.memory.footprint import RUNTIME_OVERHEAD
+    from specx.cpu import fastpath
+    from specx.memory.footprint import RUNTIME_OVERHEAD
 
     if not fastpath.usable("int8dyn"):
         pytest.skip("this PyTorch build has no fbgemm")

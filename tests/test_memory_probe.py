@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from specx.runtime.errors import UsageError
-from specx.runtime.memory import probe
+from specx.errors import UsageError
+from specx.memory import probe
 
 MEMINFO = "MemTotal:       24000000 kB\nMemFree:        1000 kB\nMemAvailable:   20000000 kB\n"
 

@@ -5,10 +5,12 @@ import math
 
 import pytest
 
-from specx.runtime.drafters import Ask, ModelDrafter
-from specx.runtime.loop import Generation
-from specx.runtime.policy import DraftPolicy
-from specx.runtime.types import Round, Sampling
+from specx.engine.draft import Ask
+
+from specx.drafters.model import ModelDrafter
+from specx.engine.loop import Generation
+from specx.policy.policy import DraftPolicy
+from specx.engine.types import Round, Sampling
 
 
 def test_heuristic_moves_k_as_transformers_does():
@@ -65,7 +67,7 @@ def test_policies_never_change_the_output(make_lm):
 
 def test_expected_tokens_follow_the_geometric_law():
     """E(k) = (1 − a^(k+1)) / (1 − a): 1 token at k = 0, k+1 tokens as a → 1."""
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     model = _pooled(3.0, 1.0)   # no per-position evidence: one pooled rate
     a = model.acceptance
@@ -76,13 +78,13 @@ def test_expected_tokens_follow_the_geometric_law():
 
 
 def _pooled(accepted: float, rejected: float, **costs):
-    from specx.runtime.costmodel import CostModel, Track
+    from specx.policy.costmodel import CostModel, Track
 
     return CostModel(**costs, tracks={"model": Track(accepted, rejected)})
 
 
 def test_verify_time_is_interpolated_from_measured_sizes():
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     model = CostModel(verify_s={1: 0.10, 5: 0.18})
     assert model.verify_time(3) == pytest.approx(0.14)
@@ -94,7 +96,7 @@ def test_verify_time_is_interpolated_from_measured_sizes():
 def test_plain_decoding_cost_is_measured_never_extrapolated():
     """Extrapolating a 1-token forward from 2- and 17-token ones overstates it (CPU verification is
     not linear), which made drafting look paying; auto measures it in a plain round instead."""
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     assert CostModel(verify_s={2: 0.55, 17: 0.9}).verify_time(1) is None
     policy = DraftPolicy("auto", 4)
@@ -105,7 +107,7 @@ def test_plain_decoding_cost_is_measured_never_extrapolated():
 
 def test_best_k_is_zero_when_drafting_costs_more_than_it_saves():
     """Flat verification and cheap drafting favour k > 0; an expensive drafter makes k = 0 best."""
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     cheap = _pooled(8, 2, verify_s={1: 0.10, 5: 0.12}, draft_step_s=0.005)
     assert cheap.best_k(4) >= 3
@@ -128,7 +130,7 @@ def _drive(policy, rounds, draft_step_s, verify_s, acceptance):
 def test_auto_turns_drafting_off_says_so_and_probes_on_schedule():
     """Expensive drafts: after warm-up, one plain round and enough evidence, k = 0 with a notice; probes
     PROBE_GAP plain rounds later, then twice that."""
-    from specx.runtime.policy import MIN_JUDGED, PROBE_GAP, WARMUP_K, WARMUP_ROUNDS
+    from specx.policy.policy import MIN_JUDGED, PROBE_GAP, WARMUP_K, WARMUP_ROUNDS
 
     policy = DraftPolicy("auto", 4)
     ks = _drive(policy, 70, 0.08, lambda n: 0.1 + 0.05 * (n - 1), 0.5)
@@ -178,7 +180,7 @@ def test_auto_falls_back_to_plain_decoding_with_identical_output(make_lm):
 
 def test_a_drafter_that_is_wrong_first_and_then_right_for_long_gets_a_long_k():
     """Copying drafters (ngram) miss the first token often and then run: per-position rates see it."""
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     model = CostModel(verify_s={1: 0.100, 9: 0.200}, draft_step_s=0.0)
     for _ in range(12):   # half the rounds miss at once, the other half copy all 8
@@ -191,7 +193,7 @@ def test_a_drafter_that_is_wrong_first_and_then_right_for_long_gets_a_long_k():
 
 
 def test_positions_never_drafted_inherit_the_rate_of_the_one_before():
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     model = CostModel()
     for _ in range(20):
@@ -202,7 +204,7 @@ def test_positions_never_drafted_inherit_the_rate_of_the_one_before():
 
 def test_a_probe_waits_for_a_round_in_which_the_drafter_proposes():
     """The n-gram drafter often has nothing to offer: a round without drafts is not a failed probe."""
-    from specx.runtime.policy import PROBE_GAP
+    from specx.policy.policy import PROBE_GAP
 
     policy = DraftPolicy("auto", 4)
     for _ in range(40):
@@ -217,7 +219,7 @@ def test_a_probe_waits_for_a_round_in_which_the_drafter_proposes():
 
 
 def test_on_a_moe_target_the_off_sentence_names_the_expert_cost():
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     model = CostModel(verify_s={1: 0.10, 5: 0.30}, draft_step_s=0.08, moe=True)
     assert "union of their experts" in model.explain(0)
@@ -226,7 +228,7 @@ def test_on_a_moe_target_the_off_sentence_names_the_expert_cost():
 
 def test_copied_rounds_teach_the_verify_cost_but_not_the_model_drafters_acceptance():
     """A hybrid's free copies say nothing about how often its model's drafts are accepted."""
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     model = CostModel()
     for _ in range(10):
@@ -239,7 +241,7 @@ def test_copied_rounds_teach_the_verify_cost_but_not_the_model_drafters_acceptan
 def test_auto_trims_each_copy_to_what_its_evidence_has_earned():
     """A long running copy keeps its full length; one that keeps failing is not drafted at all (16
     tokens would double the forward for nothing); the model's drafts are never cut."""
-    from specx.runtime.drafters import Draft
+    from specx.engine.draft import Draft
 
     policy = DraftPolicy("auto", 16)
     verify = lambda n: 0.4 + 0.03 * (n - 1)   # noqa: E731  (a CPU: 17 tokens ≈ 2.2× one)
@@ -266,7 +268,7 @@ def test_the_first_copy_goes_as_far_as_its_match_and_later_kinds_borrow_what_cop
     """With no copy judged yet, a copy drafts twice as far as its match goes back; a kind of copy not
     drafted yet then borrows the pooled rate: in prose one failed copy speaks for the others, in an
     edit one success does. 1–2-token matches are guesses: on a CPU they are not drafted."""
-    from specx.runtime.drafters import Draft
+    from specx.engine.draft import Draft
 
     tokens = list(range(16))
     prose = _cpu_policy()
@@ -284,7 +286,7 @@ def test_the_first_copy_goes_as_far_as_its_match_and_later_kinds_borrow_what_cop
 
 def test_short_matches_are_drafted_where_verifying_is_nearly_free():
     """On a GPU a forward of 17 tokens costs about what one does: even a 15% guess pays there."""
-    from specx.runtime.drafters import Draft
+    from specx.engine.draft import Draft
 
     gpu = DraftPolicy("auto", 16)
     for n in (1, 17):
@@ -295,7 +297,7 @@ def test_short_matches_are_drafted_where_verifying_is_nearly_free():
 
 def test_drafting_must_promise_a_margin_over_plain_decoding():
     """What the estimate leaves out is paid anyway: a draft that promises 2% more is not worth it."""
-    from specx.runtime.costmodel import MARGIN
+    from specx.policy.costmodel import MARGIN
 
     model = _pooled(0.0, 0.0, verify_s={1: 0.100, 2: 0.147}, draft_step_s=0.0)
     even = model.rate(1) / model.rate(0)
@@ -320,7 +322,7 @@ def test_after_a_copy_accepted_whole_the_next_copy_of_its_kind_goes_twice_as_far
     """One rejection at a far position would hold copies of a kind short while every shorter one is
     accepted (the position is never judged again); a whole acceptance doubles the next, a rejection
     ends that."""
-    from specx.runtime.drafters import Draft
+    from specx.engine.draft import Draft
 
     policy = DraftPolicy("auto", 16)
     verify = lambda n: 0.4 + 0.03 * (n - 1)   # noqa: E731
@@ -338,7 +340,7 @@ def test_after_a_copy_accepted_whole_the_next_copy_of_its_kind_goes_twice_as_far
 def test_the_model_drafter_stops_when_its_draft_would_likely_be_wasted(make_lm):
     """auto: the drafter stops once the product of its confidences falls below a drafted token's cost
     in plain tokens (CostModel.break_even); a random tiny model is never that sure of two tokens."""
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     assert CostModel(verify_s={1: 0.4}, draft_step_s=0.08).break_even() == pytest.approx(0.2)
     assert CostModel(verify_s={2: 0.4}, draft_step_s=0.08).break_even() is None
@@ -354,7 +356,7 @@ def test_the_model_drafter_stops_when_its_draft_would_likely_be_wasted(make_lm):
 def test_the_survival_floor_prices_a_further_token_at_its_draft_step_and_verify_share():
     """A further drafted token must earn its drafting step and what it adds to the verify forward, in
     plain tokens: with a flat verify cost that is the break-even of the step alone."""
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     flat = CostModel(verify_s={1: 0.4, 2: 0.4, 3: 0.4}, draft_step_s=0.08)
     assert flat.survival_floor((0.1,)) == pytest.approx(flat.break_even()) == pytest.approx(0.2)
@@ -391,7 +393,7 @@ def test_the_survival_stop_reads_confidences_through_the_measured_calibration(ma
 def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
     """A hybrid's copies are cut by `trim`, not by the model's k: with the model drafter off they are
     still offered k_max (clamped to the budget), the model none."""
-    from specx.runtime.drafters import Draft, NoDrafter
+    from specx.engine.draft import Draft, NoDrafter
 
     class Recorder(NoDrafter):
         asks: list = []
@@ -414,7 +416,7 @@ def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
 def test_the_off_sentence_names_the_first_drafted_tokens_rate():
     """Drafts that fail at once and one long accepted one: a high per-token acceptance, yet drafting
     does not pay; the sentence says why (the first token's rate), not only the misleading average."""
-    from specx.runtime.costmodel import CostModel
+    from specx.policy.costmodel import CostModel
 
     cost = CostModel(verify_s={1: 0.4, 2: 0.6, 10: 0.9, 14: 1.0}, draft_step_s=0.14)
     for drafted, accepted in ((9, 0), (4, 0), (13, 13), (5, 0)):
@@ -427,7 +429,7 @@ def test_the_drafters_prompt_pass_may_cost_what_drafting_is_expected_to_save():
     """read_budget: the share of READ_ANSWER plain tokens at most that drafting saves beyond MARGIN at
     the measured costs and the prior acceptance (float32-like costs: ~7%); nothing where drafting does not pay
     (fp16-like: a drafting step 40% of a plain one), None before the costs are measured."""
-    from specx.runtime.costmodel import READ_ANSWER, CostModel
+    from specx.policy.costmodel import READ_ANSWER, CostModel
 
     assert CostModel().read_budget(64) is None
     assert CostModel(verify_s={1: 0.19}, draft_step_s=0.031).read_budget(64) is None

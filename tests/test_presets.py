@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from specx import presets
-from specx.runtime.errors import ModelUnavailable, UsageError
+from specx.errors import ModelUnavailable, UsageError
 
 
 def test_bundled_presets_parse_and_are_frozen():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specx.runtime import fastpath, qlinear
+from specx.cpu import fastpath, qlinear
 
 PRECISIONS = [p for p in ("fp16", "int8", "int4") if qlinear.usable(p)]
 
@@ -76,10 +76,10 @@ def test_int4_leaves_layers_with_odd_output_rows_in_float():
 def test_speculative_greedy_equals_plain_in_each_precision(precision, make_lm, monkeypatch):
     """With the target's and drafter's weights packed, speculative greedy = plain greedy (same target);
     fp16 runs fbgemm, or specx's rowgemm with SPECX_KERNELS=rowgemm."""
-    from specx.runtime.drafters import ModelDrafter
-    from specx.runtime.ngram import NgramDrafter
-    from specx.runtime.loop import Generation
-    from specx.runtime.types import Round, Sampling
+    from specx.drafters.model import ModelDrafter
+    from specx.drafters.ngram import NgramDrafter
+    from specx.engine.loop import Generation
+    from specx.engine.types import Round, Sampling
 
     if precision == "fp16 rowgemm":
         if not fastpath.row_kernel():
@@ -107,7 +107,7 @@ def test_auto_keeps_target_weights_and_packs_the_drafter(monkeypatch):
 
 
 def test_unknown_precision_is_a_usage_error():
-    from specx.runtime.errors import UsageError
+    from specx.errors import UsageError
 
     with pytest.raises(UsageError, match="int3"):
         fastpath.choose("int3", "target")
@@ -119,7 +119,7 @@ dynamic = pytest.mark.skipif(not qlinear.usable("int8dyn"), reason="no fbgemm in
 @dynamic
 def test_int8dyn_is_refused_for_the_target():
     """Activations scaled per forward make a row's result depend on the batch: never the target's."""
-    from specx.runtime.errors import UsageError
+    from specx.errors import UsageError
 
     with pytest.raises(UsageError, match="target") as refused:
         fastpath.choose("int8dyn", "target")
@@ -149,9 +149,9 @@ def test_int8dyn_layer_stays_close_to_float():
 @dynamic
 def test_int8dyn_drafter_keeps_greedy_output_the_targets(make_lm):
     """The drafter's numbers only decide what is proposed: with int8dyn, speculative = plain greedy."""
-    from specx.runtime.drafters import ModelDrafter
-    from specx.runtime.loop import Generation
-    from specx.runtime.types import Round, Sampling
+    from specx.drafters.model import ModelDrafter
+    from specx.engine.loop import Generation
+    from specx.engine.types import Round, Sampling
 
     target = make_lm("qwen2", seed=3, hidden=128)
     draft = make_lm("qwen2", seed=3, hidden=128)   # the target's own weights: long drafts get accepted

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from conftest import fixture_model
-from specx.runtime.api import prepare, prompt_ids, stream
-from specx.runtime.types import Round
+from specx.api import prepare, prompt_ids, stream
+from specx.engine.types import Round
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def dense_model(path):
     """The target as plain transformers loads it (no specx fast path): the reference."""
     from transformers import AutoModelForCausalLM
 
-    from specx.runtime.models import model_dir, resolve
+    from specx.models.resolve import model_dir, resolve
 
     return AutoModelForCausalLM.from_pretrained(model_dir(resolve(str(path)), "float32"), dtype=torch.float32).eval()
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from conftest import fixture_model
-from specx.runtime import models
-from specx.runtime.api import prepare, prompt_ids, stream
-from specx.runtime.types import Round
+from specx.models import resolve as models
+from specx.api import prepare, prompt_ids, stream
+from specx.engine.types import Round
 from test_real_models import PROMPTS, check_equal_or_near_tie
 
 pytestmark = pytest.mark.slow

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from specx.runtime import policy as policies
-from specx.runtime.costmodel import DECAY, CostModel
-from specx.runtime.policy import REFRESH_ROUNDS, DraftPolicy
+from specx.policy import policy as policies
+from specx.policy.costmodel import DECAY, CostModel
+from specx.policy.policy import REFRESH_ROUNDS, DraftPolicy
 
 
 def drive(policy: DraftPolicy, n: int, plain_s: float, tokens: list[int], round_s: float) -> list[int]:

@@ -1,12 +1,12 @@
-"""specx's CPU kernel (kernels/rowgemm.c), float32 and half-float weights: right results, and a row's
+"""specx's CPU kernel (cpu/rowgemm.c), float32 and half-float weights: right results, and a row's
 result never depends on the rows verified with it."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from specx.kernels import rowgemm
-from specx.runtime import fastpath
+from specx.cpu import rowgemm
+from specx.cpu import fastpath
 
 needs_kernel = pytest.mark.skipif(not rowgemm.available(), reason=f"rowgemm not built here: {rowgemm.why_not()}")
 

@@ -46,9 +46,9 @@ def run_json(*args):
 
 def cpu_budget_for(model, want):
     """The largest CPU budget (1 MiB steps) whose plan satisfies `want` (plans read the config only)."""
-    from specx.runtime.memory import plan_for
-    from specx.runtime.memory.planner import PlanRefused
-    from specx.runtime.models import resolve
+    from specx.memory import plan_for
+    from specx.memory.planner import PlanRefused
+    from specx.models.resolve import resolve
 
     for mib in range(512, 127, -1):
         try:
@@ -117,8 +117,8 @@ def test_moe_offload_on_a_dense_model_is_a_usage_error(mid_model):
 @pytest.mark.parametrize("quant", ["fp16", "int8", "int4"])
 def test_cpu_weight_precisions_load_through_the_fast_path_not_bitsandbytes(mid_model, quant):
     """On the CPU `int8` names the fast path's kernel; bitsandbytes is only for models on a GPU."""
-    from specx.runtime.models import resolve
-    from specx.runtime.placement import plan_run
+    from specx.models.resolve import resolve
+    from specx.memory.placement import plan_run
 
     applied = plan_run(resolve(str(mid_model)), None, 4, "auto", quant, "gpu=0,cpu=8GiB")
     assert applied.target.weights == quant and not applied.target.dispatched

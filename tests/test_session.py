@@ -4,14 +4,14 @@ from __future__ import annotations
 import pytest
 from conftest import fixture_model, tiny_lm
 
-from specx.runtime.api import Pair
-from specx.runtime.drafters import ModelDrafter
-from specx.runtime.ngram import NgramDrafter
-from specx.runtime.hybrid import HybridDrafter
-from specx.runtime.loop import Generation
-from specx.runtime.session import ChatSession, common_prefix
-from specx.runtime.policy import AUTO_K_MAX, DEFAULT_K
-from specx.runtime.types import Round, Sampling
+from specx.api import Pair
+from specx.drafters.model import ModelDrafter
+from specx.drafters.ngram import NgramDrafter
+from specx.drafters.hybrid import HybridDrafter
+from specx.engine.loop import Generation
+from specx.engine.session import ChatSession, common_prefix
+from specx.policy.policy import AUTO_K_MAX, DEFAULT_K
+from specx.engine.types import Round, Sampling
 
 # A chat template over the word vocabulary: w2 = system, w3 = user, w4 = assistant, w1 (EOS) ends a turn.
 WORD_TEMPLATE = ("{% for m in messages %}{{ {'system': 'w2', 'user': 'w3', 'assistant': 'w4'}[m['role']] }} "
@@ -46,7 +46,7 @@ def tokens(events) -> list[int]:
 
 
 def fresh_tokens(pair: Pair, ids: list[int], max_tokens: int) -> list[int]:
-    from specx.runtime.types import Sampling
+    from specx.engine.types import Sampling
 
     return tokens(Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=max_tokens, sampling=Sampling()))
 
@@ -114,9 +114,9 @@ def test_smollm2_chat_template_reuses_the_conversation():
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from specx.runtime.lm import LM
-    from specx.runtime.models import resolve
-    from specx.runtime.store import any_copy
+    from specx.models.lm import LM
+    from specx.models.resolve import resolve
+    from specx.models.store import any_copy
 
     path = fixture_model("smollm2-135m")
     copy = any_copy(resolve(str(path)).path)
@@ -148,8 +148,8 @@ def test_smollm2_chat_template_reuses_the_conversation():
 def test_a_pair_loaded_without_k_drafts_as_specx_run_does_without_k(policy, k):
     """`specx.load(model)` without k: auto may draft up to AUTO_K_MAX and the other policies take
     DEFAULT_K, as `specx run` without -k (auto was held to 4 in Python); a k given holds for all."""
-    from specx.runtime.api import stream
-    from specx.runtime.types import Done
+    from specx.api import stream
+    from specx.engine.types import Done
 
     pair = make_pair("model")
     pair.k, pair.k_chosen = AUTO_K_MAX, False          # what prepare(k=None) leaves

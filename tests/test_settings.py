@@ -6,8 +6,9 @@ import json
 import pytest
 from cli_helpers import cli_models, invoke, one_thread  # noqa: F401  (fixtures)
 
-from specx.runtime import settings
-from specx.runtime.errors import UsageError
+from specx import presets
+from specx.state import settings
+from specx.errors import UsageError
 
 
 def test_precedence_flag_env_config_tuned_preset_builtin(isolated_home):
@@ -23,9 +24,9 @@ def test_precedence_flag_env_config_tuned_preset_builtin(isolated_home):
 
 
 def test_preset_k_ranks_below_config(isolated_home):
-    assert settings.resolve({"model": "smollm2"}, environ={})["k"][1] == "preset"
+    assert settings.resolve({"model": "smollm2"}, environ={}, preset=presets.defaults)["k"][1] == "preset"
     settings.write_config({"k": 2})
-    assert settings.resolve({"model": "smollm2"}, environ={})["k"] == (2, "config")
+    assert settings.resolve({"model": "smollm2"}, environ={}, preset=presets.defaults)["k"] == (2, "config")
 
 
 def test_tuned_hook_receives_the_model_and_lower_layers_do_not_leak(isolated_home):

@@ -11,7 +11,7 @@ import pytest
 
 from cli_helpers import invoke
 from specx.cli import chat_commands
-from specx.runtime import models
+from specx.models import resolve as models
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from cli_helpers import cli_models, invoke, one_thread, specx_cmd, specx_env  # noqa: F401
 from specx.cli.prompt import read_prompt
-from specx.runtime.errors import UsageError
+from specx.errors import UsageError
 
 
 class Untouchable(io.TextIOBase):
@@ -68,7 +68,7 @@ def test_git_diff_pipe_with_dash_and_a_prompt(cli_models):
 @pytest.mark.usefixtures("one_thread")
 def test_dash_and_a_prompt_with_the_configured_model(cli_models):
     """With a default model, `git diff | specx run - "…"` means that model, the pipe and the prompt."""
-    from specx.runtime import settings
+    from specx.state import settings
 
     settings.set_value("model", str(cli_models["target"]))
     result = invoke("run", "-", "w7", "--raw", "-n", "2", "--json", input="w5 w6\n")

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import fixture_model
-from specx.runtime import store
-from specx.runtime.errors import InsufficientResources, ModelFileError, ModelUnavailable
+from specx.models import store
+from specx.errors import InsufficientResources, ModelFileError, ModelUnavailable
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Machine-dependent kernel choices (kernels/timed.py): rowgemm's prefetching never changes a result; a
+"""Machine-dependent kernel choices (cpu/timed.py): rowgemm's prefetching never changes a result; a
 choice is timed once per machine, saved, reused, and overridden by the environment."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-from specx.kernels import rowgemm, timed
-from specx.runtime import fastpath
+from specx.cpu import rowgemm, timed
+from specx.cpu import fastpath
 
 needs_kernel = pytest.mark.skipif(not rowgemm.available(), reason=f"rowgemm not built here: {rowgemm.why_not()}")
 

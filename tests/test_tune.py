@@ -11,9 +11,10 @@ import pytest
 
 from cli_helpers import ROOT, cli_models, invoke, make_folder, one_thread, run_specx, specx_env  # noqa: F401
 from specx.bench.tune import candidates, choose
-from specx.runtime import tuned
-from specx.runtime.policy import AUTO_K_MAX, draft_cap
-from specx.runtime.tuned import TunedKey, TunedSetting
+from specx.policy import tuned
+from specx.state import machine
+from specx.policy.policy import AUTO_K_MAX, draft_cap
+from specx.policy.tuned import TunedKey, TunedSetting
 
 KEY = TunedKey("sha256:aa", "ngram", "cpu: test, 1 threads", "float32")
 
@@ -76,7 +77,7 @@ def test_a_damaged_tuned_file_reads_as_empty():
 
 WRITER = """
 import sys
-from specx.runtime.tuned import TunedKey, TunedSetting, record
+from specx.policy.tuned import TunedKey, TunedSetting, record
 who = sys.argv[1]
 for i in range(40):
     record(TunedKey(f"{who}-{i}", "ngram", "cpu", "float32"), TunedSetting("ngram", 4), [])
@@ -163,7 +164,7 @@ def test_run_uses_the_tuned_setting_and_flags_override_it(cli_models):
 def test_a_tuned_policy_runs_guarded_unless_the_user_chose_the_policy(cli_models, monkeypatch):
     """What `auto` takes from the tune may still turn speculation off (DraftPolicy.guard); a policy
     given by flag is run as given."""
-    from specx.runtime import policy as policies
+    from specx.policy import policy as policies
 
     made, real = [], policies.DraftPolicy
 
@@ -242,6 +243,6 @@ def test_a_setting_tuned_on_one_vector_unit_does_not_apply_to_another(monkeypatc
     import torch
 
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
-    avx2 = tuned.device_identity()
+    avx2 = machine.identity()
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
-    assert avx2 != tuned.device_identity() and "(AVX512)" in tuned.device_identity()
+    assert avx2 != machine.identity() and "(AVX512)" in machine.identity()

@@ -6,10 +6,11 @@ import copy
 
 import torch
 
-from specx.runtime import vocabtrim
-from specx.runtime.drafters import Ask, ModelDrafter
-from specx.runtime.loop import Generation
-from specx.runtime.types import Round, Sampling
+from specx.models import vocabtrim
+from specx.engine.draft import Ask
+from specx.drafters.model import ModelDrafter
+from specx.engine.loop import Generation
+from specx.engine.types import Round, Sampling
 
 
 def _trimmed(lm, keep: int):

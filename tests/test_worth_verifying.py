@@ -4,11 +4,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specx.runtime.costmodel import MODEL, Calibration, CostModel
-from specx.runtime.drafters import Draft, ModelDrafter
-from specx.runtime.loop import Generation
-from specx.runtime.policy import DraftPolicy
-from specx.runtime.types import Round, Sampling
+from specx.policy.costmodel import MODEL, Calibration, CostModel
+from specx.engine.draft import Draft
+from specx.drafters.model import ModelDrafter
+from specx.engine.loop import Generation
+from specx.policy.policy import DraftPolicy
+from specx.engine.types import Round, Sampling
 
 CPU = {1: 0.35, 2: 0.70, 5: 0.80, 17: 1.00}   # float32 verify seconds by tokens per forward (dev CPU shape)
 

@@ -11,9 +11,9 @@ import copy
 import resource
 import time
 
-from ..runtime.errors import InsufficientResources, UsageError
-from ..runtime.types import Done, Round, Sampling
-from ..runtime.tuned import split_hybrid
+from ..errors import InsufficientResources, UsageError
+from ..engine.types import Done, Round, Sampling
+from ..policy.tuned import split_hybrid
 from .runner import Config, Sample
 from .suite import Prompt
 
@@ -25,7 +25,7 @@ LOOKUP_TOKENS = 10   # prompt_lookup_num_tokens, as transformers' documentation 
 def describe_pair(pair, dtype: str) -> tuple[str, int]:
     """The precision sentence of a row, and the bytes of the weights it uses (target + drafter),
     specx's packed CPU linears included (their weights are not parameters)."""
-    from ..runtime.models import dtype_name
+    from ..models.resolve import dtype_name
 
     lms = [pair.target] + ([pair.drafter.lm] if hasattr(pair.drafter, "lm") else [])
     weights = sum(_weight_bytes(lm.model) for lm in lms)
@@ -43,7 +43,7 @@ def _weight_bytes(model) -> int:
 
 def specx_call(model: str, pair, config: Config, sampling: Sampling):
     """A function (prompt, max_tokens) -> Sample running specx's stream on the prepared pair."""
-    from ..runtime.api import stream
+    from ..api import stream
 
     def go(prompt: Prompt, max_tokens: int) -> Sample:
         tokens: list[int] = []
@@ -66,7 +66,7 @@ def specx_call(model: str, pair, config: Config, sampling: Sampling):
 def full_vocabulary(lm, ref: str, dtype: str):
     """The drafter as transformers needs it: the same weights and kernels, every output row (its
     assisted generation reads the assistant's logits as token ids, so a VocabTrim head cannot serve)."""
-    from ..runtime.models import load_lm, resolve
+    from ..models.resolve import load_lm, resolve
 
     if lm.keep_ids is None:
         return lm
@@ -121,7 +121,7 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str, model
     def go(prompt: Prompt, max_tokens: int) -> Sample:
         import torch
 
-        from ..runtime.api import prompt_ids
+        from ..api import prompt_ids
 
         ids = torch.tensor([prompt_ids(tokenizer, prompt.text)], device=base.target.device)
         if assistant is not None:   # transformers adapts the draft length in place and keeps it across calls
@@ -147,7 +147,7 @@ def stock_model(ref: str, dtype: str, device) -> object:
     """The model as transformers alone loads it (its own layers, no specx kernels), memoised per process."""
     from transformers import AutoModelForCausalLM
 
-    from ..runtime.models import model_dir, resolve, torch_dtype
+    from ..models.resolve import model_dir, resolve, torch_dtype
 
     key = (ref, dtype, str(device))
     if key not in _STOCK:
@@ -166,7 +166,7 @@ def stock_model(ref: str, dtype: str, device) -> object:
 
 def stock_precision(dtype: str, *models) -> tuple[str, int]:
     """The precision sentence of a stock row, and the bytes of its weights."""
-    from ..runtime.models import dtype_name
+    from ..models.resolve import dtype_name
 
     weights = sum(_weight_bytes(m) for m in models)
     return f"{dtype_name(dtype)} (transformers' own layers and load, no specx kernels)", weights

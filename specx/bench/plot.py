@@ -5,7 +5,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..runtime.errors import SpecxError, UsageError
+from ..errors import SpecxError, UsageError
 from .report import OVERALL
 
 

@@ -8,7 +8,7 @@ def console(stream):
     """A Rich console on this stream, following specx's colour policy; wide enough when piped."""
     from rich.console import Console
 
-    from ..cli.live import is_tty, wants_color
+    from ..terminal import is_tty, wants_color
 
     tty = is_tty(stream)
     return Console(file=stream, no_color=not wants_color(stream), force_terminal=wants_color(stream) or None,

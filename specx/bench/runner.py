@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..runtime.types import Sampling
+from ..engine.types import Sampling
 from .suite import Prompt
 
 WARMUP_TOKENS = 8
@@ -33,7 +33,7 @@ class Config:
             return self.peer
         if self.baseline:
             return "none"
-        from ..runtime.tuned import HYBRID, split_hybrid
+        from ..policy.tuned import HYBRID, split_hybrid
 
         base, hybrid = split_hybrid(self.drafter)
         name = base if base in ("ngram", "auto") else Path(base).stem or base
@@ -129,7 +129,7 @@ class Runner:
         self.measurements = Measurements(self.configs, prompts)
 
     def load(self) -> None:
-        from ..runtime.api import prepare
+        from ..api import prepare
         from .peers import describe_pair, peer_call, specx_call
 
         pairs = {}

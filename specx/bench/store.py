@@ -9,9 +9,9 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from ..runtime.atomicio import atomic_write
-from ..runtime.errors import SpecxError, UsageError
-from ..runtime.paths import data_dir
+from ..state.atomicio import atomic_write
+from ..errors import SpecxError, UsageError
+from ..state.paths import data_dir
 
 PACKAGES = ("specx", "torch", "transformers", "accelerate", "tokenizers", "safetensors", "gguf")
 
@@ -27,11 +27,10 @@ def environment(device: str = "cpu") -> dict:
     """Versions, device and threads: what a result depends on besides the models."""
     import torch
 
-    from ..cli.env import cpu_flags
-    from ..runtime.tuned import device_identity
+    from ..state.machine import cpu_flags, identity
 
     return {"python": sys.version.split()[0], "platform": platform.platform(),
-            "packages": {name: _version(name) for name in PACKAGES}, "device": device_identity(device),
+            "packages": {name: _version(name) for name in PACKAGES}, "device": identity(device),
             "torch_threads": torch.get_num_threads(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "cpu_flags": [f for f, on in cpu_flags().items() if on]}
 

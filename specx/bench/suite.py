@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ..runtime.errors import UsageError
+from ..errors import UsageError
 
 KEYS = ("category", "name", "text")
 FORMAT_HINT = ('the file holds [[prompt]] tables (TOML) or {"prompt": [...]} (JSON), each with `category` '

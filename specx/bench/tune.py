@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import time
 
-from ..runtime.policy import AUTO_K_MAX
-from ..runtime.tuned import TunedSetting
+from ..policy.policy import AUTO_K_MAX
+from ..policy.tuned import TunedSetting
 from .report import OVERALL
 from .runner import Config
 

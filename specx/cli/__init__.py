@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from ..runtime.errors import InsufficientResources, Interrupted, SpecxError, redact
+from ..errors import InsufficientResources, Interrupted, SpecxError, redact
 
 EXIT_CODES = """\b
 Exit codes:  0 success; 1 runtime failure (I/O, corrupt file); 2 usage or input validation;

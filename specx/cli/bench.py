@@ -51,7 +51,7 @@ def bench(
     settings, configs, chosen = plan(model, drafter, draft_policy, draft_tokens, confidence, max_tokens, repeats,
                                      prompts, dtype, temperature, seed, peer, plot_path, json_path, csv_path, quant,
                                      config)
-    from ..runtime.types import Sampling
+    from ..engine.types import Sampling
 
     runner = Runner(model, configs, chosen, dtype=dtype, max_tokens=max_tokens, quant=quant,
                     sampling=Sampling(temperature, None, None, seed if temperature else None), notify=output.note)
@@ -70,12 +70,12 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
     from ..bench import suite
     from ..bench.peers import peer_configs
     from ..bench.runner import Config, with_baseline
-    from ..runtime.api import MAX_K, check_options
-    from ..runtime.errors import UsageError
-    from ..runtime.models import dtype_name
-    from ..runtime.types import Sampling
+    from ..api import MAX_K, check_options
+    from ..errors import UsageError
+    from ..models.resolve import dtype_name
+    from ..engine.types import Sampling
 
-    from ..runtime.policy import draft_cap
+    from ..policy.policy import draft_cap
 
     policies, ks = policies or ["fixed"], ks or []
     for policy in policies:
@@ -100,7 +100,7 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
                              for k in ks or [draft_cap(4, p, False)]]
                             + exact)
     configs += peer_configs(peers or [], configs)
-    from ..runtime.fastpath import choose
+    from ..cpu.fastpath import choose
 
     settings = {"model": model, "dtype": dtype_name(dtype), "quant": choose(quant, "target"), "max_tokens": max_tokens, "repeats": repeats,
                 "mode": "greedy" if temperature == 0 else f"sampling t={temperature:g} seed={seed}",
@@ -113,10 +113,10 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
 def parse_spec(spec: str, model: str, dtype: str, temperature: float, quant: str):
     """`drafter=D,k=K,policy=P[,confidence=C]` or `tuned` → a Config (checked like the flags)."""
     from ..bench.runner import Config
-    from ..runtime.api import MAX_K, check_options
-    from ..runtime.errors import UsageError
-    from ..runtime.policy import draft_cap
-    from ..runtime.types import Sampling
+    from ..api import MAX_K, check_options
+    from ..errors import UsageError
+    from ..policy.policy import draft_cap
+    from ..engine.types import Sampling
 
     hint = "e.g. --config drafter=ngram,k=8,policy=auto or --config tuned"
     if spec.strip() == "tuned":
@@ -144,9 +144,9 @@ def parse_spec(spec: str, model: str, dtype: str, temperature: float, quant: str
 
 def tuned_config(model: str, dtype: str, temperature: float, quant: str):
     from ..bench.runner import BASELINE, Config
-    from ..runtime import tuned
-    from ..runtime.errors import UsageError
-    from ..runtime.fastpath import choose
+    from ..policy import tuned
+    from ..errors import UsageError
+    from ..cpu.fastpath import choose
 
     setting = tuned.lookup_tuned(tuned.make_key(model, None, dtype, temperature, choose(quant, "target")))
     if setting is None:
@@ -159,7 +159,7 @@ def tuned_config(model: str, dtype: str, temperature: float, quant: str):
 
 def resolve_auto(model: str) -> str:
     """`auto`, as `specx run` reads it: the preset's model drafter, else ngram."""
-    from ..runtime.models import resolve
+    from ..models.resolve import resolve
 
     source = resolve(model)
     drafters = source.preset.drafters if source.preset else ()
@@ -171,7 +171,7 @@ def finish(m, settings, model, json_path, csv_path, plot_path, suite) -> None:
     import json
 
     from ..bench import render, report, store
-    from ..runtime.errors import SpecxError
+    from ..errors import SpecxError
 
     rows = report.summarise(m, greedy=settings["mode"] == "greedy", level=settings["level"])
     if not rows:

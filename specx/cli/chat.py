@@ -39,11 +39,11 @@ def chat(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per turn on stdout.")] = False,
 ) -> None:
     """Chat with a model: each turn prefills only its new tokens. Stdin piped: one message per line."""
-    from ..runtime.api import check_options, prepare
-    from ..runtime.errors import UsageError
-    from ..runtime.policy import draft_cap
-    from ..runtime.session import ChatSession
-    from ..runtime.types import Sampling
+    from ..api import check_options, prepare
+    from ..errors import UsageError
+    from ..policy.policy import draft_cap
+    from ..engine.session import ChatSession
+    from ..engine.types import Sampling
     from .defaults import EXPLICIT, fill
 
     o = fill(ctx, dict(locals()), prompt_param=None, notify=output.note)
@@ -89,7 +89,7 @@ def piped(session, json_out: bool, show_stats: bool) -> int:
 
 def answer(turn, json_out: bool, show_stats: bool) -> tuple[str, str]:
     """Stream one answer (text mode: live panel on a terminal stderr); returns its text and stop reason."""
-    from ..runtime.types import Done
+    from ..engine.types import Done
     from .run import Sink, first_sigint_sets
 
     sink = Sink(False, show_stats, False)
@@ -144,7 +144,7 @@ def terminal(session, model: str, show_stats: bool) -> int:
 
 def one_turn(session, line: str, show_stats: bool) -> int:
     """One answer on the terminal; a user mistake is reported and the chat goes on."""
-    from ..runtime.errors import SpecxError
+    from ..errors import SpecxError
     from . import report
 
     try:

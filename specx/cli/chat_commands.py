@@ -21,7 +21,7 @@ def setup_history() -> None:
         import readline
     except ImportError:   # pragma: no cover  (Windows without pyreadline)
         return
-    from ..runtime.paths import state_dir
+    from ..state.paths import state_dir
 
     path = state_dir() / "chat_history"
     try:

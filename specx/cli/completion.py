@@ -19,7 +19,7 @@ def _presets() -> list[str]:
 
 def _cached_models() -> list[str]:
     """GGUF files specx has hashed before (its model cache index), if they still exist."""
-    from ..runtime.paths import model_cache
+    from ..state.paths import model_cache
 
     try:
         index = json.loads((model_cache() / "sha256-index.json").read_text(encoding="utf-8"))

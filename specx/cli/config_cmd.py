@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..runtime.settings import KEYS
+from ..state.settings import KEYS
 from . import EXIT_CODES, app
 
 config_app = typer.Typer(help="Show and change the defaults: a TOML file, below SPECX_* variables.",
@@ -25,10 +25,12 @@ def _complete_key(incomplete: str) -> list[str]:
 def show(json_out: Annotated[bool, typer.Option("--json", help="One JSON object: key → value and source.")] = False
          ) -> None:
     """Every setting, its value and where it comes from (environment, config, preset, built-in)."""
-    from ..runtime import settings
+    from ..state import settings
     from .output import write_stdout
 
-    values = settings.resolve({})
+    from .. import presets
+
+    values = settings.resolve({}, preset=presets.defaults)
     if json_out:
         write_stdout(json.dumps({k: {"value": v, "source": s} for k, (v, s) in values.items()}) + "\n")
         return
@@ -43,7 +45,7 @@ def show(json_out: Annotated[bool, typer.Option("--json", help="One JSON object:
 def set_(key: Annotated[str, typer.Argument(help=KEY_HELP, autocompletion=_complete_key)],
          value: Annotated[str, typer.Argument(help="The value (checked: numbers, true/false, choices).")]) -> None:
     """Set a default in the config file (written atomically)."""
-    from ..runtime import settings
+    from ..state import settings
     from .output import note
 
     parsed = settings.set_value(key, value)
@@ -53,7 +55,7 @@ def set_(key: Annotated[str, typer.Argument(help=KEY_HELP, autocompletion=_compl
 @config_app.command(epilog="\b\nExample:\n  specx config unset temperature")
 def unset(key: Annotated[str, typer.Argument(help=KEY_HELP, autocompletion=_complete_key)]) -> None:
     """Remove a default from the config file (the built-in value applies again)."""
-    from ..runtime import settings
+    from ..state import settings
     from .output import note
 
     removed = settings.unset_value(key)
@@ -63,7 +65,7 @@ def unset(key: Annotated[str, typer.Argument(help=KEY_HELP, autocompletion=_comp
 @config_app.command(epilog="\b\nExample:\n  $EDITOR \"$(specx config path)\"")
 def path() -> None:
     """Print the config file's path (SPECX_HOME moves it)."""
-    from ..runtime import settings
+    from ..state import settings
     from .output import write_stdout
 
     write_stdout(f"{settings.config_file()}\n")

@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..runtime import settings
+from .. import presets
+from ..state import settings
 
 # command parameter → settings key (no_stats is the negation of `stats`)
 PARAMS = {"model": "model", "drafter": "drafter", "draft_tokens": "k", "draft_policy": "draft_policy",
@@ -26,8 +27,6 @@ def _given(ctx, name: str) -> bool:
 
 def looks_like_model(ref: str) -> bool:
     """A path that exists, a model-file name, or a bundled preset: never mistaken for a prompt."""
-    from .. import presets
-
     if ref in ("", "-"):
         return False
     return (Path(ref).expanduser().exists() or ref.endswith((".gguf", ".toml")) or os.sep in ref
@@ -54,7 +53,8 @@ def fill(ctx, params: dict, prompt_param: str | None = "prompt", notify=None) ->
         if notify:
             notify(f"model: {configured} (the default from the {where(source)})")
     params["model"] = model
-    values = settings.resolve({**flags, "model": model} if model else flags, tuned=lookup_tuned)
+    values = settings.resolve({**flags, "model": model} if model else flags, tuned=lookup_tuned,
+                              preset=presets.defaults)
     for p, key in PARAMS.items():
         if p in params and p != "model" and not _given(ctx, p):
             value, _ = values[key]

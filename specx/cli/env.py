@@ -11,11 +11,11 @@ from typing import Annotated
 
 import typer
 
+from ..state.machine import cpu_flags
 from . import app
 
 PACKAGES = ("specx", "torch", "transformers", "accelerate", "bitsandbytes", "huggingface-hub", "gguf",
             "tokenizers", "safetensors", "typer", "rich")
-CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "fma", "f16c")
 
 
 def _version(name: str) -> str | None:
@@ -23,17 +23,6 @@ def _version(name: str) -> str | None:
         return version(name)
     except PackageNotFoundError:
         return None
-
-
-def cpu_flags(cpuinfo: str | None = None) -> dict[str, bool]:
-    """Speed-relevant instruction sets, from /proc/cpuinfo."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            cpuinfo = ""
-    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines() if line.startswith("flags")), [])
-    return {f: f in flags for f in CPU_FLAGS}
 
 
 def memory_available() -> dict[str, int | None]:
@@ -78,7 +67,7 @@ def devices() -> list[dict]:
 
 
 def collect() -> dict:
-    from ..runtime import paths
+    from ..state import paths
 
     return {
         "python": sys.version.split()[0], "platform": platform.platform(),
@@ -93,8 +82,8 @@ def collect() -> dict:
 
 def kernels() -> str:
     """specx's float32 CPU kernel: built, and whether it prefetches here (and what that choice measured)."""
-    from ..kernels import rowgemm
-    from ..runtime import fastpath
+    from ..cpu import rowgemm
+    from ..cpu import fastpath
 
     if not rowgemm.available():
         return f"specx rowgemm off: {rowgemm.why_not()}"

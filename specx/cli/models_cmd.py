@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..runtime.errors import ModelUnavailable
+from ..errors import ModelUnavailable
 from . import EXIT_CODES, app, output
 
 
@@ -47,9 +47,9 @@ def pull(name: NAME,
          no_drafter: Annotated[bool, typer.Option("--no-drafter", help="Only the target, not its default drafter.")] = False,
          json_out: JSON = False) -> None:
     """Download a model (and its preset's default drafter) into the Hugging Face cache."""
-    from ..runtime import catalog
+    from ..models import catalog
 
-    from ..runtime.errors import Interrupted
+    from ..errors import Interrupted
 
     entry = catalog.lookup(name)
     try:
@@ -66,8 +66,8 @@ def pull(name: NAME,
 
 def _pull_one(entry) -> dict:
     """Pull one entry (Hub or mirror) and return its state."""
-    from ..runtime import catalog, hub
-    from ..runtime.preset_source import from_mirror
+    from ..models import catalog, hub
+    from ..models.preset_source import from_mirror
 
     if entry.ref is None:
         from_mirror(entry.preset, entry.preset.mirrors[0])
@@ -89,7 +89,7 @@ def _pull_one(entry) -> dict:
 def list_models(json_out: JSON = False) -> None:
     """Presets and downloaded models, with size on disk and whether they are complete."""
     from .. import presets
-    from ..runtime import catalog
+    from ..models import catalog
 
     rows, covered = [], set()
     for name, preset in sorted(presets.all_presets().items()):
@@ -115,8 +115,8 @@ def _status(st: dict) -> dict:
 
 def _other_cached(covered: set[str]) -> list[dict]:
     """Pulls that are not presets (Hub refs, other quants), and specx's own converted copies."""
-    from ..runtime import catalog, lock
-    from ..runtime.paths import model_cache
+    from ..models import catalog, lock
+    from ..state.paths import model_cache
 
     rows = []
     for key in sorted(set(lock.read_all()) - covered):
@@ -149,7 +149,7 @@ def _hf_cache_rows(known: set[str]) -> list[dict]:
 @app.command(epilog="\b\nExamples:\n  specx show llama3\n  specx show qwen2.5-coder-7b --json\n\n" + EXIT_CODES)
 def show(name: NAME, json_out: JSON = False) -> None:
     """Where a model comes from, its files and sizes, drafter candidates and licence."""
-    from ..runtime import catalog
+    from ..models import catalog
 
     entry = catalog.lookup(name)
     info = describe(entry, catalog.state(entry))

@@ -32,11 +32,11 @@ def plan(
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
     """Plan memory for a target and its drafter from their configs alone (no weights are loaded)."""
-    from ..runtime.errors import UsageError
-    from ..runtime.memory import plan_for
-    from ..runtime.memory.planner import PlanRefused
-    from ..runtime.models import resolve
-    from ..runtime.tuned import split_hybrid
+    from ..errors import UsageError
+    from ..memory import plan_for
+    from ..memory.planner import PlanRefused
+    from ..models.resolve import resolve
+    from ..policy.tuned import split_hybrid
 
     if draft_tokens < 0 or draft_tokens > 64:
         raise UsageError(f"draft tokens must be between 0 and 64 (got {draft_tokens})", "try -k 4")
@@ -60,7 +60,7 @@ def plan(
 
 
 def _b(n: int) -> str:
-    from ..runtime.memory.probe import fmt_bytes
+    from ..memory.probe import fmt_bytes
 
     return fmt_bytes(n)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from ..runtime.errors import UsageError
+from ..errors import UsageError
 
 
 def decode_stdin(data: bytes) -> str:

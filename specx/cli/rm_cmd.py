@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..runtime.errors import ModelUnavailable
+from ..errors import ModelUnavailable
 from . import EXIT_CODES, app, output
 from .models_cmd import NAME, _gb
 
@@ -16,8 +16,8 @@ from .models_cmd import NAME, _gb
 @app.command(epilog="\b\nExamples:\n  specx rm qwen2.5-coder-7b\n  specx rm qwen2.5-coder-7b --yes\n\n" + EXIT_CODES)
 def rm(name: NAME, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False) -> None:
     """Delete a downloaded model from the Hugging Face cache (or specx's own cache)."""
-    from ..runtime import catalog, lock
-    from ..runtime.errors import UsageError
+    from ..models import catalog, lock
+    from ..errors import UsageError
 
     def confirm(what: str, size: int) -> None:
         if yes:
@@ -51,8 +51,8 @@ HEX_PREFIX = re.compile(r"[0-9a-f]{8,16}")   # `specx list` names a copy by its 
 def _converted(prefix: str) -> list[Path]:
     """The converted copies whose name starts with this hex prefix: folders directly in `converted/`,
     never a pattern, a path or a symbolic link."""
-    from ..runtime.errors import UsageError
-    from ..runtime.paths import inside, model_cache
+    from ..errors import UsageError
+    from ..state.paths import inside, model_cache
 
     if not HEX_PREFIX.fullmatch(prefix):
         raise UsageError(f"converted/{prefix} is not the name of a converted copy",
@@ -69,7 +69,7 @@ def _converted(prefix: str) -> list[Path]:
 
 def _converted_copies_of(gguf: Path) -> list[Path]:
     """specx's safetensors copies of this GGUF (named by its sha256), in any dtype."""
-    from ..runtime.store import sha256_file
+    from ..models.store import sha256_file
 
     return _converted(sha256_file(gguf)[:16]) if gguf.is_file() else []
 
@@ -88,10 +88,10 @@ def _remove_tree(folder: Path) -> int:
 
 def _delete(entry, st: dict) -> int:
     """Through huggingface_hub's cache API: the revision goes unless another lock entry still uses it."""
-    from ..runtime import lock
+    from ..models import lock
 
     if entry.ref is None:
-        from ..runtime.paths import inside, model_cache
+        from ..state.paths import inside, model_cache
 
         path = inside(Path(st["path"]), model_cache() / "embedded")
         size = path.stat().st_size
@@ -101,7 +101,7 @@ def _delete(entry, st: dict) -> int:
 
     others = [v for k, v in lock.read_all().items() if k != entry.key and v.get("commit") == st["commit"]]
     if others:   # another quant of the same commit: only drop this entry's files
-        from ..runtime import hub
+        from ..models import hub
 
         for f in st["files"]:
             path = hub._cached(entry.ref.repo, f, st["commit"])
@@ -119,9 +119,9 @@ def _delete(entry, st: dict) -> int:
 @app.command(epilog="\b\nExamples:\n  specx verify qwen2.5-coder-7b\n  specx verify llama3:Q4_K_M\n\n" + EXIT_CODES)
 def verify(name: NAME) -> None:
     """Re-hash a downloaded model's files against the sha256 the preset or the Hub stated."""
-    from ..runtime import catalog, hub
-    from ..runtime.errors import ModelFileError
-    from ..runtime.store import _hash
+    from ..models import catalog, hub
+    from ..errors import ModelFileError
+    from ..models.store import _hash
 
     entry = catalog.lookup(name)
     st = catalog.state(entry)

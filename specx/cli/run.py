@@ -53,8 +53,8 @@ def run(
     color_drafted: Annotated[bool, typer.Option("--color-drafted", help="On a colour terminal, tint the text that came from the drafter.")] = False,
 ) -> None:
     """Generate text with speculative decoding; the output is exactly what the target alone would give."""
-    from ..runtime.api import check_options, stream
-    from ..runtime.types import Sampling
+    from ..api import check_options, stream
+    from ..engine.types import Sampling
     from .defaults import EXPLICIT, fill
 
     filled = fill(ctx, dict(locals()), notify=output.note)  # flags > SPECX_* > config > tuned > preset
@@ -65,11 +65,11 @@ def run(
     check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence,
                   quant, draft_quant, draft_tokens, tuple(stop or ()))   # before stdin, torch or the model
     text = read_prompt(prompt)
-    from ..runtime.api import GPU_ONLY_QUANT
-    from ..runtime.fastpath import choose
+    from ..api import GPU_ONLY_QUANT
+    from ..cpu.fastpath import choose
     from .tune import apply_tuned   # flags > tuned (`specx tune`) > built-in defaults
 
-    from ..runtime.policy import draft_cap
+    from ..policy.policy import draft_cap
 
     asked_auto = draft_policy == "auto"   # a tuned policy taken in its place runs guarded (DraftPolicy.guard)
     drafter, draft_tokens, draft_policy, confidence, k_chosen = apply_tuned(
@@ -161,7 +161,7 @@ def first_sigint_sets(event: threading.Event):
 
 def consume(generation, sink: Sink) -> int:
     """Stream the events out; the exit code: 0, 130 (Ctrl-C), 141 (closed pipe), 1 (write failed)."""
-    from ..runtime.types import Done
+    from ..engine.types import Done
 
     try:
         with first_sigint_sets(generation.stop):

@@ -32,8 +32,8 @@ def tune(
     reset: Annotated[bool, typer.Option("--reset", help="Forget the tuned settings (of MODEL, or all) and exit.")] = False,
 ) -> None:
     """Sweep k (1-8) and the draft policies; save the fastest measured setting for `specx run` (or "speculation off")."""
-    from ..runtime import tuned
-    from ..runtime.errors import UsageError
+    from ..policy import tuned
+    from ..errors import UsageError
 
     if show:
         return show_tuned()
@@ -53,13 +53,13 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     from ..bench import report, suite
     from ..bench.runner import Runner
     from ..bench.tune import candidates, choose, trials
-    from ..runtime import tuned
-    from ..runtime.api import check_options
-    from ..runtime.errors import UsageError
-    from ..runtime.types import Sampling
+    from ..policy import tuned
+    from ..api import check_options
+    from ..errors import UsageError
+    from ..engine.types import Sampling
     from .bench import ProgressBar, resolve_auto
 
-    from ..runtime.fastpath import choose as choose_weights
+    from ..cpu.fastpath import choose as choose_weights
 
     check_options(max_tokens, Sampling(temperature), quant=quant)
     ref = resolve_auto(model) if drafter == "auto" else drafter
@@ -113,7 +113,7 @@ def show_tuned() -> None:
     from rich.table import Table
 
     from ..bench.render import console
-    from ..runtime import tuned
+    from ..policy import tuned
 
     entries = tuned.load_entries()
     if not entries:
@@ -132,7 +132,7 @@ def show_tuned() -> None:
 
 
 def _described(setting) -> str:
-    from ..runtime import tuned
+    from ..policy import tuned
 
     if not isinstance(setting, dict):
         return "–"
@@ -166,7 +166,7 @@ def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float
     """Flags > environment > config > tuned > built-in: a tuned setting fills what the user left unset
     (`explicit`: options set by flag, SPECX_* or the config file), and says so. The last value says
     whether k is the user's or the tuned one (else `auto` may draft past it: policy.draft_cap)."""
-    from ..runtime import tuned
+    from ..policy import tuned
 
     explicit = explicit_options() | set(explicit)
     chosen = "draft_tokens" in explicit
@@ -197,7 +197,7 @@ def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float
 
 def _absolute(ref: str) -> str:
     """A drafter given as a path, made absolute (MODEL+ngram keeps its suffix)."""
-    from ..runtime import tuned
+    from ..policy import tuned
 
     base, hybrid = tuned.split_hybrid(ref)
     if base != "ngram" and Path(base).expanduser().exists():
@@ -207,7 +207,7 @@ def _absolute(ref: str) -> str:
 
 def _usable(ref: str) -> bool:
     """A tuned drafter that is a path must still be there (presets and ngram always are)."""
-    from ..runtime import tuned
+    from ..policy import tuned
 
     ref = tuned.split_hybrid(ref)[0]
     return ref in ("none", "ngram") or "/" not in ref or Path(ref).exists()

@@ -1,6 +1,6 @@
 """Compile a kernel's C source once per machine into the kernel cache, and load it.
 
-Shared by every native kernel (kernels/rowgemm.c, cpu/quant.c). A build is named by a hash of its
+Shared by every native kernel (cpu/rowgemm.c, cpu/quant.c). A build is named by a hash of its
 source, flags and compiler version, written under a temporary name and renamed into place, so
 concurrent first runs never load a half-written library.
 
@@ -45,7 +45,7 @@ def c_compiler() -> str | None:
 def build(name: str, source: Path, compiler: str, options: tuple[str, ...]) -> Path:
     """The shared library for (source, options, compiler) in the kernel cache, compiling it if missing or
     if the file there is not the one recorded at build time."""
-    from ..runtime.atomicio import locked
+    from ..state.atomicio import locked
 
     command = shlex.split(compiler)
     version = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=30).stdout
@@ -92,7 +92,7 @@ def library(name: str, source: Path, compiler: str, options: tuple[str, ...]) ->
 
 def _folder() -> Path:
     """The kernel cache, created private; refused when another user owns it or may write it."""
-    from ..runtime.paths import kernel_cache
+    from ..state.paths import kernel_cache
 
     folder = kernel_cache()
     folder.mkdir(mode=PRIVATE, parents=True, exist_ok=True)
@@ -147,7 +147,7 @@ def _compile(command: list[str], source: Path, options: tuple[str, ...], path: P
 
 def _record(built: Path, path: Path | None = None) -> None:
     """Write the build record of `path` (default: `built` itself) from the bytes of `built`."""
-    from ..runtime.atomicio import atomic_write
+    from ..state.atomicio import atomic_write
 
     path = path or built
     atomic_write(path.with_name(path.name + RECORD), _sha256(built) + "\n")

@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from specx.cpu.qweight import BLOCKS, NAMES, QWeight
-from specx.runtime.errors import ModelFileError, ModelUnavailable
+from ..cpu.qweight import BLOCKS, NAMES, QWeight
+from ..errors import ModelFileError, ModelUnavailable
 
 _DAMAGED = "the file is damaged or not a GGUF model: download it again"
 _MAGIC, _VERSIONS = b"GGUF", (2, 3)  # v1 counted in 32 bits; no file in the wild still uses it

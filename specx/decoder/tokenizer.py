@@ -19,7 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from specx.runtime.errors import ModelFileError, ModelUnavailable
+from ..errors import ModelFileError, ModelUnavailable
 
 from .gguf_file import GGUFFile
 
@@ -111,7 +111,7 @@ def _cache_file(gguf: GGUFFile) -> Path:
     import tokenizers
     import transformers
 
-    from specx.runtime.paths import model_cache
+    from ..state.paths import model_cache
 
     digest = hashlib.sha256(f"{_FORMAT}\0{transformers.__version__}\0{tokenizers.__version__}".encode())
     for key in sorted(k for k in gguf.meta if k.startswith("tokenizer.") or k in _DEFINING):

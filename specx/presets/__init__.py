@@ -3,7 +3,7 @@
 Bundled presets live in this package; a user's own presets are TOML files in `<config dir>/presets/`
 (they win over a bundled preset of the same name). Every asserted fact (repo id, file name, size,
 licence, gated) carries a `source` URL in its table; what no public source states stays empty here and
-is resolved when the model is pulled (and recorded in the lock file, see runtime/lock.py).
+is resolved when the model is pulled (and recorded in the lock file, see models/lock.py).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from ..runtime.errors import ModelUnavailable, SpecxError, UsageError
+from ..errors import ModelUnavailable, SpecxError, UsageError
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def bundled() -> dict[str, Preset]:
 
 
 def user_dir() -> Path:
-    from ..runtime.paths import config_dir
+    from ..state.paths import config_dir
 
     return config_dir() / "presets"
 
@@ -231,3 +231,12 @@ def unsourced(preset: Preset) -> list[str]:
             and bad(preset.sampling.source):
         missing.append("[sampling] source")
     return missing
+
+
+def defaults(model: str | None) -> dict[str, object]:
+    """What a bundled preset named `model` sets for a run (k); nothing for files, folders or unknown names
+    (the `preset` layer of state.settings.resolve)."""
+    if not model or Path(model).expanduser().exists():
+        return {}
+    preset = bundled().get(model)
+    return {"k": preset.k} if preset else {}

@@ -9,9 +9,9 @@ import math
 import re
 from collections.abc import Callable
 
-from ..runtime.errors import UsageError
-from ..runtime.limits import MAX_K
-from ..runtime.paths import NAME
+from ..errors import UsageError
+from ..state.limits import MAX_K
+from ..state.paths import NAME
 
 Rule = tuple[Callable[[object], bool], str]
 

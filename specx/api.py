@@ -1,0 +1,227 @@
+"""The Python API: prepare target and drafter, build the prompt, run the loop."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import UsageError
+from .state.limits import MAX_K, WEIGHTS, check as check_limit
+from .engine.types import Sampling
+
+GPU_ONLY_QUANT = ("nf4", "fp4")
+
+
+@dataclass
+class Pair:
+    """A loaded target and its drafter, plus the sentence that explains the drafter choice."""
+
+    target: object
+    drafter: object
+    k: int
+    explanation: str
+    costs: dict = field(default_factory=dict)   # greedy or not → the cost model of the last `auto` answer
+    measured_key: dict | None = None   # where earlier processes' costs for this pair are kept (measured.py)
+    note: str = ""                     # what the last policy() started from, when an earlier process measured it
+    k_chosen: bool = True              # False: k was not given (prepare(k=None)), so it depends on the policy
+
+    def policy(self, name: str, confidence: float, sampling: Sampling, guard: bool = False):
+        """One answer's draft policy (`guard`: a tuned policy that `auto` chose, DraftPolicy). `auto`
+        starts from what this pair's previous answer with the same kind of sampling measured (verify
+        costs, drafting step, calibration), else from what an earlier process saved for this pair and
+        machine (measured.py): the first rounds draft at once instead of measuring. `note` then says so."""
+        from .policy.costmodel import CostModel
+        from .policy.policy import DraftPolicy
+
+        cfg = self.target.model.config
+        moe = bool(getattr(cfg, "num_local_experts", 0) or getattr(cfg, "num_experts", 0))
+        previous, self.note = self.costs.get(sampling.greedy), ""
+        if previous is None and self.measured_key is not None and name == "auto":   # only auto reads costs
+            from .policy import measured
+
+            previous, self.note = measured.load_with_note(self.measured_key, sampling.greedy)   # an earlier process
+        cost = CostModel.following(previous, moe=moe)
+        if name == "auto":
+            self.costs[sampling.greedy] = cost
+        return DraftPolicy(name, self.draft_tokens(name), confidence, cost=cost, guard=guard)
+
+    def draft_tokens(self, policy: str) -> int:
+        """The k a policy runs with: the one given to prepare, else what `specx run` takes without -k
+        (policy.draft_cap: up to AUTO_K_MAX under `auto`, DEFAULT_K otherwise), within the memory plan's k."""
+        from .policy.policy import DEFAULT_K, draft_cap
+
+        return self.k if self.k_chosen or not self.k else min(self.k, draft_cap(DEFAULT_K, policy, False))
+
+    def remember(self, greedy: bool) -> None:
+        """Keep the last `auto` answer's costs for later processes (a cache: a failed write is skipped)."""
+        from .policy import measured
+
+        if self.measured_key is not None and greedy in self.costs:
+            measured.save(self.measured_key, greedy, self.costs[greedy])
+
+
+def _say(notify: Callable[[str], None] | None, text: str) -> None:
+    if notify:
+        notify(text)
+
+
+def prepare(model: str, drafter: str = "auto", *, k: int | None = None, dtype: str = "auto",
+            draft_dtype: str | None = None, quant: str = "auto", draft_quant: str = "auto",
+            draft_vocab: int | None = None, mem_budget: str | None = None, allow_disk_offload: bool = False,
+            moe_offload: bool = False, notify: Callable[[str], None] | None = None) -> Pair:
+    """Resolve, plan memory for, and load the target and the drafter; the drafter's tokenizer is checked first.
+
+    The memory plan (placement.py) sets the target's precision and placement: `quant` = auto keeps
+    the target's weights where they fit and quantizes only where they do not; `mem_budget`
+    (`gpu=6GiB,cpu=16GiB`) simulates a smaller machine. The drafter gets the fastest CPU kernel
+    (`draft_quant` auto) and `draft_vocab` trims its output layer (None = automatic, 0 = all).
+    `k` None: each policy's default, as `specx run` without -k (Pair.draft_tokens)."""
+    from .policy import measured
+    from .models import vocabtrim
+    from .drafters.compat import check_drafter
+    from .engine.draft import NoDrafter
+    from .drafters.model import ModelDrafter
+    from .drafters.hybrid import HybridDrafter
+    from .models.resolve import dtype_name, eos_ids, load_lm, load_tokenizer, resolve
+    from .drafters.ngram import NgramDrafter
+    from .memory.placement import attach_experts, plan_run
+    from .policy.policy import DEFAULT_K, draft_cap
+    from .policy.tuned import split_hybrid
+
+    chosen, k = k is not None, draft_cap(DEFAULT_K, "auto", False) if k is None else k   # None: the most any policy may take
+    check_limit("k", k)
+    source = resolve(model)
+    (choice, hybrid), auto_note = split_hybrid(drafter), ""
+    if drafter == "auto" and k != 0:   # a picked model drafter also copies from the context where it can
+        from .drafters.auto import pick
+
+        choice, auto_note = pick(source, dtype_name(dtype))
+        hybrid = choice != "ngram"
+    choice = "none" if k == 0 else choice
+    draft_source = None if choice in ("none", "ngram") else resolve(choice)
+    if draft_source is not None:
+        target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
+        check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
+    applied = plan_run(source, draft_source, k, dtype, quant, mem_budget, allow_disk_offload, moe_offload,
+                       draft_quant, notify)
+    _say(notify, applied.note)
+    if applied.plan.k_cap < k and choice != "none":   # SpecMemo: speculation shrinks before the target moves
+        _say(notify, f"note: k lowered from {k} to {applied.plan.k_cap}, the most this memory plan leaves room for")
+        k = applied.plan.k_cap
+    target = load_lm(source, applied.target.dtype, applied.target.weights, placement=applied.target)
+    target.placement = applied.summary
+    if applied.moe_budget:
+        target.experts = attach_experts(target, applied.moe_budget, notify)
+    if draft_source is None:
+        why = "plain decoding" if choice == "none" else "prompt lookup, no model" + (
+            f"; {auto_note}" if auto_note else "")
+        pair = Pair(target, NoDrafter() if choice == "none" else NgramDrafter(), 0 if choice == "none" else k,
+                    f"drafter: {choice} ({why})", k_chosen=chosen)
+        if choice == "ngram":
+            pair.measured_key = measured.make_key(target, source.path, "ngram")
+        return pair
+    d = applied.drafter
+    draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (draft_dtype or dtype), d.weights,
+                       0 if d.dispatched else vocabtrim.choose_keep(draft_vocab, len(draft_tok)), placement=d)
+    ratio = target.n_params / max(draft_lm.n_params, 1)
+    if ratio < 1:
+        _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "
+                     f"target ({target.n_params / 1e6:.0f}M); speculation will likely be slower")
+    usable = min(len(target.tokenizer), target.vocab_size, draft_lm.vocab_size)
+    window = ModelDrafter.CPU_WINDOW if draft_lm.device.type == "cpu" else 0
+    model_drafter = ModelDrafter(draft_lm, target.vocab_size, usable, window)
+    draft = HybridDrafter(NgramDrafter(), model_drafter) if hybrid else model_drafter
+    copies = "; copies from the context instead where it already holds the continuation" if hybrid else ""
+    return Pair(target, draft, k,
+                f"drafter: {draft.name} (same tokenizer, {ratio:.1f}× smaller than {target.name}; "
+                f"{draft_lm.kernels.removeprefix('kernels: ')}{copies}" + (f"; {auto_note})" if auto_note else ")"),
+                measured_key=measured.make_key(target, source.path, "hybrid" if hybrid else "model", draft_lm,
+                                               draft_source.path), k_chosen=chosen)
+
+
+def prompt_ids(tokenizer, prompt: str, system: str | None = None, raw: bool = False) -> list[int]:
+    """Token ids of the prompt, through the chat template unless raw or the model has none."""
+    if not prompt.strip():
+        raise UsageError("the prompt is empty", "give a prompt as an argument or on stdin")
+    if not raw and getattr(tokenizer, "chat_template", None):
+        messages = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": prompt}]
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                            return_dict=False)
+        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
+    text = f"{system}\n\n{prompt}" if system else prompt
+    return tokenizer(text, add_special_tokens=True)["input_ids"]
+
+
+def validate(pair: Pair, ids: list[int], max_tokens: int, sampling: Sampling) -> None:
+    """Refuse impossible requests before any work: lengths, sampling parameters."""
+    check_options(max_tokens, sampling)
+    limits = [("target", pair.target.max_context)] + ([("drafter", pair.drafter.max_context)] if pair.k else [])
+    for who, limit in limits:
+        if len(ids) >= limit:
+            raise UsageError(f"the prompt has {len(ids)} tokens but the {who}'s context holds {limit}",
+                             "shorten the prompt")
+
+
+def check_options(max_tokens: int, sampling: Sampling, draft_policy: str = "auto",
+                  confidence: float = 0.4, quant: str = "auto", draft_quant: str = "auto",
+                  k: int | None = None, stop: tuple[str, ...] = ()) -> None:
+    """The checks that need no model: the CLI runs them before loading anything. Names and numbers first
+    (no torch: an option error is said at once), then whether this machine has the kernels asked for."""
+    from .policy.policy import POLICIES
+
+    for name, value in (("quant", quant), ("draft quant", draft_quant)):
+        if value not in WEIGHTS + (GPU_ONLY_QUANT if name == "quant" else ()):
+            raise UsageError(f"unknown weight precision {value!r} for --{name.replace(' ', '-')}",
+                             f"use one of: {', '.join(WEIGHTS + (GPU_ONLY_QUANT if name == 'quant' else ()))}")
+    if draft_policy not in POLICIES:
+        raise UsageError(f"unknown draft policy {draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
+    for name, value in (("confidence", confidence), ("max_tokens", max_tokens), ("k", k),
+                        ("temperature", sampling.temperature), ("top_p", sampling.top_p), ("top_k", sampling.top_k)):
+        check_limit(name, value)
+    if any(not s for s in stop):
+        raise UsageError("a stop string is empty: it would never stop anything", "give --stop a non-empty string")
+    from .cpu.fastpath import choose
+
+    if quant not in GPU_ONLY_QUANT:   # nf4/fp4 are bitsandbytes on CUDA: the memory plan checks them
+        choose(quant, "target")
+    choose(draft_quant, "drafter")
+
+
+def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int | None = None, max_tokens: int = 512,
+           temperature: float = 0.0, top_p: float | None = None, top_k: int | None = None,
+           seed: int | None = None, system: str | None = None, stop: tuple[str, ...] = (),
+           raw: bool = False, dtype: str = "auto", notify: Callable[[str], None] | None = None,
+           stop_event: threading.Event | None = None, pair: Pair | None = None,
+           draft_policy: str = "auto", confidence: float = 0.4, quant: str = "auto",
+           draft_quant: str = "auto", draft_dtype: str | None = None, draft_vocab: int | None = None,
+           mem_budget: str | None = None, allow_disk_offload: bool = False, moe_offload: bool = False,
+           guard: bool = False):
+    """Speculative generation as events: Round … Done. The output equals the target's own.
+    `model` may be a loaded Pair (`prepare`, `specx.load`): its models and measured costs are reused.
+    `guard`: the draft policy is a tuned one that `auto` chose (`specx run` sets it): it still turns
+    speculation off where it does not pay, as `auto` does."""
+    from .engine.loop import Generation
+
+    if isinstance(model, Pair):
+        model, pair = model.target.name, model
+
+    check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
+    pair = pair or prepare(model, drafter, k=k, dtype=dtype, draft_dtype=draft_dtype, quant=quant,
+                           draft_quant=draft_quant, draft_vocab=draft_vocab, mem_budget=mem_budget,
+                           allow_disk_offload=allow_disk_offload, moe_offload=moe_offload, notify=notify)
+    _say(notify, pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
+    sampling = Sampling(temperature, top_k or None, top_p, seed)
+    ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
+    validate(pair, ids, max_tokens, sampling)
+    policy = pair.policy(draft_policy, confidence, sampling, guard)
+    if pair.note:
+        _say(notify, pair.note)
+    return Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=max_tokens, sampling=sampling,
+                      stop_strings=tuple(stop), stop=stop_event, policy=policy,
+                      on_done=(lambda: pair.remember(sampling.greedy)) if draft_policy == "auto" else None)
+
+
+def generate(model: "str | Pair", prompt: str, **options) -> str:
+    """The whole completion as one string."""
+    return "".join(getattr(event, "text", "") for event in stream(model, prompt, **options))

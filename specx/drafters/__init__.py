@@ -1,0 +1,1 @@
+"""Drafters: a smaller model, the n-gram lookup, the hybrid, the `auto` pick, tokenizer compatibility."""

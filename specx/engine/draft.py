@@ -1,0 +1,63 @@
+"""What a drafter proposes (`Draft`), what the loop asks of it each round (`Ask`), and the drafter that
+proposes nothing (`NoDrafter`: plain decoding through the same loop). Every drafter follows NoDrafter's
+protocol: prefill, propose, commit."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from threading import Event
+
+import torch
+
+from .types import Sampling
+
+
+@dataclass(frozen=True)
+class Draft:
+    tokens: list[int]
+    probs: torch.Tensor | None  # (k, V_target); None for a deterministic drafter (one-hot q)
+    source: str = "model"       # a model's draft, or a free copy from the context and its evidence
+                                # ("match3", "match8", "resume", …): the auto policy learns each apart
+    confidences: tuple[float, ...] = ()   # a model drafter's probability of each drafted token
+    made: int | None = None     # tokens the drafter produced before the policy cut the draft (None: all sent)
+
+    @property
+    def lookup(self) -> bool:
+        return self.source != "model"
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What the loop asks of a drafter this round."""
+
+    k: int                                  # the most tokens a draft may have (a copy from the context)
+    sampling: Sampling = field(default_factory=Sampling)
+    generator: torch.Generator | None = None
+    stop: Event | None = None               # set: end the draft now (Ctrl-C)
+    min_confidence: float | None = None     # a model drafter stops after a token it gives less
+    min_survival: float | Callable[[tuple[float, ...]], float | None] | None = None   # ... or once its tokens'
+    #   chance of all being accepted falls below this (or below what it returns for their running chances)
+    calibrate: Callable[[float], float] | None = None   # that chance per token from its confidence (else c)
+    model_k: int | None = None              # the most a model drafter may draft (None: k)
+    trim: Callable[[Draft], Draft] | None = None   # the policy's cut of a draft (auto), applied last
+
+    @property
+    def model_limit(self) -> int:
+        return self.k if self.model_k is None else min(self.k, self.model_k)
+
+
+class NoDrafter:
+    """Plain decoding through the same loop: proposes nothing."""
+
+    name = "none"
+    max_context = 1 << 62
+    forward_s = 0.0   # seconds in model forwards (model drafters)
+
+    def prefill(self, seq: list[int], reuse: int = 0) -> None:
+        pass
+
+    def propose(self, seq: list[int], ask: Ask) -> Draft:
+        return Draft([], None)
+
+    def commit(self, drafted: int, accepted: int) -> None:
+        pass

@@ -1,0 +1,166 @@
+"""The speculative loop: propose k, verify k+1 in one target pass, accept a prefix, rewind, report."""
+from __future__ import annotations
+
+import resource
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import torch
+
+from .sampling import warp
+from .verify import verify_greedy, verify_sampled
+from .detok import TextStream
+from .draft import Ask, Draft
+from ..policy.policy import DraftPolicy
+from .types import Done, Event, Round, Sampling, Stats
+
+
+class Generation:
+    """One run of the engine; iterate for events. `stats` stays readable if the run is cut short."""
+
+    def __init__(self, target, drafter, prompt_ids: list[int], *, k: int, max_tokens: int,
+                 sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None,
+                 policy: DraftPolicy | None = None, reuse: int = 0, on_done: Callable[[], None] | None = None):
+        self.target, self.drafter, self.prompt = target, drafter, list(prompt_ids)
+        self.reuse = reuse  # the first `reuse` prompt tokens may already be cached (chat turns)
+        self.on_done = on_done   # called once the run ends (the pair keeps what it measured)
+        self.k, self.max_tokens, self.sampling = k, max_tokens, sampling
+        self.policy = policy or DraftPolicy("fixed", k)
+        # What a model drafter's pass over the whole prompt may cost, priced at the costs measured
+        # before this answer: its first plain step often runs slow (fbgemm fp16: 130–151 ms against
+        # 86), which made drafting look paying where it lost (summarisation: 0.74× plain).
+        self.read_budget = self.policy.cost.read_budget(max_tokens - 1)
+        self.text = TextStream(target.tokenizer, stop_strings)
+        self.stop = stop or threading.Event()
+        self.eos = target.eos_ids
+        self.stats = Stats(prompt_tokens=len(self.prompt), k=k, drafter=drafter.name, draft_policy=self.policy.name,
+                           placement=getattr(target, "placement", ""))
+        self.generator = torch.Generator().manual_seed(sampling.seed) if sampling.seed is not None else None
+        self.context = min(target.max_context, drafter.max_context) if k else target.max_context
+
+    def __iter__(self) -> Iterator[Event]:
+        start = time.perf_counter()
+        seq = list(self.prompt)  # grows in place: no per-round copy of the whole sequence
+        self._prefill(seq)
+        forward_before = self._forward_s()
+        reason = None
+        while reason is None:
+            if self.stats.rounds == 1 and self.k:
+                forward_before += self._prefill_drafter(seq)   # prefill, not decoding: out of the overhead figure
+            k, model_k = self._round_k(len(seq))
+            t0 = time.perf_counter()
+            draft = self._propose(seq, k, model_k)                                            # 1. propose
+            t1 = time.perf_counter()
+            logits = self.target.forward(seq[-1:] + draft.tokens)                             # 2. verify k+1
+            accepted, nxt = self._accept(logits, draft)                                       # 3. accept
+            self.target.crop(len(seq) + accepted)                                             # 4. rewind
+            self.drafter.commit(len(draft.tokens), accepted)
+            new = draft.tokens[:accepted] + [nxt]
+            kept, pieces, reason = self._finish(new, len(seq))                                # 5. stop rules
+            seq.extend(kept)
+            t2 = time.perf_counter()
+            self.policy.update(len(draft.tokens), accepted, t1 - t0, t2 - t1, draft.source,   # 6. adapt k
+                               draft.made, draft.confidences)
+            self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1)
+            self.stats.first_token_s = self.stats.first_token_s or (t2 - start)
+            self.stats.decode_s += t2 - t0
+            self.stats.forward_s = self._forward_s() - forward_before
+            if reason is None and self.stop.is_set():
+                reason = "interrupted"
+            yield Round(tuple(kept), "".join(pieces), len(draft.tokens), accepted, t1 - t0, t2 - t1,
+                        tuple(i < accepted for i in range(len(kept))), tuple(pieces), self._notice())
+        self.stats.total_s = time.perf_counter() - start
+        self._resources()
+        if self.on_done is not None:
+            self.on_done()
+        tail = self.text.flush()
+        if tail:
+            yield Round((), tail, 0, 0, 0.0, 0.0, ())
+        yield Done(reason, self.stats)
+
+    def _resources(self) -> None:
+        """Peak memory (RSS; CUDA's allocator peak when a model is on a GPU) and the expert cache's counters."""
+        self.stats.peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        if self.target.device.type == "cuda":
+            self.stats.gpu_peak_bytes = int(torch.cuda.max_memory_allocated())
+        cache = getattr(self.target, "experts", None)
+        if cache is not None:
+            self.stats.experts = cache.stats.as_dict()
+
+    def _forward_s(self) -> float:
+        return self.target.forward_s + getattr(self.drafter, "forward_s", 0.0)
+
+    def _notice(self) -> str:
+        """A policy decision the user must hear about (speculation turned off or on), once."""
+        notice, self.policy.notice = self.policy.notice, ""
+        if notice:
+            self.stats.notices.append(notice)
+        return notice
+
+    def _prefill(self, seq: list[int]) -> None:
+        t = time.perf_counter()
+        if self.reuse:
+            self.target.crop(self.reuse)
+        else:
+            self.target.reset()
+        if len(seq) - 1 > self.target.cached:
+            self.target.forward(seq[self.target.cached:-1], last_only=True)
+        self.stats.prefill_s = time.perf_counter() - t
+
+    def _prefill_drafter(self, seq: list[int]) -> float:
+        """The drafter reads the prompt (and the first token) once the first token is out: the first
+        round is plain, so the first token costs what it costs without a drafter; the drafter's prompt
+        pass still counts as prefill. Under `auto` (or a tuned policy auto chose) a model drafter on
+        a CPU reads the whole prompt where that fits its budget (CostModel.read_budget, priced
+        before the answer), else its last window of it, and may sit the answer out, a hybrid's model
+        likewise, which then only copies (said in a notice). Returns the seconds it spent in forwards."""
+        t, forward = time.perf_counter(), self._forward_s()
+        if (self.policy.name == "auto" or self.policy.guard) and hasattr(self.drafter, "sit_out"):
+            self.policy.notice = self.policy.notice or self.drafter.sit_out(seq, self.reuse, self.read_budget)
+        self.drafter.prefill(seq, self.reuse)
+        self.stats.prefill_s += time.perf_counter() - t
+        return self._forward_s() - forward
+
+    def _propose(self, seq: list[int], k: int, model_k: int):
+        """The drafter's draft; none in the first round, which is plain (see _prefill_drafter)."""
+        return self.drafter.propose(seq, self._ask(k, model_k)) if self.stats.rounds else Draft([], None)
+
+    def _round_k(self, length: int) -> tuple[int, int]:
+        """How far a draft may go this round (a copy from the context), and how far a model drafter
+        may (the policy's k), both clamped to what remains of the token budget and of both contexts."""
+        if not self.k or not self.stats.rounds:
+            return 0, 0   # the first round is plain (see _prefill_drafter)
+        cap = max(0, min(self.max_tokens - self.stats.new_tokens, self.context - length) - 1)
+        model_k = min(self.policy.next_k(), cap)
+        return min(max(model_k, self.policy.copy_k), cap), model_k
+
+    def _ask(self, k: int, model_k: int) -> Ask:
+        """This round's request: the policy's stops, and its `trim` (auto cuts copies to what their
+        evidence earned and a model's draft to what is worth verifying)."""
+        return Ask(k, self.sampling, self.generator, self.stop, self.policy.min_confidence,
+                   self.policy.min_survival, self.policy.calibrate, model_k, self.policy.trim)
+
+    def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:
+        tokens = torch.tensor(draft.tokens, dtype=torch.long)
+        if self.sampling.greedy:   # argmax where the logits are (a GPU's), then compare on the CPU
+            return verify_greedy(logits, tokens)
+        s = self.sampling   # the coins come from a CPU generator: the law moves to the CPU
+        probs = warp(logits, s.temperature, s.top_k, s.top_p).cpu()
+        return verify_sampled(probs, tokens, draft.probs, self.generator)
+
+    def _finish(self, new: list[int], length: int) -> tuple[list[int], list[str], str | None]:
+        """Apply EOS, stop strings, the token budget and the context to this round's tokens."""
+        kept, text = [], []
+        for token in new:
+            if token in self.eos:
+                return kept, text, "eos"
+            kept.append(token)
+            text.append(self.text.push(token))
+            if self.text.stopped:
+                return kept, text, "stop"
+            if self.stats.new_tokens + len(kept) >= self.max_tokens:
+                return kept, text, "length"
+            if length + len(kept) >= self.context:
+                return kept, text, "context"
+        return kept, text, None

@@ -1,0 +1,300 @@
+"""The planning algorithm (see planner.py for the order of concessions)."""
+from __future__ import annotations
+
+from ..errors import UsageError
+from . import backends as bk
+from .footprint import DTYPE_BYTES, RUNTIME_OVERHEAD, Scheme, Shape, fastpath_copy, int8dyn_scheme, plain
+from .plan import MemoryPlan, Placement
+from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, speculation_bytes)
+from .probe import Budgets, fmt_bytes
+
+BNB = ("int8", "nf4", "fp4")
+
+
+def _context(target: Shape, drafter: Shape | None, req: Request, reasons: list[str]) -> int:
+    limit = min(target.max_context, drafter.max_context if drafter else target.max_context)
+    if req.context is None:
+        ctx = min(limit, DEFAULT_CONTEXT)
+        reasons.append(f"context: planned for {ctx} tokens (the models hold {limit}; --context plans for more)")
+        return ctx
+    if not 0 < req.context <= limit:
+        raise UsageError(f"--context {req.context} is outside what the models hold (1…{limit})",
+                         f"pass --context {limit} or less")
+    return req.context
+
+
+def _compute_dtype(req: Request, gpu: bool, reasons: list[str]) -> str:
+    if req.dtype != "auto":
+        if req.dtype not in DTYPE_BYTES:
+            raise UsageError(f"unknown dtype {req.dtype}", "use auto, float32, bfloat16 or float16")
+        return req.dtype
+    if not gpu:
+        reasons.append("dtype: float32 on the CPU (the exact reference, and specx's fast CPU path)")
+        return "float32"
+    try:
+        import torch
+
+        bf16 = not torch.cuda.is_available() or torch.cuda.is_bf16_supported()
+    except ImportError:   # pragma: no cover
+        bf16 = True
+    reasons.append("dtype: " + ("bfloat16, the GPU's native half precision" if bf16 else
+                                "float16, since this GPU lacks bfloat16"))
+    return "bfloat16" if bf16 else "float16"
+
+
+def _ladder(req: Request, fast: str, compute: str, simulated: bool, reasons: list[str]) -> list[Scheme]:
+    """Target weight schemes to try on the fast device, most faithful first."""
+    device = "cuda" if fast == GPU else "cpu"
+    if req.quant not in ("auto", "none"):
+        b = bk.backend(device, req.quant)
+        if b is None:
+            names = sorted({n for n in ("none", "auto", *(x.name for x in bk.backends(device, False)))})
+            raise UsageError(f"--quant {req.quant} has no {device} backend", f"use one of: {', '.join(names)}")
+        if not simulated and not bk._ok(b):
+            raise UsageError(f"--quant {req.quant} is not available here",
+                             "install bitsandbytes (pip install 'specx[quant]')" if b.name in BNB else b.note)
+        return [scheme_for(b, compute)]
+    first = plain(compute)
+    if req.quant == "none":
+        return [first]
+    others = [b for b in bk.backends(device, only_available=not simulated)
+              if b.lossy and b.weight_bytes < DTYPE_BYTES[compute] and b.name != "fp4"]  # fp4: only on request
+    if device == "cpu" and req.dtype == "auto":   # bfloat16 before any lossy CPU backend
+        others = [b for b in bk.backends("cpu", not simulated) if b.name != compute
+                  and b.weight_bytes < DTYPE_BYTES[compute] and not b.lossy] + others
+    return [first] + [scheme_for(b, compute) for b in others]
+
+
+def _levels(k: int, ctx: int, model_drafter: bool) -> list[tuple[int, int]]:
+    """Speculation sizes, largest first: the drafter's context halves, then k drops to 1."""
+    out, dc = [(k, ctx)], ctx
+    while model_drafter and dc > MIN_DRAFT_CONTEXT:
+        dc = max(MIN_DRAFT_CONTEXT, dc // 2)
+        out.append((k, dc))
+    out += [(kk, dc) for kk in range(k - 1, 0, -1)]
+    return out
+
+
+def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request, simulated: bool) -> MemoryPlan:
+    reasons: list[str] = []
+    ctx = _context(target, drafter, req, reasons)
+    fast = GPU if budgets.gpu is not None else CPU
+    compute = _compute_dtype(req, fast == GPU, reasons)
+    room = {GPU: budgets.gpu, CPU: budgets.cpu, DISK: budgets.disk}
+    d_act = DTYPE_BYTES[compute]
+    headroom = {d: 0 for d in (GPU, CPU)}
+    drafter_plan, spec_dev, budget = None, fast, dict(room)
+    room[CPU] -= RUNTIME_OVERHEAD            # the target's tokenizer and objects live in CPU memory
+    if drafter is not None:
+        drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom,
+                                                 req.draft_quant)
+    ladder = _ladder(req, fast, compute, simulated, reasons)
+    _check_largest(target, ladder, budget, fast)
+    k = req.k
+    levels = _levels(k, ctx, drafter is not None)
+    chosen = None
+    for scheme in ladder:
+        act = DTYPE_BYTES[scheme.other_dtype]
+        head = max(headroom[fast], activation_bytes(target, ctx, act))
+        for kk, dc in levels:
+            spec = speculation_bytes(target, drafter, kk, dc, act, d_act)
+            left = room[fast] - head - (spec if spec_dev == fast else 0)
+            left -= fastpath_copy(target, scheme.name) if fast == CPU else 0
+            only = {GPU: None, CPU: None, DISK: None, fast: left}
+            placed = place(target, scheme, scheme, ctx, act, only, target.tied)
+            if placed is not None:
+                chosen = (scheme, placed, kk, dc, head, spec)
+                break
+        if chosen:
+            break
+    if chosen is None:
+        chosen = _best_spill(target, drafter, ladder, compute, ctx, levels, room, budget, headroom, fast,
+                             spec_dev, d_act, req, reasons)
+    scheme, placed, kk, dc, head, spec = chosen
+    headroom[fast] = max(headroom[fast], head)
+    _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder)
+    t_plan = make_model_plan("target", target, scheme.other_dtype, "none" if not scheme.lossy else scheme.name,
+                             placed, ctx, scheme.lossy, ctx, reasons)
+    cache = _expert_cache(target, scheme, compute, placed, fast, reasons)
+    plan = MemoryPlan(t_plan, drafter_plan, k, kk, ctx, dc if drafter else 0, spec,
+                      tuple((d, n) for d, n in headroom.items() if n), budgets, tuple(reasons),
+                      expert_cache_bytes=cache)
+    return _finish(plan, target)
+
+
+def _expert_cache(target, scheme, compute, placed, fast, reasons) -> int:
+    """Experts off the GPU are served by an expert cache on it, in the room kept free for streaming."""
+    off = [p for p in placed if p.kind == "experts" and p.device != fast]
+    if fast != GPU or not off:
+        return 0
+    size = max(offload_scheme(scheme, compute).group_bytes(g) for g in target.groups)
+    reasons.append(f"experts: {len(off)} of {target.layers} layers' experts live in CPU memory; a "
+                   f"{fmt_bytes(size)} cache on the GPU holds the experts the router picks")
+    return size
+
+
+def _check_largest(target: Shape, ladder: list[Scheme], budget: dict, fast: str) -> None:
+    """Every layer runs on the fast device, even when it lives elsewhere: the largest must fit there."""
+    smallest = min(ladder, key=lambda s: max(s.group_bytes(g) for g in target.groups))
+    biggest = max(target.groups, key=smallest.group_bytes)
+    if smallest.group_bytes(biggest) > budget[fast]:
+        from .planner import refuse
+        raise refuse(f"the {'GPU' if fast == GPU else 'CPU'} budget is below the largest layer of {target.name} "
+                     f"({biggest.name} in {smallest.name})", [(fast, smallest.group_bytes(biggest), budget[fast])],
+                     "raise --mem-budget or pick a smaller model")
+
+
+def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str, reasons: list[str],
+                   headroom: dict, draft_quant: str = "auto") -> tuple:
+    """The drafter goes first onto the fastest device (it runs k times a round), whole or not at all;
+    on the CPU in the weights it will run in (`draft_quant`, resolved as loading resolves it)."""
+    act = DTYPE_BYTES[compute]
+    need = lambda s: sum(s.group_bytes(g) for g in drafter.groups)  # noqa: E731
+    dev, scheme = fast, plain(compute)
+    head = activation_bytes(drafter, ctx, act)
+    minimum = need(scheme) + head + MIN_DRAFT_CONTEXT * drafter.kv_elems_per_token() * act
+    gpu_short = fast == GPU and minimum > room[GPU]
+    if fast == CPU or gpu_short:
+        dev, scheme = CPU, _cpu_drafter_scheme(drafter, draft_quant)
+    if gpu_short:
+        reasons.append(f"drafter: on the CPU in {_weights(scheme)}, since it needs {fmt_bytes(minimum)} and the "
+                       f"GPU budget is {fmt_bytes(room[GPU])}")
+    else:
+        reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {_weights(scheme)}, placed first "
+                       "because it runs k times per round")
+    runtime = runtime_bytes(drafter, scheme.name, dev == CPU)
+    if need(scheme) + head + (runtime if dev == CPU else 0) > room[dev]:
+        from .planner import refuse
+        raise refuse(f"the drafter {drafter.name} does not fit", [(dev, need(scheme) + head, room[dev])],
+                     "pick a smaller drafter, or --drafter ngram")
+    placed = [Placement(g.name, g.kind, dev, scheme.name, scheme.group_bytes(g), 0, g.parts) for g in drafter.groups]
+    room[dev] -= need(scheme)
+    room[CPU] -= runtime
+    headroom[dev] = max(headroom[dev], head)
+    quant = "none" if scheme.name == scheme.other_dtype else scheme.name
+    plan = make_model_plan("drafter", drafter, scheme.other_dtype, quant, placed, ctx, False, ctx, reasons)
+    return plan, dev
+
+
+def _cpu_drafter_scheme(drafter: Shape, draft_quant: str) -> Scheme:
+    """The drafter's weights on the CPU: int8dyn where fbgemm exists (fastpath.choose), else float32."""
+    from ..cpu.fastpath import choose
+
+    weights = choose(draft_quant, "drafter")
+    if weights == "int8dyn":
+        return int8dyn_scheme(drafter)
+    cpu = bk.backend(CPU, weights)
+    return cpu.scheme() if weights != "none" and cpu else plain("float32")
+
+
+def _weights(scheme: Scheme) -> str:
+    if scheme.name == "int8dyn":
+        return "int8 weights and activations (fp16 where a layer narrows its input)"
+    return scheme.name if scheme.name == scheme.other_dtype else f"{scheme.name} weights"
+
+
+def _best_spill(target, drafter, ladder, compute, ctx, levels, room, budget, headroom, fast, spec_dev, d_act,
+                req, reasons):
+    """Of the schemes that must spill, the one that keeps the largest share of parameters on the fast
+    device (the more faithful one on a tie); the last refusal if none works."""
+    best, error = None, None
+    for scheme in ladder:
+        try:
+            found = _spill(target, drafter, scheme, compute, ctx, levels, room, budget, headroom, fast,
+                           spec_dev, d_act, req)
+        except PlanRefused as e:
+            error = e   # the most compact scheme's refusal says the most
+            continue
+        names = {p.group for p in found[1] if p.device == fast}
+        share = sum(g.params for g in target.groups if g.name in names)
+        if best is None or share > best[0]:
+            best = (share, found)
+    if best is None:
+        raise error
+    if best[1][4] > max(headroom[fast], activation_bytes(target, ctx, DTYPE_BYTES[best[1][0].other_dtype])):
+        reasons.append("gpu: the largest offloaded group's size is kept free to stream it in")
+    return best[1]
+
+
+def _spill(target, drafter, scheme, compute, ctx, levels, room, budget, headroom, fast, spec_dev, d_act, req):
+    """The target does not fit the fast device whole: spill groups, keeping whichever speculation size
+    keeps the most target bytes on the fast device (the smallest, unless the full one costs nothing)."""
+    act = DTYPE_BYTES[scheme.other_dtype]
+    off = offload_scheme(scheme, compute) if fast == GPU else scheme
+    head = max(headroom[fast], activation_bytes(target, ctx, act))
+    stream = max(off.group_bytes(g) for g in target.groups) if fast == GPU else 0
+    best = None
+    for kk, dc in (levels[-1], levels[0]):
+        spec = speculation_bytes(target, drafter, kk, dc, act, d_act)
+        rooms = dict(room)
+        rooms[fast] -= head + stream + (spec if spec_dev == fast else 0)
+        if spec_dev != fast:
+            rooms[spec_dev] -= spec
+        if fast == GPU:   # (no fast-path copy when spilling: specx packs only models wholly in CPU memory)
+            rooms[CPU] -= headroom[CPU]
+        allowed = dict(rooms, **{DISK: rooms[DISK] if req.allow_disk else None})
+        placed = place(target, scheme, off, ctx, act, allowed, target.tied)
+        if placed is None:
+            _refuse(target, scheme, off, ctx, act, rooms, budget, req)
+        on_fast = sum(p.bytes for p in placed if p.device == fast)
+        if best is None or on_fast >= best[0]:
+            best = (on_fast, (scheme, placed, kk, dc, head + stream, spec))
+    return best[1]
+
+
+def _refuse(target, scheme, off, ctx, act, rooms, budget, req):
+    """Say why no placement works: the largest group fits nowhere, or disk would be needed. The table
+    shows, per device, the target's share plus what is reserved there (drafter, headroom, speculation)."""
+    biggest = max(target.groups, key=off.group_bytes)
+    roomy = {d: n for d, n in rooms.items() if n is not None and d != DISK}
+    if all(off.group_bytes(biggest) > n for n in roomy.values()):
+        raise refuse(f"the budget is below the largest layer of {target.name} ({biggest.name})",
+                     [(d, off.group_bytes(biggest), n) for d, n in roomy.items()],
+                     "raise --mem-budget or pick a smaller model")
+    placed = place(target, scheme, off, ctx, act, dict(rooms, **{DISK: 1 << 62}), target.tied)
+    rows = [(d, sum(p.bytes + p.kv_bytes for p in (placed or []) if p.device == d) + budget[d] - rooms[d],
+             budget[d]) for d in (GPU, CPU, DISK) if rooms.get(d) is not None]
+    if placed is not None and not req.allow_disk:
+        raise refuse(f"{target.name} needs disk offload under this budget", rows,
+                     "raise the budget, or pass --allow-disk-offload (every token then reads weights from disk)")
+    raise refuse(f"{target.name} does not fit this budget, even with disk offload", rows)
+
+
+def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder):
+    first = ladder[0]
+    devices = {p.device for p in placed}
+    where = "on the GPU" if fast == GPU else "in CPU memory"
+    if devices == {fast}:
+        why = "it fits" if scheme is first else (
+            f"{first.name} does not fit (with KV, speculation, headroom"
+            + (" and the fast path's packed copy)" if fast == CPU and first.name == "float32" else ")")
+            + " and this is the most faithful precision that does")
+        reasons.append(f"target: whole {where} in {scheme.name}, because {why}")
+    else:
+        spilled = sorted({p.kind for p in placed if p.device != fast})
+        reasons.append(f"target: {scheme.name}, spilling {', '.join(spilled)} groups off the "
+                       f"{'GPU' if fast == GPU else 'CPU'}, as it does not fit whole"
+                       + (", and of the precisions tried it keeps the most parameters there" if len(ladder) > 1 else ""))
+    if scheme.name in BNB and target.experts:
+        reasons.append("experts: bitsandbytes leaves fused expert tensors unquantized, so they are priced "
+                       "at the compute dtype")
+    if scheme.name in BNB and any(p.device != GPU for p in placed):
+        reasons.append("offloaded bitsandbytes modules are kept (and priced) in float32")
+    if kk < k or (drafter and dc < ctx):
+        reasons.append(f"speculation: k capped at {kk}" + (f", drafter context {dc}" if drafter else "")
+                       + " so that the target's layers stay on the fastest device")
+
+
+def _finish(plan: MemoryPlan, target: Shape) -> MemoryPlan:
+    """Load peak (estimate: steady state plus the largest group in flight) and the largest context."""
+    from dataclasses import replace
+
+    totals = plan.total_bytes()
+    biggest = max(p.bytes for p in plan.target.placements)
+    per_tok = {d: sum(p.kv_bytes for p in plan.target.placements if p.device == d) / plan.context
+               for d in (GPU, CPU)}
+    budget = {GPU: plan.budgets.gpu, CPU: plan.budgets.cpu}
+    extra = [int((budget[d] - totals.get(d, 0)) // per_tok[d]) for d in (GPU, CPU) if per_tok[d] and budget[d]]
+    limit = min(target.max_context, plan.context + max(0, min(extra))) if extra else plan.context
+    reasons = plan.reasons + (f"max context: {limit} tokens fit in this plan",)
+    return replace(plan, load_peak_bytes=totals["overall"] + biggest, reasons=reasons, max_context=limit)

@@ -1,0 +1,216 @@
+"""Resolve a model reference (file, folder, preset) and load it, tokenizer first."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import presets
+from ..errors import ModelFileError, ModelUnavailable, UsageError
+
+GGUF_MAGIC = b"GGUF"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A resolved model: a GGUF file or a Hugging Face folder, plus the preset it came from."""
+
+    kind: str            # "gguf" | "hf"
+    path: Path
+    name: str
+    preset: presets.Preset | None = None
+
+
+def resolve(ref: str) -> Source:
+    """An existing path wins, then a preset name (`NAME[:QUANT]`; a .toml path is a preset file),
+    then a Hub repo `org/name[:quant][@revision]` (downloaded once, then used offline)."""
+    path = Path(ref).expanduser()
+    if path.exists():
+        _say_if_shadowing(ref, path)
+        if presets.is_preset_file(path):
+            return _from_preset(presets.parse(path.read_text(encoding="utf-8"), str(path)))
+        return _from_path(path)
+    if ref.endswith((".gguf", ".toml")) or os.sep in ref and not _looks_like_repo(ref):
+        raise ModelUnavailable(f"model file or folder not found: {ref}", "check the path")
+    from . import hub
+
+    hub_ref = hub.parse_ref(ref) if _looks_like_repo(ref.split("@")[0].split(":")[0]) else None
+    if hub_ref is not None:
+        return _hub_source(hub.ensure(hub_ref, ref), ref)
+    name, _, quant = ref.partition(":")
+    return _from_preset(presets.find(name), quant)
+
+
+_SAID: set[str] = set()
+
+
+def _say_if_shadowing(ref: str, path: Path) -> None:
+    """A bare name that is both a path here and a preset: the path wins (documented), and is said, once."""
+    if ref in _SAID or ref != path.name or ref not in presets.all_presets():
+        return
+    _SAID.add(ref)
+    from .store import _say
+
+    _say(f"note: {ref} is the {'folder' if path.is_dir() else 'file'} ./{ref} in this directory, not the preset "
+         f"{ref} (for the preset, write `{ref}:` or run from another directory)")
+
+
+def _looks_like_repo(ref: str) -> bool:
+    return ref.count("/") == 1 and not ref.startswith((".", "/", "~"))
+
+
+def _from_path(path: Path) -> Source:
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return Source("hf", path, path.name)
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return Source("gguf", ggufs[0], ggufs[0].stem)
+        raise ModelUnavailable(f"{path} holds no config.json and no single .gguf file",
+                               "point at a GGUF file or a Hugging Face model folder")
+    if path.stat().st_size == 0:
+        raise ModelFileError(f"model file {path} is empty")
+    with open(path, "rb") as f:
+        if f.read(4) != GGUF_MAGIC:
+            raise ModelFileError(f"{path} is not a GGUF file (wrong magic bytes)",
+                                 "give a .gguf file or a Hugging Face model folder")
+    return Source("gguf", path, path.stem)
+
+
+def _from_preset(preset: presets.Preset, quant: str = "") -> Source:
+    from .preset_source import from_preset
+
+    return from_preset(preset, quant)
+
+
+def _hub_source(path: Path, name: str, preset: presets.Preset | None = None) -> Source:
+    return Source("gguf" if path.suffix == ".gguf" else "hf", path, name, preset)
+
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def dtype_name(name: str) -> str:
+    """'auto' means float32 on CPU for now."""
+    if name == "auto":
+        return "float32"
+    if name not in DTYPES:
+        raise UsageError(f"unknown dtype {name}", "use auto, float32, bfloat16 or float16")
+    return name
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, dtype_name(name))
+
+
+def _check_hf_folder(path: Path) -> None:
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ModelFileError(f"cannot read {path / 'config.json'}: {e}") from None
+    if "auto_map" in config:
+        raise ModelUnavailable(f"{path.name} needs custom code from its repository to run",
+                               "specx never runs remote code; pick a model that transformers supports natively")
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if config.get("model_type") not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise ModelUnavailable(f"{path.name}: unsupported architecture {config.get('model_type')!r}",
+                               "specx runs the causal language models that transformers implements natively")
+    if not any(path.glob("*.safetensors")):
+        raise ModelUnavailable(f"{path} has no .safetensors weights",
+                               "specx loads safetensors or GGUF only (no pickled .bin files)")
+
+
+def model_dir(source: Source, dtype: str) -> Path:
+    """The folder transformers loads from: the HF folder, or a converted copy of the GGUF."""
+    if source.kind == "hf":
+        _check_hf_folder(source.path)
+        return source.path
+    from .store import check_gguf, converted_copy
+
+    check_gguf(source.path)
+    return converted_copy(source.path, dtype_name(dtype))
+
+
+def load_tokenizer(source: Source):
+    """The tokenizer alone (no weights): from the folder, the converted copy, or the GGUF's metadata."""
+    from transformers import AutoTokenizer
+
+    try:
+        if source.kind == "hf":
+            _check_hf_folder(source.path)
+            return AutoTokenizer.from_pretrained(source.path, trust_remote_code=False)
+        from .store import any_copy, check_gguf
+
+        check_gguf(source.path)
+        copy = any_copy(source.path)
+        if copy is not None:
+            return AutoTokenizer.from_pretrained(copy, trust_remote_code=False)
+        return AutoTokenizer.from_pretrained(source.path.parent, gguf_file=source.path.name,
+                                             trust_remote_code=False)
+    except (ValueError, OSError, KeyError) as e:
+        raise ModelUnavailable(f"cannot load the tokenizer of {source.name}: {e}") from None
+
+
+def eos_ids(source: Source, tokenizer) -> frozenset[int]:
+    """End-of-sequence ids known without weights: the tokenizer's, plus generation_config.json's."""
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    config = source.path / "generation_config.json" if source.kind == "hf" else None
+    if config and config.is_file():
+        value = json.loads(config.read_text(encoding="utf-8")).get("eos_token_id")
+        ids.update([value] if isinstance(value, int) else value or [])
+    return frozenset(int(i) for i in ids)
+
+
+_LOADED: dict[tuple, object] = {}
+
+
+def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vocab: int = 0, placement=None):
+    """Load model + tokenizer (memoised per process) as an LM with its own cache.
+
+    `weights` is a resolved CPU weight precision (fastpath.choose): none, fp16, int8 or int4.
+    `draft_vocab` > 0 keeps only that many output rows (VocabTrim; for drafters only).
+    `placement` (placement.Load with from_pretrained arguments): a device map, disk offload or a
+    bitsandbytes quantization from the memory plan; such a model keeps transformers' own layers."""
+    from ..cpu import fastpath
+    from . import vocabtrim
+    from .lm import LM
+
+    dispatched = placement is not None and placement.dispatched
+    key = (str(source.path), dtype_name(dtype), weights, draft_vocab,   # "auto" and "float32" are one model
+           placement.kwargs if dispatched else ())
+    if key not in _LOADED:
+        model, tokenizer = _from_pretrained(source, dtype, placement.from_pretrained_kwargs() if dispatched else {})
+        n_params = sum(p.numel() for p in model.parameters())
+        vocab = int(model.get_output_embeddings().weight.size(0))
+        keep = None
+        if draft_vocab:
+            keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), vocab), draft_vocab)
+            vocabtrim.trim_output_layer(model, keep)
+        fast = "kernels: transformers' own (placed by the memory plan)" if dispatched else fastpath.apply(model, weights)
+        kernels = ", ".join(filter(None, [fast, vocabtrim.describe(keep, vocab)]))
+        _LOADED[key] = LM(model, tokenizer, source.name, n_params=n_params, kernels=kernels, vocab=vocab,
+                          keep_ids=keep, weights=weights)
+    return _LOADED[key].fresh()
+
+
+def _from_pretrained(source: Source, dtype: str, placed: dict):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = model_dir(source, dtype)
+    placed = {**placed, "dtype": torch_dtype(dtype)}
+    try:
+        model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, **placed)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    except ValueError as e:
+        raise ModelUnavailable(f"cannot load {source.name}: {e}",
+                               "specx supports the architectures transformers implements natively") from None
+    except BrokenPipeError:
+        raise   # a progress bar on a closed stderr, not a bad file
+    except OSError as e:
+        raise ModelFileError(f"cannot read {source.name}: {e}") from None
+    model.eval()
+    return model, tokenizer

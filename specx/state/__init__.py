@@ -1,0 +1,1 @@
+"""What specx keeps and where: directories, the config file and settings, atomic locked writes, this machine's identity."""

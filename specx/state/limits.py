@@ -1,0 +1,34 @@
+"""What each numeric option may be, checked the same way wherever it comes from: a flag, a SPECX_*
+variable, the config file, a preset, the Python API. No torch here: the CLI checks options before any
+heavy import. Every test is written so that NaN fails it (a comparison with NaN is false)."""
+from __future__ import annotations
+
+import math
+
+from ..errors import UsageError
+
+WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # CPU weight precisions (cpu/fastpath.py);
+                                                                # int8dyn: drafters only (qlinear.DynInt8Linear)
+MAX_K = 64   # tokens drafted per round at most: past this, verify forwards cost more than a draft can win
+
+# option -> (test, what it must be, hint)
+LIMITS = {
+    "k": (lambda v: 0 <= v <= MAX_K, f"between 0 and {MAX_K}", "try -k 4; -k 0 decodes plainly"),
+    "max_tokens": (lambda v: v > 0, "positive", "try -n 256"),
+    "temperature": (lambda v: 0 <= v < math.inf, "a finite number ≥ 0", "0 means greedy decoding"),
+    "top_p": (lambda v: 0 < v <= 1, "in (0, 1]", "try --top-p 0.9"),
+    "top_k": (lambda v: v >= 0, "≥ 0", "0 disables top-k"),
+    "confidence": (lambda v: 0 < v < 1, "in (0, 1)", "try --confidence 0.4"),
+}
+WORDS = {"k": "draft tokens", "max_tokens": "max tokens", "top_p": "top-p", "top_k": "top-k",
+         "confidence": "the confidence threshold"}
+
+
+def check(name: str, value, where: str = "") -> None:
+    """Refuse a value out of its option's range (None means unset and passes)."""
+    if value is None or name not in LIMITS:
+        return
+    test, must, hint = LIMITS[name]
+    if not test(value):
+        what = f"{where}: `{name}`" if where else WORDS.get(name, name)
+        raise UsageError(f"{what} must be {must} (got {value})", hint)
