@@ -1,0 +1,517 @@
+/* Y = X · Wᵀ on the CPU with W kept in its GGUF block format (quant.py is the API and states the rules).
+
+   Rules every build keeps:
+   - Batch invariance: the result for (row m, output n) is computed by one thread, by one sequence of
+     operations that depends on neither the number of rows in the call, the row's position, nor the
+     thread count. Rows share each decoded weight block (that is the speed), never a reduction.
+   - "f32" mode: every weight is decoded to exactly gguf's float32 value (w = d·q, d·q + m, (d·sc)·q − dmin·m,
+     all exact products followed by at most the one rounding gguf does) and multiplied into float32 X.
+     Each build sums in its own lanes, so builds differ by float noise only.
+   - "q8" mode: each row of X is quantized alone, per 32 values, to int8 with one float scale (quantize_row);
+     a 32-value block's integer dot product isum is exact, and its float contribution v (contrib()) is added
+     to lane (block mod 8) of 8 running sums, reduced by a fixed tree (tree8). All of that is the same
+     arithmetic in every build, so q8 results are bit-identical across the AVX-512, AVX2 and portable builds.
+   Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__F16C__) && defined(__FMA__)
+#define SPX_AVX512 1
+#include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define SPX_AVX2 1
+#include <immintrin.h>
+#endif
+
+enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q4_K = 12,
+       T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30 };
+enum { MODE_F32 = 0, MODE_Q8 = 1 };
+
+#define QK 32          /* values per block of the 32-value types, and per activation block in q8 mode */
+#define QKK 256        /* values per K-type superblock; also one q8 "group" of 8 activation blocks */
+#define RMAX 8         /* activation rows that share one decoded weight block (register blocking) */
+#define TILE_BYTES 49152   /* a thread computes its outputs in tiles of about this many weight bytes, so a
+                              tile stays in L1/L2 while every row group of a long prompt passes over it */
+#define XCHUNK_BYTES (1 << 20)   /* at most this many bytes of X per pass over the weights (stays in L2) */
+
+/* q8 activations, per row: for each group of 256 values (8 blocks of 32), XG bytes:
+   q[256]   int8 values; byte 64k + 32h + 4j + t holds value 32j + 16h + 4k + t of the group (block j, half h),
+            so that a 64-byte vector k has block j in its 32-bit lanes j and 8 + j (the SIMD kernels decode
+            weights into the same order; each 32-bit lane then holds 4 values of one block);
+   dx[8]    float scales (one per block), xs[8] = dx·Σq (float), xsum16[16] int32 Σq per half block
+            (lane 8h + j), xsum32[8] int32 Σq per block; padding to a multiple of 64 bytes.
+   Values past the row's end are zeros with scale 0. */
+#define XG 448
+#define XG_DX 256
+#define XG_XS 288
+#define XG_SUM16 320
+#define XG_SUM32 384
+
+static inline int64_t xq_stride(int64_t K) { return (K + QKK - 1) / QKK * XG; }
+
+/* ---------------------------------------------------------------- scalar helpers (every build) */
+
+static inline float f32_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static float half_to_float(uint16_t h) {   /* exact, subnormals, infinities and NaNs included */
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f) return f32_bits(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        float v = (float)man * (1.0f / 16777216.0f);   /* man · 2^-24, exact */
+        return sign ? -v : v;
+    }
+    return f32_bits(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline float rdh(const uint8_t *p) { return half_to_float(rd16(p)); }
+
+/* Q4_K / Q5_K: the 6-bit scale and min of sub-block j (ggml's get_scale_min_k4). */
+static inline void scale_min_k4(int j, const uint8_t *s, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+static int block_values(int type) {
+    switch (type) {
+        case T_F32: case T_F16: case T_BF16: return 1;
+        case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: case T_Q8_0: return QK;
+        case T_Q4_K: case T_Q5_K: case T_Q6_K: return QKK;
+        default: return 0;
+    }
+}
+
+static int block_bytes(int type) {
+    switch (type) {
+        case T_F32: return 4;
+        case T_F16: case T_BF16: return 2;
+        case T_Q4_0: return 18;
+        case T_Q4_1: return 20;
+        case T_Q5_0: return 22;
+        case T_Q5_1: return 24;
+        case T_Q8_0: return 34;
+        case T_Q4_K: return 144;
+        case T_Q5_K: return 176;
+        case T_Q6_K: return 210;
+        default: return 0;
+    }
+}
+
+static inline int is_float_type(int type) { return type == T_F32 || type == T_F16 || type == T_BF16; }
+
+/* ---------------------------------------------------------------- exact decoding to gguf's float32 values */
+
+/* One block (32 or 256 values; one value for the float types) as gguf dequantizes it. */
+static void decode_block(int type, const uint8_t *b, float *w) {
+    switch (type) {
+        case T_F32: memcpy(w, b, 4); return;
+        case T_F16: w[0] = rdh(b); return;
+        case T_BF16: w[0] = f32_bits((uint32_t)rd16(b) << 16); return;
+        case T_Q4_0: {
+            float d = rdh(b);
+            for (int i = 0; i < 16; ++i) {
+                w[i] = d * (float)((b[2 + i] & 15) - 8);
+                w[i + 16] = d * (float)((b[2 + i] >> 4) - 8);
+            }
+            return;
+        }
+        case T_Q4_1: {
+            float d = rdh(b), m = rdh(b + 2);
+            for (int i = 0; i < 16; ++i) {
+                w[i] = d * (float)(b[4 + i] & 15) + m;
+                w[i + 16] = d * (float)(b[4 + i] >> 4) + m;
+            }
+            return;
+        }
+        case T_Q5_0: case T_Q5_1: {
+            int one = type == T_Q5_1;
+            float d = rdh(b), m = one ? rdh(b + 2) : 0.0f;
+            uint32_t qh = rd32(b + 2 + 2 * one);
+            const uint8_t *qs = b + 6 + 2 * one;
+            for (int i = 0; i < 16; ++i) {
+                int lo = (qs[i] & 15) | (((qh >> i) & 1) << 4), hi = (qs[i] >> 4) | (((qh >> (i + 16)) & 1) << 4);
+                if (one) {
+                    w[i] = d * (float)lo + m;
+                    w[i + 16] = d * (float)hi + m;
+                } else {
+                    w[i] = d * (float)(lo - 16);
+                    w[i + 16] = d * (float)(hi - 16);
+                }
+            }
+            return;
+        }
+        case T_Q8_0: {
+            float d = rdh(b);
+            for (int i = 0; i < 32; ++i) w[i] = (float)(int8_t)b[2 + i] * d;
+            return;
+        }
+        case T_Q4_K: case T_Q5_K: {
+            int five = type == T_Q5_K;
+            float d = rdh(b), dmin = rdh(b + 2);
+            const uint8_t *s = b + 4, *qh = b + 16, *qs = b + 16 + 32 * five;
+            for (int j = 0; j < 8; ++j) {
+                int sc, m;
+                scale_min_k4(j, s, &sc, &m);
+                float ws = d * (float)sc, wm = dmin * (float)m;
+                for (int p = 0; p < 32; ++p) {
+                    int q = (qs[32 * (j / 2) + p] >> (4 * (j & 1))) & 15;
+                    if (five) q |= ((qh[p] >> j) & 1) << 4;
+                    w[32 * j + p] = ws * (float)q - wm;
+                }
+            }
+            return;
+        }
+        case T_Q6_K: {
+            const uint8_t *ql = b, *qh = b + 128;
+            const int8_t *sc = (const int8_t *)(b + 192);
+            float d = rdh(b + 208);
+            for (int v = 0; v < 256; ++v) {
+                int n = v / 128, r = v % 128, quarter = r / 32, p = r % 32;
+                int lo = (ql[64 * n + 32 * (quarter & 1) + p] >> (4 * (quarter >> 1))) & 15;
+                int hi = (qh[32 * n + p] >> (2 * quarter)) & 3;
+                w[v] = (d * (float)sc[v / 16]) * (float)((lo | (hi << 4)) - 32);
+            }
+            return;
+        }
+        default: return;
+    }
+}
+
+/* ---------------------------------------------------------------- q8: activations and the canonical sums */
+
+/* One row of X quantized into the layout above. amax/127 and 1/d are correctly rounded divisions, x·(1/d)
+   is rounded to the nearest integer, ties to even (numpy's rint; the SIMD conversions do the same). */
+static void quantize_row(const float *x, int64_t K, uint8_t *out) {
+    const int64_t groups = (K + QKK - 1) / QKK;
+    memset(out, 0, groups * XG);
+    for (int64_t g = 0; g < groups; ++g) {
+        uint8_t *o = out + g * XG;
+        float *dxv = (float *)(o + XG_DX), *xsv = (float *)(o + XG_XS);
+        int32_t *s16 = (int32_t *)(o + XG_SUM16), *s32 = (int32_t *)(o + XG_SUM32);
+        for (int j = 0; j < 8; ++j) {
+            int64_t base = g * QKK + QK * j;
+            if (base >= K) break;
+            const float *xb = x + base;
+            float amax = 0.0f;
+            for (int p = 0; p < QK; ++p) amax = fmaxf(amax, fabsf(xb[p]));
+            float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            int sum[2] = {0, 0};
+            for (int p = 0; p < QK; ++p) {
+                float v = xb[p] * id;
+                v = v != v ? 0.0f : v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+                int q = (int)nearbyintf(v);
+                int h = p / 16, k = (p % 16) / 4, t = p % 4;
+                o[64 * k + 32 * h + 4 * j + t] = (uint8_t)(int8_t)q;
+                sum[h] += q;
+            }
+            dxv[j] = d;
+            xsv[j] = d * (float)(sum[0] + sum[1]);
+            s16[j] = sum[0];
+            s16[8 + j] = sum[1];
+            s32[j] = sum[0] + sum[1];
+        }
+    }
+}
+
+/* How a block's float contribution is formed from its exact integer dot product (every build, every lane):
+   S  (Q4_0, Q5_0, Q8_0, Q6_K): v = isum·(a·dx)            a = d (Q6_K: its integer sub-scales are in isum)
+   SM (Q4_1, Q5_1):             v = isum·(a·dx) + b·xs      a = d, b = m
+   KM (Q4_K, Q5_K):             v = isum·(a·dx) − b·xs      a = d·sc, b = dmin·m (both exact)          */
+enum { KIND_S = 0, KIND_SM = 1, KIND_KM = 2 };
+
+static int q8_kind(int type) {
+    return type == T_Q4_1 || type == T_Q5_1 ? KIND_SM : type == T_Q4_K || type == T_Q5_K ? KIND_KM : KIND_S;
+}
+
+static inline float contrib(int kind, int32_t isum, float a, float b, float dx, float xs) {
+    float t = a * dx;
+    float u = (float)isum * t;
+    if (kind == KIND_SM) return u + b * xs;
+    if (kind == KIND_KM) return u - b * xs;
+    return u;
+}
+
+static inline float tree8(const float *a) {
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+/* A group of 8 blocks of one weight row as integers: q[32j + p] (value p of block j, in block order) so that
+   isum_j = Σ xq·q (Q6_K: sc16[2j]·Σ over the first 16 + sc16[2j+1]·Σ over the last 16), and a[j], b[j]
+   as contrib() takes them. Blocks past the row's end (nb < 8) are zeros. */
+typedef struct {
+    int8_t q[QKK];
+    float a[8], b[8];
+    int32_t sc16[16];
+} qgroup;
+
+static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
+    memset(g, 0, sizeof *g);
+    if (type == T_Q4_K || type == T_Q5_K) {
+        int five = type == T_Q5_K;
+        float d = rdh(w), dmin = rdh(w + 2);
+        const uint8_t *s = w + 4, *qh = w + 16, *qs = w + 16 + 32 * five;
+        for (int j = 0; j < 8; ++j) {
+            int sc, m;
+            scale_min_k4(j, s, &sc, &m);
+            g->a[j] = d * (float)sc;
+            g->b[j] = dmin * (float)m;
+            for (int p = 0; p < 32; ++p) {
+                int q = (qs[32 * (j / 2) + p] >> (4 * (j & 1))) & 15;
+                if (five) q |= ((qh[p] >> j) & 1) << 4;
+                g->q[32 * j + p] = (int8_t)q;
+            }
+        }
+        return;
+    }
+    if (type == T_Q6_K) {
+        const uint8_t *ql = w, *qh = w + 128;
+        float d = rdh(w + 208);
+        for (int v = 0; v < 256; ++v) {
+            int n = v / 128, r = v % 128, quarter = r / 32, p = r % 32;
+            int lo = (ql[64 * n + 32 * (quarter & 1) + p] >> (4 * (quarter >> 1))) & 15;
+            int hi = (qh[32 * n + p] >> (2 * quarter)) & 3;
+            g->q[v] = (int8_t)((lo | (hi << 4)) - 32);
+        }
+        for (int i = 0; i < 16; ++i) g->sc16[i] = ((const int8_t *)(w + 192))[i];
+        for (int j = 0; j < 8; ++j) g->a[j] = d;
+        return;
+    }
+    const int bytes = block_bytes(type);
+    for (int j = 0; j < nb; ++j) {
+        const uint8_t *b = w + (int64_t)j * bytes;
+        int8_t *q = g->q + 32 * j;
+        g->a[j] = rdh(b);
+        switch (type) {
+            case T_Q4_0: case T_Q4_1: {
+                int one = type == T_Q4_1, off = one ? 0 : 8;
+                if (one) g->b[j] = rdh(b + 2);
+                for (int i = 0; i < 16; ++i) {
+                    q[i] = (int8_t)((b[2 + 2 * one + i] & 15) - off);
+                    q[i + 16] = (int8_t)((b[2 + 2 * one + i] >> 4) - off);
+                }
+                break;
+            }
+            case T_Q5_0: case T_Q5_1: {
+                int one = type == T_Q5_1, off = one ? 0 : 16;
+                if (one) g->b[j] = rdh(b + 2);
+                uint32_t qh = rd32(b + 2 + 2 * one);
+                const uint8_t *qs = b + 6 + 2 * one;
+                for (int i = 0; i < 16; ++i) {
+                    q[i] = (int8_t)(((qs[i] & 15) | (((qh >> i) & 1) << 4)) - off);
+                    q[i + 16] = (int8_t)(((qs[i] >> 4) | (((qh >> (i + 16)) & 1) << 4)) - off);
+                }
+                break;
+            }
+            case T_Q8_0:
+                memcpy(q, b + 2, 32);
+                break;
+        }
+    }
+}
+
+/* isum of block j of a decoded group against the same block of a quantized row (layout above). */
+static inline int32_t group_isum(int type, const qgroup *g, const uint8_t *xg, int j) {
+    int32_t half[2] = {0, 0};
+    for (int p = 0; p < QK; ++p) {
+        int h = p / 16, k = (p % 16) / 4, t = p % 4;
+        half[h] += (int32_t)g->q[32 * j + p] * (int32_t)(int8_t)xg[64 * k + 32 * h + 4 * j + t];
+    }
+    if (type == T_Q6_K) return g->sc16[2 * j] * half[0] + g->sc16[2 * j + 1] * half[1];
+    return half[0] + half[1];
+}
+
+/* ---------------------------------------------------------------- portable kernels (every build has them) */
+
+/* f32 mode, portable: 16 running sums per (row, output), value i into sum i % 16, then a fixed tree. */
+static void portable_f32(int type, const float *x, int64_t R, int64_t K, const uint8_t *w, int64_t nout,
+                         int64_t rowbytes, float *y, int64_t ldy) {
+    const int per = block_values(type), bytes = block_bytes(type);
+    float wv[QKK];
+    for (int64_t c = 0; c < nout; ++c) {
+        const uint8_t *wr = w + c * rowbytes;
+        float acc[RMAX][16];
+        memset(acc, 0, sizeof acc);
+        const int step = per == 1 ? 16 : per;
+        for (int64_t k0 = 0; k0 < K; k0 += step) {
+            int n = (int)(K - k0 < step ? K - k0 : step);
+            if (per == 1)
+                for (int i = 0; i < n; ++i) decode_block(type, wr + (k0 + i) * bytes, wv + i);
+            else
+                decode_block(type, wr + k0 / per * bytes, wv);
+            for (int64_t r = 0; r < R; ++r)
+                for (int i = 0; i < n; ++i) acc[r][(k0 + i) & 15] += x[r * K + k0 + i] * wv[i];
+        }
+        for (int64_t r = 0; r < R; ++r) {
+            float *a = acc[r];
+            float s8[8];
+            for (int i = 0; i < 8; ++i) s8[i] = a[i] + a[i + 8];
+            y[r * ldy + c] = tree8(s8);
+        }
+    }
+}
+
+/* q8 mode, portable: the canonical arithmetic written out (the SIMD builds do exactly this, in vectors). */
+static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const uint8_t *w, int64_t nout,
+                        int64_t rowbytes, float *y, int64_t ldy) {
+    const int64_t groups = (K + QKK - 1) / QKK, stride = xq_stride(K);
+    const int kind = q8_kind(type), bytes = block_bytes(type), kt = block_values(type) == QKK;
+    const int64_t nblocks = K / QK;
+    qgroup g;
+    for (int64_t c = 0; c < nout; ++c) {
+        const uint8_t *wr = w + c * rowbytes;
+        float acc[RMAX][8];
+        memset(acc, 0, sizeof acc);
+        for (int64_t s = 0; s < groups; ++s) {
+            int nb = (int)(nblocks - 8 * s < 8 ? nblocks - 8 * s : 8);
+            decode_group(type, wr + (kt ? s * bytes : 8 * s * bytes), nb, &g);
+            for (int64_t r = 0; r < R; ++r) {
+                const uint8_t *xg = xq + r * stride + s * XG;
+                const float *dx = (const float *)(xg + XG_DX), *xs = (const float *)(xg + XG_XS);
+                for (int j = 0; j < 8; ++j)
+                    acc[r][j] += contrib(kind, group_isum(type, &g, xg, j), g.a[j], g.b[j], dx[j], xs[j]);
+            }
+        }
+        for (int64_t r = 0; r < R; ++r) y[r * ldy + c] = tree8(acc[r]);
+    }
+}
+
+/* ---------------------------------------------------------------- SIMD kernels (SIMD_KERNELS) */
+
+#ifndef SPX_VNNI
+#define SPX_VNNI 0
+#endif
+
+/* Rows [0, R) (R <= RMAX) of X against `nout` consecutive weight rows starting at w. */
+static void kernel(int type, int mode, const float *x, const uint8_t *xq, int64_t R, int64_t K,
+                   const uint8_t *w, int64_t nout, int64_t rowbytes, float *y, int64_t ldy) {
+    if (mode == MODE_Q8 && !is_float_type(type))
+        portable_q8(type, xq, R, K, w, nout, rowbytes, y, ldy);
+    else
+        portable_f32(type, x, R, K, w, nout, rowbytes, y, ldy);
+}
+
+/* ---------------------------------------------------------------- the driver */
+
+/* Outputs [n0, n1) of one segment for all M rows: a long X is cut into chunks that stay in cache, each
+   chunk's rows pass over a tile of weights in groups of at most RMAX. */
+static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, int64_t M, int64_t K,
+                         const uint8_t *w, int64_t rowbytes, int64_t n0, int64_t n1, float *y, int64_t ldy) {
+    const int64_t xrow = mode == MODE_Q8 && !is_float_type(type) ? xq_stride(K) : K * 4;
+    int64_t chunk = XCHUNK_BYTES / xrow;
+    chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
+    int64_t tile = TILE_BYTES / rowbytes;
+    if (tile < 1) tile = 1;
+    for (int64_t m0 = 0; m0 < M; m0 += chunk) {
+        const int64_t m1 = m0 + chunk < M ? m0 + chunk : M;
+        for (int64_t t0 = n0; t0 < n1; t0 += tile) {
+            const int64_t t1 = t0 + tile < n1 ? t0 + tile : n1;
+            for (int64_t r = m0; r < m1; r += RMAX) {
+                const int64_t R = m1 - r < RMAX ? m1 - r : RMAX;
+                kernel(type, mode, x + r * K, xq ? xq + r * xq_stride(K) : 0, R, K, w + t0 * rowbytes, t1 - t0,
+                       rowbytes, y + r * ldy + t0, ldy);
+            }
+        }
+    }
+}
+
+/* Y (M x Σrows, row-major) = X (M x K) · [W_0; W_1; …]ᵀ, segment s being rows[s] rows of ggml type types[s]
+   at data[s]. The threads split all outputs of all segments into contiguous ranges of about equal weight
+   bytes (a static schedule: each reads its own part of each W once). Returns 0, 1 when memory for the
+   quantized X could not be allocated, 2 for a type without a kernel (quant.py refuses those first). */
+int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t *types,
+               const uint8_t *const *data, const int64_t *rows, float *y, int32_t mode, int32_t threads) {
+    int64_t N = 0, total = 0;
+    int quantized = 0;
+    for (int s = 0; s < nseg; ++s) {
+        if (!block_values(types[s]) || K % block_values(types[s])) return 2;
+        N += rows[s];
+        total += rows[s] * (K / block_values(types[s]) * block_bytes(types[s]));
+        quantized |= !is_float_type(types[s]);
+    }
+    if (M <= 0 || N <= 0) return 0;
+    uint8_t *xq = 0;
+    if (mode == MODE_Q8 && quantized) {
+        xq = aligned_alloc(64, M * xq_stride(K));
+        if (!xq) return 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t m = 0; m < M; ++m) quantize_row(x + m * K, K, xq + m * xq_stride(K));
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        int id = 0, nt = 1;
+#ifdef _OPENMP
+        id = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        const int64_t lo = total * id / nt, hi = total * (id + 1) / nt;   /* this thread's bytes */
+        int64_t start = 0, col = 0;
+        for (int s = 0; s < nseg; ++s) {
+            const int64_t rb = K / block_values(types[s]) * block_bytes(types[s]), bytes = rows[s] * rb;
+            /* outputs whose first byte lies in [lo, hi) */
+            int64_t a = lo <= start ? 0 : (lo - start + rb - 1) / rb, b = hi <= start ? 0 : (hi - start + rb - 1) / rb;
+            if (a > rows[s]) a = rows[s];
+            if (b > rows[s]) b = rows[s];
+            if (a < b)
+                segment_rows(types[s], mode, x, xq, M, K, data[s], rb, a, b, y + col, N);
+            start += bytes;
+            col += rows[s];
+        }
+    }
+    free(xq);
+    return 0;
+}
+
+/* Rows ids[0..n) of a weight (K values each) decoded to gguf's float32 values: out is n x K. */
+void spx_dequantize_rows(int32_t type, const uint8_t *data, int64_t K, const int64_t *ids, int64_t n, float *out) {
+    const int per = block_values(type), bytes = block_bytes(type);
+    if (!per) return;
+    const int64_t rb = K / per * bytes;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t b = 0; b < K / per; ++b) decode_block(type, data + ids[i] * rb + b * bytes, out + i * K + b * per);
+}
+
+/* Which build this is: 2 AVX-512, 1 AVX2, 0 portable; +4 when its integer dot products are VNNI. */
+int spx_build(void) {
+#if defined(SPX_AVX512)
+    return 2 + 4 * SPX_VNNI;
+#elif defined(SPX_AVX2)
+    return 1 + 4 * SPX_VNNI;
+#else
+    return 0;
+#endif
+}
+
+/* The sum of n bytes (n a multiple of 256) read by `threads` threads, each its own contiguous part: the
+   benchmark's measure of this machine's read bandwidth, in the same library as the kernels. */
+uint64_t spx_stream_sum(const uint8_t *p, int64_t n, int32_t threads) {
+    uint64_t total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+        int id = 0, nt = 1;
+#ifdef _OPENMP
+        id = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        int64_t a = n / 256 * id / nt * 256, b = n / 256 * (id + 1) / nt * 256;
+        uint64_t s[4] = {0, 0, 0, 0};
+        for (int64_t i = a; i < b; i += 32)
+            for (int k = 0; k < 4; ++k) {
+                uint64_t v;
+                memcpy(&v, p + i + 8 * k, 8);
+                s[k] += v;
+            }
+        total += s[0] + s[1] + s[2] + s[3];
+    }
+    return total;
+}

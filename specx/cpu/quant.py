@@ -1,0 +1,250 @@
+"""Y = X · Wᵀ on the CPU with W in its GGUF block format (quant.c), for the lean decoder.
+
+Two activation modes:
+- "f32": exact. Each weight is decoded to gguf's own float32 value in registers and multiplied into the
+  float32 rows of X, so results are within float rounding of `qweight.reference` (dequantize, float64).
+- "q8": each row of X is quantized alone, per 32 values, to int8 with one float scale (as ggml's Q8_0),
+  and the blocks' dot products are exact integers; the block results are combined in float32 in one fixed
+  order (quant.c). Not exact: its error is that of rounding X to 8 bits (quant_ref.py computes the same
+  numbers in numpy, bit for bit). Float weights (F32/F16/BF16) always run the f32 path.
+
+Both keep a row's result bit-identical whatever other rows share the call and whatever the thread count
+(speculation is lossless only so). q8 results are also bit-identical across the AVX-512, AVX2 and portable
+builds; f32 results agree across builds within float rounding.
+
+The C source ships with the package and is compiled once per machine (cpu/build.py); the build matches the
+CPU (AVX-512 with F/BW/VL, else AVX2+FMA+F16C, with VNNI where the CPU has it, else portable C), falling
+back to the next one if compiling fails. Every size and type is checked here before the C code runs.
+"""
+from __future__ import annotations
+
+import ctypes
+import platform
+import subprocess
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from . import build
+from .qweight import BLOCKS, QWeight, check
+
+SOURCE = Path(__file__).with_name("quant.c")
+FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
+MODES = ("f32", "q8")
+# build name -> (CPU flags it needs, compiler flags); VNNI is added where the CPU has it (VNNI_FLAGS)
+BUILDS = {
+    "avx512": (("avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"),
+               ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx2", "-mfma", "-mf16c")),
+    "avx2": (("avx2", "fma", "f16c"), ("-mavx2", "-mfma", "-mf16c")),
+    "portable": ((), ()),
+}
+VNNI_FLAGS = {"avx512": ("avx512_vnni", "-mavx512vnni"), "avx2": ("avx_vnni", "-mavxvnni")}
+_state: dict[str, object] = {}
+
+
+@dataclass(frozen=True)
+class Library:
+    """One loaded build of quant.c."""
+
+    name: str
+    vnni: bool
+    lib: ctypes.CDLL
+
+    def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None):
+        """See the module-level `matmul`."""
+        import torch
+
+        group, n = _segments(weights, x, mode, out)
+        m = x.shape[0]
+        if out is None:
+            out = torch.empty(m, n, dtype=torch.float32)
+        if m and n:
+            types, data, rows = group
+            status = self.lib.spx_matmul(x.data_ptr(), m, x.shape[1], len(types), types, data, rows,
+                                         out.data_ptr(), MODES.index(mode), torch.get_num_threads())
+            if status == 1:
+                raise MemoryError(f"quantizing {m} rows of {x.shape[1]} values: out of memory")
+            if status:
+                raise ValueError(f"the {self.name} kernels refused the weights (status {status})")
+        return out
+
+    def embed(self, w: QWeight, ids):
+        """See the module-level `embed`."""
+        import torch
+
+        check(w)
+        ids = torch.as_tensor(ids, dtype=torch.int64).reshape(-1).contiguous()
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= w.rows):
+            raise ValueError(f"token ids must lie in [0, {w.rows})")
+        out = torch.empty(len(ids), w.cols, dtype=torch.float32)
+        if len(ids):
+            self.lib.spx_dequantize_rows(w.type, w.data.ctypes.data, w.cols, ids.data_ptr(), len(ids),
+                                         out.data_ptr())
+        return out
+
+    def describe(self) -> str:
+        return f"GGUF block kernels: {self.name} build{' with VNNI' if self.vnni else ''}, modes {', '.join(MODES)}"
+
+
+def matmul(x, weights: Sequence[QWeight], mode: str = "f32", out=None):
+    """x (M, cols) float32, contiguous, on the CPU; weights: one or more QWeight of the same `cols` (a fused
+    projection, possibly of different types) → (M, Σ rows) float32, the segments side by side (into `out`
+    when given: (M, Σ rows) float32 contiguous). One C call for the whole group; the threads
+    (torch.get_num_threads()) split all its output rows."""
+    return _default().matmul(x, weights, mode, out)
+
+
+def embed(w: QWeight, ids):
+    """Rows `ids` of w dequantized to gguf's float32 values: (len(ids), cols) float32 (an embedding lookup)."""
+    return _default().embed(w, ids)
+
+
+def available() -> bool:
+    """Whether a build is compiled and loaded here (compiles on first use)."""
+    return _library() is not None
+
+
+def why_not() -> str:
+    """Why no build is available ("" when one is)."""
+    _library()
+    return str(_state.get("why", ""))
+
+
+def modes() -> tuple[str, ...]:
+    """The activation modes the loaded build has (both, in every build)."""
+    return MODES if available() else ()
+
+
+def describe() -> str:
+    """One sentence: which build is loaded and its modes."""
+    lib = _library()
+    return lib.describe() if lib else f"GGUF block kernels unavailable: {why_not()}"
+
+
+def variants() -> list[str]:
+    """The builds this CPU can run, best first."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ["portable"]
+    flags = cpu_flags()
+    return [name for name, (needs, _) in BUILDS.items() if all(f in flags for f in needs)]
+
+
+def load(name: str) -> Library:
+    """Compile (once per machine) and load one build; OSError when compiling fails."""
+    compiler = build.c_compiler()
+    if not compiler:
+        raise OSError("no C compiler found (install gcc, or set CC)")
+    _, options = BUILDS[name]
+    vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
+    options = options + ((VNNI_FLAGS[name][1],) if vnni else ())
+    lib = build.load(build.build(f"quant-{name}", SOURCE, compiler, FLAGS + options))
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
+    lib.spx_matmul.restype = ctypes.c_int
+    lib.spx_dequantize_rows.argtypes = [i32, p, i64, p, i64, p]
+    lib.spx_dequantize_rows.restype = None
+    lib.spx_stream_sum.argtypes = [p, i64, i32]
+    lib.spx_stream_sum.restype = ctypes.c_uint64
+    lib.spx_build.restype = ctypes.c_int
+    return Library(name, bool(lib.spx_build() & 4), lib)
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (/proc/cpuinfo); without it, what torch's CPU capability implies."""
+    if "flags" not in _state:
+        flags: set[str] = set()
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+        except OSError:
+            pass
+        if not flags:
+            import torch
+
+            capability = torch.backends.cpu.get_cpu_capability()
+            if capability in ("AVX2", "AVX512"):
+                flags |= {"avx2", "fma", "f16c"}
+            if capability == "AVX512":
+                flags |= {"avx512f", "avx512bw", "avx512vl"}
+        _state["flags"] = flags
+    return _state["flags"]
+
+
+def _default() -> Library:
+    lib = _library()
+    if lib is None:
+        raise RuntimeError(f"specx's GGUF kernels are not available: {why_not()}")
+    return lib
+
+
+def _library() -> Library | None:
+    if "lib" not in _state:
+        _state["lib"], _state["why"] = None, "no build could be compiled"
+        for name in variants():
+            try:
+                _state["lib"], _state["why"] = load(name), ""
+                break
+            except (OSError, subprocess.SubprocessError) as e:
+                text = str(e).strip()
+                _state["why"] = f"building it failed ({text.splitlines()[-1] if text else type(e).__name__})"
+    return _state["lib"]
+
+
+_groups: dict[tuple[int, ...], tuple] = {}   # id()s of a weight group -> weak refs to it, its ctypes arrays
+_GROUPS_MAX = 4096
+
+
+def _segments(weights: Sequence[QWeight], x, mode: str, out) -> tuple[tuple, int]:
+    """Check the call (ValueError before any C runs) and return the group's ctypes arrays and Σ rows."""
+    import torch
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.dim() != 2 or x.device.type != "cpu":
+        raise ValueError("x must be a 2-D float32 tensor on the CPU")
+    if not x.is_contiguous():
+        raise ValueError("x must be contiguous")
+    weights = tuple(weights)
+    if not weights:
+        raise ValueError("matmul needs at least one weight")
+    key = tuple(id(w) for w in weights)
+    entry = _groups.get(key)
+    if entry is None or any(ref() is not w for ref, w in zip(entry[0], weights)):
+        for w in weights:
+            if not isinstance(w, QWeight):
+                raise ValueError(f"weights must be QWeight, not {type(w).__name__}")
+            check(w)
+        if len({w.cols for w in weights}) > 1:
+            raise ValueError(f"fused weights must share cols, not {sorted({w.cols for w in weights})}")
+        n = len(weights)
+        arrays = ((ctypes.c_int32 * n)(*(w.type for w in weights)),
+                  (ctypes.c_void_p * n)(*(w.data.ctypes.data for w in weights)),
+                  (ctypes.c_int64 * n)(*(w.rows for w in weights)))
+        if len(_groups) >= _GROUPS_MAX:
+            _groups.clear()
+        refs = tuple(weakref.ref(w) for w in weights)
+        entry = _groups[key] = (refs, arrays, sum(w.rows for w in weights), weights[0].cols)
+    _, arrays, n, cols = entry
+    if x.shape[1] != cols:
+        raise ValueError(f"x has {x.shape[1]} columns, the weights {cols}")
+    if out is not None and (not isinstance(out, torch.Tensor) or out.dtype != torch.float32
+                            or tuple(out.shape) != (x.shape[0], n) or not out.is_contiguous()
+                            or out.device.type != "cpu"):
+        raise ValueError(f"out must be a contiguous float32 CPU tensor of shape ({x.shape[0]}, {n})")
+    return arrays, n
+
+
+def type_names() -> tuple[str, ...]:
+    """The ggml types the kernels take."""
+    return tuple(BLOCKS)
+
+
+def stream_read(lib: Library, buffer: np.ndarray, threads: int) -> int:
+    """Read `buffer` (uint8, a multiple of 256 bytes) once with `threads` threads; its sum (so no read is
+    optimised away). Timed by benchmarks/quant_kernels.py as this machine's read bandwidth."""
+    return int(lib.lib.spx_stream_sum(buffer.ctypes.data, buffer.size, threads))
