@@ -2,6 +2,8 @@
 bit-identical whatever shares the call, fused groups, embeddings, refused inputs, and the builds agreeing."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 import torch
@@ -148,11 +150,20 @@ def test_bad_inputs_are_refused_before_any_kernel_runs():
             bad()
 
 
+def builds_here() -> list:
+    """Every build this CPU runs, with and without VNNI where it has VNNI (compiled two at a time)."""
+    combos = [(name, vnni) for name in quant.variants()
+              for vnni in ((True, False) if name in quant.VNNI_FLAGS
+                           and quant.VNNI_FLAGS[name][0] in quant.cpu_flags() else (False,))]
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda combo: quant.load(*combo), combos))
+
+
 @needs_kernels
 def test_every_build_that_runs_here_agrees():
-    """The AVX-512, AVX2 and portable builds: q8 bit-identical (the same arithmetic in other lanes), f32
-    within float rounding of each other."""
-    builds = [quant.load(name) for name in quant.variants()]
+    """The AVX-512, AVX2 and portable builds (VNNI or not): q8 bit-identical (the same arithmetic in other
+    lanes), f32 within float rounding of each other."""
+    builds = builds_here()
     rng = np.random.default_rng(9)
     for name in QUANTIZED + FLOATS:
         w = quant_ref.random_weight(name, 21, 288 if BLOCKS[name][1] == 32 else 512, rng)
@@ -162,7 +173,7 @@ def test_every_build_that_runs_here_agrees():
         assert all((np.abs(y - ys[-1]) <= bound).all() for y in ys), name
         if name in QUANTIZED:
             q8 = [lib.matmul(x, [w], "q8") for lib in builds]
-            assert all(torch.equal(q, q8[-1]) for q in q8), (name, [lib.name for lib in builds])
+            assert all(torch.equal(q, q8[-1]) for q in q8), (name, [lib.describe() for lib in builds])
 
 
 @needs_kernels

@@ -132,15 +132,17 @@ def variants() -> list[str]:
     return [name for name, (needs, _) in BUILDS.items() if all(f in flags for f in needs)]
 
 
-def load(name: str) -> Library:
-    """Compile (once per machine) and load one build; OSError when compiling fails."""
+def load(name: str, vnni: bool | None = None) -> Library:
+    """Compile (once per machine) and load one build, with VNNI where the CPU has it (or as `vnni` says, for
+    tests: a VNNI build needs a CPU with VNNI); OSError when compiling fails."""
     compiler = build.c_compiler()
     if not compiler:
         raise OSError("no C compiler found (install gcc, or set CC)")
     _, options = BUILDS[name]
-    vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
+    if vnni is None:
+        vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
     options = options + ((VNNI_FLAGS[name][1],) if vnni else ())
-    lib = build.load(build.build(f"quant-{name}", SOURCE, compiler, FLAGS + options))
+    lib = build.load(build.build(f"quant-{name}{'-vnni' if vnni else ''}", SOURCE, compiler, FLAGS + options))
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
     lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
     lib.spx_matmul.restype = ctypes.c_int

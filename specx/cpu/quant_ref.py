@@ -2,10 +2,10 @@
 random valid weights the tests and benchmarks use.
 
 q8 (quant.c states the rules): each row of X is quantized per 32 values, d = amax/127, q = rint(x·(1/d));
-each weight block is an integer vector and one or two floats (`weight_ints`, which reproduce gguf's
-dequantization exactly: a test holds them together); a block's integer dot product `isum` is exact, its
-contribution v is formed in float32 by one formula per type family, added to lane (block mod 8) of 8
-float32 sums, and the 8 sums are reduced by a fixed tree."""
+each weight block is a vector of integers and one or two floats (`weight_ints`, which reproduce gguf's
+dequantization exactly: a test holds them together); the integer dot product S of each half block (16
+values) is exact; then, in float32, acc[lane] = fma(S, a·dx, acc[lane]) over 16 lanes (block mod 8, half),
+for blocks with a min or offset accb[block mod 8] = fma(b, xs, accb), and fixed trees reduce the lanes."""
 from __future__ import annotations
 
 import numpy as np
@@ -98,28 +98,46 @@ def _q8_one(x: np.ndarray, w: QWeight) -> np.ndarray:
     xq, dx = quantize_rows(x)
     xs = (dx * xq.sum(axis=-1).astype(F32)).astype(F32)
     kind, q, a, b, sc16 = weight_ints(w)
-    if sc16 is not None:   # Q6_K: integer sub-scales per 16 values inside the block's sum
-        halves = np.einsum("mbhp,nbhp->mnbh", xq.reshape(*xq.shape[:2], 2, 16).astype(np.float64),
-                           q.reshape(*q.shape[:2], 2, 16).astype(np.float64)).astype(np.int64)
-        isum = (halves * sc16[None]).sum(axis=-1)
-    else:
-        isum = np.einsum("mbp,nbp->mnb", xq.astype(np.float64), q.astype(np.float64)).astype(np.int64)
-    nb = isum.shape[-1]
-    pad = -nb % 8
-    isum = np.pad(isum, ((0, 0), (0, 0), (0, pad))).astype(F32)
-    a, b = (np.pad(v, ((0, 0), (0, pad)))[None] for v in (a, b))
-    dx, xs = (np.pad(v, ((0, 0), (0, pad)))[:, None] for v in (dx, xs))
-    t = (a * dx).astype(F32)
-    v = (isum * t).astype(F32)
-    if kind == "SM":
-        v = (v + (b * xs).astype(F32)).astype(F32)
-    elif kind == "KM":
-        v = (v - (b * xs).astype(F32)).astype(F32)
-    acc = np.zeros(v.shape[:2] + (8,), F32)
-    for s in range(0, v.shape[-1], 8):
-        acc = (acc + v[..., s:s + 8]).astype(F32)
-    return (((acc[..., 0] + acc[..., 4]) + (acc[..., 2] + acc[..., 6]))
-            + ((acc[..., 1] + acc[..., 5]) + (acc[..., 3] + acc[..., 7]))).astype(F32)
+    # S per half block: (M, N, blocks, 2), exact integers (float64 holds them exactly)
+    halves = np.einsum("mbhp,nbhp->mnbh", xq.reshape(*xq.shape[:2], 2, 16).astype(np.float64),
+                       q.reshape(*q.shape[:2], 2, 16).astype(np.float64)).astype(F32)
+    a2 = (a[..., None] * sc16.astype(F32)).astype(F32) if sc16 is not None else np.repeat(a[..., None], 2, -1)
+    pad = -halves.shape[2] % 8
+    halves = np.pad(halves, ((0, 0), (0, 0), (0, pad), (0, 0)))
+    a2, b = np.pad(a2, ((0, 0), (0, pad), (0, 0))), np.pad(b, ((0, 0), (0, pad)))
+    dx, xs = np.pad(dx, ((0, 0), (0, pad))), np.pad(xs, ((0, 0), (0, pad)))
+    t = (a2[None] * dx[:, None, :, None]).astype(F32)                  # (M, N, blocks, 2)
+    acc = np.zeros(halves.shape[:2] + (8, 2), F32)
+    accb = np.zeros(halves.shape[:2] + (8,), F32)
+    for s in range(0, halves.shape[2], 8):
+        acc = fma32(halves[:, :, s:s + 8], t[:, :, s:s + 8], acc)
+        if kind != "S":
+            accb = fma32(b[None, :, s:s + 8], xs[:, None, s:s + 8], accb)
+    main = tree8((acc[..., 0] + acc[..., 1]).astype(F32))
+    return {"S": main, "SM": main + tree8(accb), "KM": main - tree8(accb)}[kind].astype(F32)
+
+
+def tree8(a: np.ndarray) -> np.ndarray:
+    """The fixed sum of 8 float32 lanes (last axis) every build uses."""
+    return (((a[..., 0] + a[..., 4]) + (a[..., 2] + a[..., 6]))
+            + ((a[..., 1] + a[..., 5]) + (a[..., 3] + a[..., 7]))).astype(F32)
+
+
+def fma32(a, b, c) -> np.ndarray:
+    """float32 a·b + c rounded once (an FMA instruction), exactly: the product is exact in float64, the
+    float64 sum's error is recovered exactly (two-sum), and it decides the one case where rounding the float64
+    sum to float32 would round twice (a sum exactly halfway between two float32 values)."""
+    a, b, c = (np.asarray(v, F32) for v in (a, b, c))
+    p = a.astype(np.float64) * b.astype(np.float64)
+    c64 = c.astype(np.float64)
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    r = s.astype(F32)
+    other = np.where(s > r.astype(np.float64), np.nextafter(r, F32(np.inf)), np.nextafter(r, F32(-np.inf)))
+    midway = (s != r.astype(np.float64)) & ((r.astype(np.float64) + other.astype(np.float64)) * 0.5 == s)
+    fix = midway & (err != 0) & ((other.astype(np.float64) > s) == (err > 0))
+    return np.where(fix, other, r).astype(F32)
 
 
 def error_bound(x: np.ndarray, weights: list[QWeight]) -> np.ndarray:

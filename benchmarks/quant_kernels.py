@@ -1,0 +1,136 @@
+"""Speed of specx's GGUF block kernels (specx/cpu/quant.c) on Qwen2.5-1.5B's layer shapes.
+
+    python benchmarks/quant_kernels.py [--types Q4_K,Q6_K,Q8_0,Q5_0] [--rows 1,2,5,9,17] [--reps 7]
+
+For each weight type, layer shape, mode and number of rows M: the median milliseconds of one call, the
+weight bytes read per second, and the ratio to M = 1. Every call reads a different copy of the weights
+(together larger than the last-level cache: `--working-set`), so each reads them from memory as a decoder's
+layers do. The machine's read bandwidth is measured by the same library (a sum of a 1 GiB buffer), and
+each kernel's rate is also given as a share of it. The float32 kernel (rowgemm) on the dequantized weights
+runs the same shapes for comparison. Configurations alternate within each repeat so drift cancels.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from specx.cpu import quant, quant_ref
+from specx.cpu.qweight import BLOCKS, QWeight, dequantize
+
+# Qwen2.5-1.5B: (label, segments' rows, cols)
+SHAPES = [
+    ("q/o 1536x1536", (1536,), 1536),
+    ("k/v 256x1536", (256,), 1536),
+    ("gate+up 2x8960x1536", (8960, 8960), 1536),
+    ("down 1536x8960", (1536,), 8960),
+    ("vocab 151936x1536", (151936,), 1536),
+]
+
+
+def copies(name: str, segments: tuple[int, ...], cols: int, working_set: int, rng) -> list[list[QWeight]]:
+    """Enough copies of a layer's weights (random valid blocks) to exceed `working_set` bytes together."""
+    _, per, size = BLOCKS[name]
+    layer = sum(segments) * cols // per * size
+    n = max(2, -(-working_set // layer))
+    pool = quant_ref.random_weight(name, n * sum(segments) * cols // 256, 256, rng, extreme=False).data
+    out, at = [], 0
+    for _ in range(n):
+        group = []
+        for rows in segments:
+            nbytes = rows * cols // per * size
+            group.append(QWeight(BLOCKS[name][0], pool[at:at + nbytes], rows, cols))
+            at += nbytes
+        out.append(group)
+    return out
+
+
+def bandwidth(lib, threads: int, reps: int) -> float:
+    """GB/s of one pass of `threads` threads over a 1 GiB buffer (median)."""
+    buffer = np.ones(1 << 30, np.uint8)
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        quant.stream_read(lib, buffer, threads)
+        times.append(time.perf_counter() - t)
+    return buffer.size / statistics.median(times) / 1e9
+
+
+def timed(run, groups, reps: int) -> list[float]:
+    """Milliseconds of each of `reps` calls, each on the next copy."""
+    out = []
+    for i in range(reps):
+        t = time.perf_counter()
+        run(groups[i % len(groups)])
+        out.append((time.perf_counter() - t) * 1e3)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--types", default="Q4_K,Q6_K,Q8_0,Q5_0")
+    parser.add_argument("--shapes", default=",".join(str(i) for i in range(len(SHAPES))))
+    parser.add_argument("--rows", default="1,2,5,9,17")
+    parser.add_argument("--modes", default="f32,q8")
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--working-set", type=int, default=1024, help="MiB of weight copies per layer")
+    parser.add_argument("--rowgemm", action="store_true", help="also the float32 kernel on dequantized weights")
+    parser.add_argument("--build", default="", help="a build name (quant.variants()); default: the best")
+    args = parser.parse_args()
+    lib = quant.load(args.build) if args.build else quant._default()
+    threads = torch.get_num_threads()
+    ms = [int(m) for m in args.rows.split(",")]
+    modes = args.modes.split(",")
+    bw = bandwidth(lib, threads, 5)
+    print(f"{lib.describe()}; threads {threads}; read bandwidth {bw:.1f} GB/s (1 GiB, {threads} threads)")
+    print("| type | layer | mode | " + " | ".join(f"M={m} ms" for m in ms) + " | M=1 GB/s | % of bw | "
+          + " | ".join(f"M={m}/M=1" for m in ms[1:]) + " |")
+    print("|" + "---|" * (4 + 2 * len(ms) + 1))
+    rng = np.random.default_rng(0)
+    for name in args.types.split(","):
+        for index in (int(s) for s in args.shapes.split(",")):
+            label, segments, cols = SHAPES[index]
+            groups = copies(name, segments, cols, args.working_set << 20, rng)
+            nbytes = sum(w.nbytes for w in groups[0])
+            xs = {m: torch.randn(m, cols) for m in ms}
+            results = {(mode, m): [] for mode in modes for m in ms}
+            for _ in range(args.reps):
+                for mode in modes:
+                    for m in ms:
+                        results[mode, m] += timed(lambda g: lib.matmul(xs[m], g, mode), groups, 3)
+            for mode in modes:
+                med = {m: statistics.median(results[mode, m]) for m in ms}
+                rate = nbytes / med[ms[0]] / 1e6
+                print(f"| {name} | {label} | {mode} | " + " | ".join(f"{med[m]:.3f}" for m in ms)
+                      + f" | {rate:.1f} | {100 * rate / bw:.0f}% | "
+                      + " | ".join(f"{med[m] / med[ms[0]]:.2f}" for m in ms[1:]) + " |", flush=True)
+            if args.rowgemm and name == args.types.split(",")[0]:
+                rowgemm_row(label, groups, ms, xs, args.reps, bw)
+            del groups
+
+
+def rowgemm_row(label: str, groups, ms, xs, reps: int, bw: float) -> None:
+    """The float32 kernel on the same layer dequantized (float32 weights: 4 bytes per weight)."""
+    from specx.kernels import rowgemm
+
+    if not rowgemm.available():
+        return
+    weight = torch.from_numpy(np.concatenate([dequantize(w) for w in groups[0]]))
+    need = max(2, -(-(1 << 30) // (weight.numel() * 4)))
+    weights = [weight] + [weight.clone() for _ in range(min(need, 24) - 1)]
+    results = {m: [] for m in ms}
+    for _ in range(reps):
+        for m in ms:
+            results[m] += timed(lambda w: rowgemm.linear(xs[m], w), weights, 3)
+    med = {m: statistics.median(results[m]) for m in ms}
+    rate = weight.numel() * 4 / med[ms[0]] / 1e6
+    print(f"| rowgemm F32 | {label} | f32 | " + " | ".join(f"{med[m]:.3f}" for m in ms)
+          + f" | {rate:.1f} | {100 * rate / bw:.0f}% | " + " | ".join(f"{med[m] / med[ms[0]]:.2f}" for m in ms[1:])
+          + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
