@@ -1,6 +1,7 @@
 """Speed of specx's GGUF block kernels (specx/cpu/quant.c) on Qwen2.5-1.5B's layer shapes.
 
     python benchmarks/quant_kernels.py [--types Q4_K,Q6_K,Q8_0,Q5_0] [--rows 1,2,5,9,17] [--reps 7]
+    python benchmarks/quant_kernels.py --model FILE.gguf [--llama-cpp]
 
 For each weight type, layer shape, mode and number of rows M: the median milliseconds of one call, the
 weight bytes read per second, and the ratio to M = 1. Every call reads a different copy of the weights
@@ -8,6 +9,11 @@ weight bytes read per second, and the ratio to M = 1. Every call reads a differe
 layers do. The machine's read bandwidth is measured by the same library (a sum of a 1 GiB buffer), and
 each kernel's rate is also given as a share of it. The float32 kernel (rowgemm) on the dequantized weights
 runs the same shapes for comparison. Configurations alternate within each repeat so drift cancels.
+
+With --model, every linear layer of a GGUF decoder's forward (fused QKV and gate/up, as the lean decoder
+calls them, and the output layer) runs in turn on the file's own tensors: milliseconds per forward of M
+tokens for the linear kernels alone; with --llama-cpp, llama.cpp's whole decoding step (one token, and M
+tokens in one batch) on the same file and thread count stands beside it.
 """
 from __future__ import annotations
 
@@ -79,6 +85,8 @@ def main() -> None:
     parser.add_argument("--working-set", type=int, default=1024, help="MiB of weight copies per layer")
     parser.add_argument("--rowgemm", action="store_true", help="also the float32 kernel on dequantized weights")
     parser.add_argument("--build", default="", help="a build name (quant.variants()); default: the best")
+    parser.add_argument("--model", default="", help="a GGUF decoder: time its forward's linear layers")
+    parser.add_argument("--llama-cpp", action="store_true", help="with --model: llama.cpp on the same file")
     args = parser.parse_args()
     lib = quant.load(args.build) if args.build else quant._default()
     threads = torch.get_num_threads()
@@ -86,6 +94,9 @@ def main() -> None:
     modes = args.modes.split(",")
     bw = bandwidth(lib, threads, 5)
     print(f"{lib.describe()}; threads {threads}; read bandwidth {bw:.1f} GB/s (1 GiB, {threads} threads)")
+    if args.model:
+        model_forward(lib, args.model, ms, modes, args.reps, bw, threads, args.llama_cpp)
+        return
     print("| type | layer | mode | " + " | ".join(f"M={m} ms" for m in ms) + " | M=1 GB/s | % of bw | "
           + " | ".join(f"M={m}/M=1" for m in ms[1:]) + " |")
     print("|" + "---|" * (4 + 2 * len(ms) + 1))
@@ -130,6 +141,83 @@ def rowgemm_row(label: str, groups, ms, xs, reps: int, bw: float) -> None:
     print(f"| rowgemm F32 | {label} | f32 | " + " | ".join(f"{med[m]:.3f}" for m in ms)
           + f" | {rate:.1f} | {100 * rate / bw:.0f}% | " + " | ".join(f"{med[m] / med[ms[0]]:.2f}" for m in ms[1:])
           + " |", flush=True)
+
+
+def layer_groups(path: str) -> list[list[QWeight]]:
+    """The linear layers of a GGUF decoder in forward order, fused as the lean decoder calls them."""
+    import gguf
+
+    reader = gguf.GGUFReader(path)
+    tensors = {t.name: t for t in reader.tensors}
+
+    def weight(name: str) -> QWeight:
+        t = tensors[name]
+        data = np.asarray(t.data).reshape(-1).view(np.uint8)
+        return QWeight(int(t.tensor_type), data, int(t.shape[1]), int(t.shape[0]))
+
+    groups, block = [], 0
+    while f"blk.{block}.attn_q.weight" in tensors:
+        p = f"blk.{block}."
+        groups += [[weight(p + "attn_q.weight"), weight(p + "attn_k.weight"), weight(p + "attn_v.weight")],
+                   [weight(p + "attn_output.weight")],
+                   [weight(p + "ffn_gate.weight"), weight(p + "ffn_up.weight")],
+                   [weight(p + "ffn_down.weight")]]
+        block += 1
+    groups.append([weight("output.weight" if "output.weight" in tensors else "token_embd.weight")])
+    return groups
+
+
+def model_forward(lib, path: str, ms, modes, reps: int, bw: float, threads: int, llama: bool) -> None:
+    """Milliseconds of all linear layers of one forward of M tokens (each layer's input a fresh (M, cols))."""
+    groups = layer_groups(path)
+    nbytes = sum(w.nbytes for g in groups for w in g)
+    inputs = {m: {g[0].cols: torch.randn(m, g[0].cols) for g in groups} for m in ms}
+    results = {(mode, m): [] for mode in modes for m in ms}
+    peer = llama_cpp_steps(path, threads, ms) if llama else None
+    for _ in range(reps):
+        for mode in modes:
+            for m in ms:
+                t = time.perf_counter()
+                for g in groups:
+                    lib.matmul(inputs[m][g[0].cols], g, mode)
+                results[mode, m].append((time.perf_counter() - t) * 1e3)
+        if peer:
+            peer.step()
+    print(f"{path}: {len(groups)} linear calls per forward, {nbytes / 1e6:.0f} MB of weights")
+    print("| kernels | mode | " + " | ".join(f"M={m} ms" for m in ms) + " | M=1 GB/s | % of bw | "
+          + " | ".join(f"M={m}/M=1" for m in ms[1:]) + " |")
+    print("|" + "---|" * (3 + 2 * len(ms) + 1))
+    for mode in modes:
+        med = {m: statistics.median(results[mode, m]) for m in ms}
+        rate = nbytes / med[ms[0]] / 1e6
+        print(f"| specx {lib.name} | {mode} | " + " | ".join(f"{med[m]:.1f}" for m in ms)
+              + f" | {rate:.1f} | {100 * rate / bw:.0f}% | " + " | ".join(f"{med[m] / med[ms[0]]:.2f}" for m in ms[1:]) + " |")
+    if peer:
+        med = {m: statistics.median(v) for m, v in peer.times.items()}
+        print(f"| llama.cpp (whole forward) | its own | " + " | ".join(f"{med[m]:.1f}" for m in ms)
+              + f" | {nbytes / med[ms[0]] / 1e6:.1f} | {100 * nbytes / med[ms[0]] / 1e6 / bw:.0f}% | "
+              + " | ".join(f"{med[m] / med[ms[0]]:.2f}" for m in ms[1:]) + " |")
+
+
+class llama_cpp_steps:
+    """llama.cpp (llama-cpp-python) decoding the same file: one timed eval of M tokens per `step`, after a
+    fixed 64-token context (the KV cache is trimmed back to it each time)."""
+
+    def __init__(self, path: str, threads: int, ms) -> None:
+        from llama_cpp import Llama
+
+        self.llm = Llama(model_path=path, n_threads=threads, n_threads_batch=threads, n_ctx=512, verbose=False)
+        self.context = self.llm.tokenize(b"def fibonacci(n):\n    " * 8)[:64]
+        self.llm.eval(self.context)
+        self.ms, self.times = ms, {m: [] for m in ms}
+
+    def step(self) -> None:
+        for m in self.ms:
+            self.llm.n_tokens = len(self.context)
+            self.llm._ctx.kv_cache_seq_rm(-1, len(self.context), -1)
+            t = time.perf_counter()
+            self.llm.eval(self.context[:m])
+            self.times[m].append((time.perf_counter() - t) * 1e3)
 
 
 if __name__ == "__main__":

@@ -44,12 +44,16 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
    u[256]   the int8 values q plus 128 (as unsigned bytes); byte 64k + 32h + 4j + t holds value 32j + 16h + 4k + t
             of the group (block j, half h), so a 64-byte vector k has 4 values of half h of block j in its
             32-bit lane 8h + j (the SIMD kernels decode weights into the same order);
+   s[256]   the same values q as signed bytes, in the same order;
    dx[16]   the blocks' float scales, lane 8h + j = dx of block j (twice, for 16-lane arithmetic);
    xs[8]    dx·Σq per block (float).
-   Values past the row's end are zeros (u = 128) with scale 0. */
-#define XG 384
-#define XG_DX 256
-#define XG_XS 320
+   The integer products pair unsigned with signed bytes (VNNI, maddubs): weights that are never negative
+   (unsigned_weights) take q as it is; signed weights take q + 128 and subtract 128·Σw, a sum over the
+   weights alone (decoded once for all rows). Values past the row's end are zeros with scale 0. */
+#define XG 640
+#define XG_S 256
+#define XG_DX 512
+#define XG_XS 576
 
 static inline int64_t xq_stride(int64_t K) { return (K + QKK - 1) / QKK * XG; }
 
@@ -217,6 +221,7 @@ static void quantize_row(const float *x, int64_t K, uint8_t *out) {
                 int q = (int)nearbyintf(v);
                 int h = p / 16, k = (p % 16) / 4, t = p % 4;
                 o[64 * k + 32 * h + 4 * j + t] = (uint8_t)(q + 128);
+                o[XG_S + 64 * k + 32 * h + 4 * j + t] = (uint8_t)(int8_t)q;
                 sum += q;
             }
             dxv[j] = dxv[8 + j] = d;
@@ -241,6 +246,8 @@ enum { KIND_S = 0, KIND_SM = 1, KIND_KM = 2 };
 static int q8_kind(int type) {
     return type == T_Q4_1 || type == T_Q5_1 ? KIND_SM : type == T_Q4_K || type == T_Q5_K ? KIND_KM : KIND_S;
 }
+
+static inline int unsigned_weights(int type) { return q8_kind(type) != KIND_S; }   /* q, no offset */
 
 static inline float tree8(const float *a) {
     return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
@@ -479,11 +486,17 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
             const __m128i bias = _mm_set1_epi8((char)0x80);
             uint32_t ba[4], bb[4];
-            _mm_storeu_si128((__m128i *)ba, _mm_xor_si128(_mm512_cvtsepi32_epi8(qa), bias));
-            _mm_storeu_si128((__m128i *)bb, _mm_xor_si128(_mm512_cvtsepi32_epi8(qb), bias));
+            const __m128i sa = _mm512_cvtsepi32_epi8(qa), sb = _mm512_cvtsepi32_epi8(qb);
+            uint32_t ca[4], cb[4];
+            _mm_storeu_si128((__m128i *)ba, _mm_xor_si128(sa, bias));
+            _mm_storeu_si128((__m128i *)bb, _mm_xor_si128(sb, bias));
+            _mm_storeu_si128((__m128i *)ca, sa);
+            _mm_storeu_si128((__m128i *)cb, sb);
             for (int k = 0; k < 4; ++k) {
                 memcpy(o + 64 * k + 4 * j, &ba[k], 4);
                 memcpy(o + 64 * k + 32 + 4 * j, &bb[k], 4);
+                memcpy(o + XG_S + 64 * k + 4 * j, &ca[k], 4);
+                memcpy(o + XG_S + 64 * k + 32 + 4 * j, &cb[k], 4);
             }
             ((float *)(o + XG_DX))[j] = ((float *)(o + XG_DX))[8 + j] = d;
             ((float *)(o + XG_XS))[j] = d * (float)sum;
@@ -605,6 +618,8 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         o->a = twice(halves8(g, bytes));
         if (type == T_Q4_1 || type == T_Q5_1) o->b = halves8(g + 2, bytes);
     }
+    o->corr = _mm512_setzero_si512();
+    if (unsigned_weights(type)) return;
 #if SPX_VNNI
     __m512i c = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -633,6 +648,10 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
     __m512i s = o->corr;
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
+        if (unsigned_weights(type)) {   /* w unsigned, q signed */
+            s = dot4(s, o->w[k], _mm512_load_si512(xg + XG_S + 64 * k));
+            continue;
+        }
         __m512i xv = _mm512_load_si512(xg + 64 * k);
 #if !SPX_VNNI
         if (type == T_Q8_0) {
@@ -979,9 +998,13 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             const __m256i b = _mm256_permutevar8x32_epi32(
                 _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])),
                 _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            uint32_t words[8];
+            uint32_t words[8], signs[8];
             _mm256_storeu_si256((__m256i *)words, _mm256_xor_si256(b, _mm256_set1_epi8((char)0x80)));
-            for (int m4i = 0; m4i < 8; ++m4i) memcpy(o + 64 * (m4i & 3) + 32 * (m4i >> 2) + 4 * j, &words[m4i], 4);
+            _mm256_storeu_si256((__m256i *)signs, b);
+            for (int i = 0; i < 8; ++i) {
+                memcpy(o + 64 * (i & 3) + 32 * (i >> 2) + 4 * j, &words[i], 4);
+                memcpy(o + XG_S + 64 * (i & 3) + 32 * (i >> 2) + 4 * j, &signs[i], 4);
+            }
             ((float *)(o + XG_DX))[j] = ((float *)(o + XG_DX))[8 + j] = d;
             ((float *)(o + XG_XS))[j] = d * (float)sum;
         }
@@ -1111,24 +1134,27 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         return;
     }
 #endif
+    o->corr[0] = o->corr[1] = _mm256_setzero_si256();
+    if (unsigned_weights(type)) return;
     __m256i c[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int i = 0; i < 8; ++i) c[i & 1] = dot4(c[i & 1], _mm256_set1_epi8((char)0x80), o->w[i]);
     o->corr[0] = _mm256_sub_epi32(_mm256_setzero_si256(), c[0]);
     o->corr[1] = _mm256_sub_epi32(_mm256_setzero_si256(), c[1]);
 }
 
-/* products of 8-bit pairs summed in 16 bits before widening, as many at a time as cannot overflow: pairs of
-   (q + 128)·w are at most 2·255·|w|max (Q4: 15 → 4 at a time; Q5, Q6_K: 32 → 2) */
-static inline int pairs16(int type) {
-    return type == T_Q4_0 || type == T_Q4_1 || type == T_Q4_K ? 4 : type == T_Q8_0 ? 1 : 2;
-}
+/* products of 8-bit pairs summed in 16 bits before widening, as many at a time as cannot overflow: a pair is
+   at most 2·255·16 (Q4_0, Q5_0: w in −16..15 times q + 128) or 2·31·127 (unsigned weights times q), so 4
+   fit in 16 bits; Q6_K's 2·255·32 two; Q8_0 (|w|·|q|) one */
+static inline int pairs16(int type) { return type == T_Q6_K ? 2 : type == T_Q8_0 ? 1 : 4; }
 
 static inline __attribute__((always_inline)) void q8_row(const int type, const wq *o, const uint8_t *xg, __m256 *acc,
                                                          __m256 *accb) {
     __m256i s[2] = {o->corr[0], o->corr[1]};
 #if SPX_VNNI
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) s[i & 1] = dot4(s[i & 1], _mm256_load_si256((const __m256i *)(xg + 32 * i)), o->w[i]);
+    for (int i = 0; i < 8; ++i)
+        s[i & 1] = unsigned_weights(type) ? dot4(s[i & 1], o->w[i], _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i)))
+                                          : dot4(s[i & 1], _mm256_load_si256((const __m256i *)(xg + 32 * i)), o->w[i]);
 #else
     const int n = pairs16(type);
 #pragma GCC unroll 2
@@ -1140,7 +1166,9 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
             for (int e = 0; e < n; ++e) {
                 const int i = 2 * (k + e) + h;
                 const __m256i xv = _mm256_load_si256((const __m256i *)(xg + 32 * i));
-                if (type == T_Q8_0)   /* |w| · (x with w's sign) */
+                if (unsigned_weights(type))
+                    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i))));
+                else if (type == T_Q8_0)   /* |w| · (x with w's sign) */
                     p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_sign_epi8(
                                                     _mm256_xor_si256(xv, _mm256_set1_epi8((char)0x80)), o->sw[i])));
                 else
