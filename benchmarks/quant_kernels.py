@@ -18,6 +18,7 @@ tokens in one batch) on the same file and thread count stands beside it.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -204,19 +205,28 @@ class llama_cpp_steps:
     fixed 64-token context (the KV cache is trimmed back to it each time)."""
 
     def __init__(self, path: str, threads: int, ms) -> None:
-        from llama_cpp import Llama
+        import llama_cpp
+        import llama_cpp.llama
 
-        self.llm = Llama(model_path=path, n_threads=threads, n_threads_batch=threads, n_ctx=512, verbose=False)
-        self.context = self.llm.tokenize(b"def fibonacci(n):\n    " * 8)[:64]
+        default = llama_cpp.llama_model_default_params
+
+        def plain():   # SPECX_LLAMA_NO_EXTRA_BUFTS=1: no AMX/repack buffers (their eval crashed on an AMX machine)
+            params = default()
+            params.use_extra_bufts = not os.environ.get("SPECX_LLAMA_NO_EXTRA_BUFTS")
+            return params
+
+        llama_cpp.llama.llama_cpp.llama_model_default_params = plain
+        self.llm = llama_cpp.Llama(model_path=path, n_threads=threads, n_threads_batch=threads, n_ctx=512,
+                                   verbose=False)
+        self.context = self.llm.tokenize(b"def fibonacci(n):\n    return n if n < 2 else fib(n - 1)" * 4)[:64]
         self.llm.eval(self.context)
         self.ms, self.times = ms, {m: [] for m in ms}
 
     def step(self) -> None:
         for m in self.ms:
-            self.llm.n_tokens = len(self.context)
-            self.llm._ctx.kv_cache_seq_rm(-1, len(self.context), -1)
+            self.llm.n_tokens = len(self.context) - 17   # the same 47 tokens of context before each eval
             t = time.perf_counter()
-            self.llm.eval(self.context[:m])
+            self.llm.eval(self.context[-17:][:m])
             self.times[m].append((time.perf_counter() - t) * 1e3)
 
 

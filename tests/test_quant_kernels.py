@@ -177,6 +177,24 @@ def test_every_build_that_runs_here_agrees():
 
 
 @needs_kernels
+def test_prefetching_changes_no_result():
+    """Prefetching weights ahead (the per-machine choice) is a hint: the same bits with it and without."""
+    lib = quant.load(quant.variants()[0])
+    rng = np.random.default_rng(11)
+    group = [quant_ref.random_weight(name, 40, 512, rng) for name in ("Q4_K", "Q8_0", "F16")]
+    x = inputs(5, 512, 12)
+    was = lib.prefetch(0)
+    try:
+        outs = []
+        for nbytes in (0, quant.PREFETCH_BYTES):
+            lib.prefetch(nbytes)
+            outs.append([lib.matmul(x, group, mode) for mode in quant.MODES])
+        assert all(torch.equal(a, b) for a, b in zip(*outs))
+    finally:
+        lib.prefetch(was)
+
+
+@needs_kernels
 def test_describe_names_the_build_and_modes():
     """The kernels sentence names which build runs and both modes."""
     assert quant.modes() == ("f32", "q8")

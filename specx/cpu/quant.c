@@ -397,6 +397,15 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
     }
 }
 
+/* How far ahead of its reads a thread prefetches weights (0: not at all; quant.py chooses, per machine). It
+   never changes a result. */
+static int64_t prefetch_bytes = 0;
+int64_t spx_set_prefetch(int64_t bytes) {   /* returns the previous setting */
+    const int64_t was = prefetch_bytes;
+    prefetch_bytes = bytes;
+    return was;
+}
+
 /* ---------------------------------------------------------------- SIMD helpers (AVX2 and AVX-512 builds) */
 #if defined(SPX_AVX512) || defined(SPX_AVX2)
 #if defined(__AVX512VNNI__) || (defined(SPX_AVX2) && defined(__AVXVNNI__))
@@ -409,6 +418,12 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
 #if defined(SPX_AVX512) || defined(SPX_AVX2)
 
 static inline float f16at(const uint8_t *p) { return _cvtsh_ss(rd16(p)); }
+
+/* prefetch the n bytes that lie prefetch_bytes after p (one request per cache line) */
+static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, int64_t n) {
+    if (prefetch_bytes)
+        for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + prefetch_bytes + i, _MM_HINT_T0);
+}
 
 static inline __attribute__((always_inline)) __m256 halves8(const uint8_t *b, int64_t stride) {
     return _mm256_cvtph_ps(_mm_setr_epi16((short)rd16(b), (short)rd16(b + stride), (short)rd16(b + 2 * stride),
@@ -696,6 +711,7 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
                 memcpy(pad, g, (nblocks - 8 * s) * bytes);
                 g = pad;
             }
+            prefetch_ahead(g, kt ? bytes : 8 * bytes);
             wq o;
             decode_q8(type, g, &o);
             const uint8_t *xg = xq + s * XG;
@@ -778,7 +794,10 @@ static inline __attribute__((always_inline)) void f32_blocks(const int type, con
     for (int64_t b0 = 0; b0 < nb; b0 += 8) {
         const int n = nb - b0 < 8 ? (int)(nb - b0) : 8;
 #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) block_scales(type, w + c * rowbytes + b0 * bytes, n, sa[c], sb[c]);
+        for (int c = 0; c < C; ++c) {
+            prefetch_ahead(w + c * rowbytes + b0 * bytes, n * bytes);
+            block_scales(type, w + c * rowbytes + b0 * bytes, n, sa[c], sb[c]);
+        }
         __asm__ volatile("" ::: "memory");   /* broadcast the scales from memory (load ports), not by shuffles */
         for (int i = 0; i < n; ++i) {
             const int64_t b = b0 + i;
@@ -881,7 +900,10 @@ static inline __attribute__((always_inline)) void f32_super(const int type, cons
         for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm512_setzero_ps();
     for (int64_t s = 0; s < K / QKK; ++s) {
 #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) super_scales(type, w + c * rowbytes + s * bytes, sa[c], sb[c]);
+        for (int c = 0; c < C; ++c) {
+            prefetch_ahead(w + c * rowbytes + s * bytes, bytes);
+            super_scales(type, w + c * rowbytes + s * bytes, sa[c], sb[c]);
+        }
         __asm__ volatile("" ::: "memory");   /* broadcast the scales from memory (load ports), not by shuffles */
 #pragma GCC unroll 4
         for (int st = 0; st < 4; ++st) {
@@ -931,6 +953,7 @@ static inline __attribute__((always_inline)) void f32_float(const int type, cons
         __m512 w0[CMAX], w1[CMAX];
 #pragma GCC unroll 4
         for (int c = 0; c < C; ++c) {
+            prefetch_ahead(w + c * rowbytes + k * block_bytes(type), 32 * block_bytes(type));
             w0[c] = load_float16(type, w + c * rowbytes, k, m0);
             w1[c] = load_float16(type, w + c * rowbytes, k + 16, m1);
         }
@@ -1331,7 +1354,10 @@ static inline __attribute__((always_inline)) void f32_quant(const int type, cons
     for (int64_t u0 = 0; u0 < units; u0 += span) {
         const int n = units - u0 < span ? (int)(units - u0) : span;
 #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) unit_scales(type, w + c * rowbytes + u0 * bytes, n, sa[c], sb[c]);
+        for (int c = 0; c < C; ++c) {
+            prefetch_ahead(w + c * rowbytes + u0 * bytes, n * bytes);
+            unit_scales(type, w + c * rowbytes + u0 * bytes, n, sa[c], sb[c]);
+        }
         __asm__ volatile("" ::: "memory");   /* broadcast the scales from memory (load ports), not by shuffles */
         for (int i = 0; i < n; ++i) {
             const int64_t u = u0 + i;
@@ -1379,7 +1405,10 @@ static inline __attribute__((always_inline)) void f32_float(const int type, cons
     for (; k + 8 <= K; k += 8) {
         __m256 wv[CMAX];
 #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) wv[c] = load_float8(type, w + c * rowbytes, k);
+        for (int c = 0; c < C; ++c) {
+            if (!(k & 15)) prefetch_ahead(w + c * rowbytes + k * block_bytes(type), 16 * block_bytes(type));
+            wv[c] = load_float8(type, w + c * rowbytes, k);
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const __m256 xv = _mm256_loadu_ps(x + r * K + k);

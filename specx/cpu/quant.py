@@ -19,6 +19,7 @@ back to the next one if compiling fails. Every size and type is checked here bef
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
 import subprocess
 import weakref
@@ -30,6 +31,7 @@ import numpy as np
 
 from . import build
 from .qweight import BLOCKS, QWeight, check
+from .quant_ref import random_weight
 
 SOURCE = Path(__file__).with_name("quant.c")
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
@@ -42,6 +44,9 @@ BUILDS = {
     "portable": ((), ()),
 }
 VNNI_FLAGS = {"avx512": ("avx512_vnni", "-mavx512vnni"), "avx2": ("avx_vnni", "-mavxvnni")}
+PREFETCH_ENV = "SPECX_QUANT_PREFETCH"   # 1 or 0: prefetch or not, instead of timing both (prefetch_choice)
+PREFETCH_BYTES = 2048   # the distance timed against none: 1-2 KB ahead was best on the AVX-512 dev machine
+PREFETCH_COPIES = 16    # Q4_K copies of the timed 8960x1536 layer: 123 MB, more than a last-level cache
 _state: dict[str, object] = {}
 
 
@@ -52,6 +57,7 @@ class Library:
     name: str
     vnni: bool
     lib: ctypes.CDLL
+    path: Path
 
     def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None):
         """See the module-level `matmul`."""
@@ -85,8 +91,17 @@ class Library:
                                          out.data_ptr())
         return out
 
+    def prefetch(self, nbytes: int) -> int:
+        """Prefetch weights `nbytes` ahead of the reads (0: not at all; the setting is the loaded library's,
+        shared by every Library of the same build); results are the same either way. Returns the previous
+        setting."""
+        return int(self.lib.spx_set_prefetch(int(nbytes)))
+
     def describe(self) -> str:
-        return f"GGUF block kernels: {self.name} build{' with VNNI' if self.vnni else ''}, modes {', '.join(MODES)}"
+        prefetch = _state.get("prefetch") if _state.get("lib") is self else None
+        ahead = f", {prefetch.sentence()}" if prefetch else ""
+        return (f"GGUF block kernels: {self.name} build{' with VNNI' if self.vnni else ''}, modes "
+                f"{', '.join(MODES)}{ahead}")
 
 
 def matmul(x, weights: Sequence[QWeight], mode: str = "f32", out=None):
@@ -142,7 +157,8 @@ def load(name: str, vnni: bool | None = None) -> Library:
     if vnni is None:
         vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
     options = options + ((VNNI_FLAGS[name][1],) if vnni else ())
-    lib = build.load(build.build(f"quant-{name}{'-vnni' if vnni else ''}", SOURCE, compiler, FLAGS + options))
+    path = build.build(f"quant-{name}{'-vnni' if vnni else ''}", SOURCE, compiler, FLAGS + options)
+    lib = build.load(path)
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
     lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
     lib.spx_matmul.restype = ctypes.c_int
@@ -151,7 +167,38 @@ def load(name: str, vnni: bool | None = None) -> Library:
     lib.spx_stream_sum.argtypes = [p, i64, i32]
     lib.spx_stream_sum.restype = ctypes.c_uint64
     lib.spx_build.restype = ctypes.c_int
-    return Library(name, bool(lib.spx_build() & 4), lib)
+    lib.spx_set_prefetch.argtypes = [ctypes.c_int64]
+    lib.spx_set_prefetch.restype = ctypes.c_int64
+    return Library(name, bool(lib.spx_build() & 4), lib, path)
+
+
+def prefetch_choice(lib: Library):
+    """Whether to prefetch weights ahead of the reads: it never changes a result, only the speed. On the
+    AVX-512 dev machine it made the 1.5B's linear layers 1.3-1.5x faster at 1 and 5 rows (one thread,
+    benchmarks/results/2026-11-26-quant-kernels); rowgemm's L2 prefetching slowed a Zen 1 machine. So it is
+    timed once per machine (kernels/timed.py) on copies of a Q4_K 8960x1536 layer in q8 mode, unless
+    SPECX_QUANT_PREFETCH says."""
+    from ..kernels import timed
+
+    value = os.environ.get(PREFETCH_ENV, "").strip()
+    if value in ("0", "1"):
+        return timed.Choice("weight prefetching", {"1": "on", "0": "off"}[value], source=PREFETCH_ENV)
+
+    def way(nbytes: int):
+        def make(w):
+            rng = np.random.default_rng(0)
+            rows, cols = w.shape
+            copies = [random_weight("Q4_K", rows, cols, rng, extreme=False) for _ in range(PREFETCH_COPIES)]
+            turn = iter(range(1 << 62))
+
+            def run(x):
+                lib.prefetch(nbytes)
+                return lib.matmul(x, [copies[next(turn) % len(copies)]], "q8")
+            return run
+        return make
+
+    return timed.choose("weight prefetching", lib.path.with_suffix(".prefetch.json"),
+                        {"off": way(0), "on": way(PREFETCH_BYTES)})
 
 
 def cpu_flags() -> set[str]:
@@ -189,7 +236,10 @@ def _library() -> Library | None:
         _state["lib"], _state["why"] = None, "no build could be compiled"
         for name in variants():
             try:
-                _state["lib"], _state["why"] = load(name), ""
+                lib = load(name)
+                _state["prefetch"] = prefetch_choice(lib)
+                lib.prefetch(PREFETCH_BYTES if _state["prefetch"].pick == "on" else 0)
+                _state["lib"], _state["why"] = lib, ""
                 break
             except (OSError, subprocess.SubprocessError) as e:
                 text = str(e).strip()
