@@ -1609,8 +1609,8 @@ int spx_build(void) {
 #endif
 }
 
-/* The sum of n bytes (n a multiple of 256) read by `threads` threads, each its own contiguous part: the
-   benchmark's measure of this machine's read bandwidth, in the same library as the kernels. */
+/* The sum of n bytes (n a multiple of 256) read by `threads` threads, each its own contiguous part, with the
+   kernels' prefetching: the benchmark's measure of this machine's read bandwidth, in the same library. */
 uint64_t spx_stream_sum(const uint8_t *p, int64_t n, int32_t threads) {
     uint64_t total = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
@@ -1622,12 +1622,16 @@ uint64_t spx_stream_sum(const uint8_t *p, int64_t n, int32_t threads) {
 #endif
         int64_t a = n / 256 * id / nt * 256, b = n / 256 * (id + 1) / nt * 256;
         uint64_t s[4] = {0, 0, 0, 0};
-        for (int64_t i = a; i < b; i += 32)
-            for (int k = 0; k < 4; ++k) {
+        for (int64_t i = a; i < b; i += 64) {
+#ifdef SPX_SIMD
+            prefetch_ahead(p + i, 64);   /* as the kernels read their weights */
+#endif
+            for (int k = 0; k < 8; ++k) {
                 uint64_t v;
                 memcpy(&v, p + i + 8 * k, 8);
-                s[k] += v;
+                s[k & 3] += v;
             }
+        }
         total += s[0] + s[1] + s[2] + s[3];
     }
     return total;

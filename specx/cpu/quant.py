@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import torch
 
 from . import build
 from .qweight import BLOCKS, QWeight, check
@@ -36,6 +37,7 @@ from .quant_ref import random_weight
 SOURCE = Path(__file__).with_name("quant.c")
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 MODES = ("f32", "q8")
+_MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
 # build name -> (CPU flags it needs, compiler flags); VNNI is added where the CPU has it (VNNI_FLAGS)
 BUILDS = {
     "avx512": (("avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"),
@@ -61,8 +63,6 @@ class Library:
 
     def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None):
         """See the module-level `matmul`."""
-        import torch
-
         group, n = _segments(weights, x, mode, out)
         m = x.shape[0]
         if out is None:
@@ -70,7 +70,7 @@ class Library:
         if m and n:
             types, data, rows = group
             status = self.lib.spx_matmul(x.data_ptr(), m, x.shape[1], len(types), types, data, rows,
-                                         out.data_ptr(), MODES.index(mode), torch.get_num_threads())
+                                         out.data_ptr(), _MODE_IDS[mode], torch.get_num_threads())
             if status == 1:
                 raise MemoryError(f"quantizing {m} rows of {x.shape[1]} values: out of memory")
             if status:
@@ -79,8 +79,6 @@ class Library:
 
     def embed(self, w: QWeight, ids):
         """See the module-level `embed`."""
-        import torch
-
         check(w)
         ids = torch.as_tensor(ids, dtype=torch.int64).reshape(-1).contiguous()
         if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= w.rows):
@@ -213,8 +211,6 @@ def cpu_flags() -> set[str]:
         except OSError:
             pass
         if not flags:
-            import torch
-
             capability = torch.backends.cpu.get_cpu_capability()
             if capability in ("AVX2", "AVX512"):
                 flags |= {"avx2", "fma", "f16c"}
@@ -253,11 +249,9 @@ _GROUPS_MAX = 4096
 
 def _segments(weights: Sequence[QWeight], x, mode: str, out) -> tuple[tuple, int]:
     """Check the call (ValueError before any C runs) and return the group's ctypes arrays and Σ rows."""
-    import torch
-
-    if mode not in MODES:
+    if mode not in _MODE_IDS:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.dim() != 2 or x.device.type != "cpu":
+    if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.dim() != 2 or not x.is_cpu:
         raise ValueError("x must be a 2-D float32 tensor on the CPU")
     if not x.is_contiguous():
         raise ValueError("x must be contiguous")
@@ -285,8 +279,7 @@ def _segments(weights: Sequence[QWeight], x, mode: str, out) -> tuple[tuple, int
     if x.shape[1] != cols:
         raise ValueError(f"x has {x.shape[1]} columns, the weights {cols}")
     if out is not None and (not isinstance(out, torch.Tensor) or out.dtype != torch.float32
-                            or tuple(out.shape) != (x.shape[0], n) or not out.is_contiguous()
-                            or out.device.type != "cpu"):
+                            or tuple(out.shape) != (x.shape[0], n) or not out.is_contiguous() or not out.is_cpu):
         raise ValueError(f"out must be a contiguous float32 CPU tensor of shape ({x.shape[0]}, {n})")
     return arrays, n
 
