@@ -19,6 +19,7 @@ back to the next one if compiling fails. Every size and type is checked here bef
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import platform
 import subprocess
@@ -35,6 +36,7 @@ from .qweight import BLOCKS, QWeight, check
 from .quant_ref import random_weight
 
 SOURCE = Path(__file__).with_name("quant.c")
+PARTS = ("quant_avx512.h", "quant_avx2.h")   # included by quant.c: their hash joins the build's options
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 MODES = ("f32", "q8")
 _MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
@@ -154,7 +156,7 @@ def load(name: str, vnni: bool | None = None) -> Library:
     _, options = BUILDS[name]
     if vnni is None:
         vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
-    options = options + ((VNNI_FLAGS[name][1],) if vnni else ())
+    options = options + ((VNNI_FLAGS[name][1],) if vnni else ()) + (f"-DSPX_PARTS={parts_hash()}",)
     path = build.build(f"quant-{name}{'-vnni' if vnni else ''}", SOURCE, compiler, FLAGS + options)
     lib = build.load(path)
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
@@ -168,6 +170,13 @@ def load(name: str, vnni: bool | None = None) -> Library:
     lib.spx_set_prefetch.argtypes = [ctypes.c_int64]
     lib.spx_set_prefetch.restype = ctypes.c_int64
     return Library(name, bool(lib.spx_build() & 4), lib, path)
+
+
+def parts_hash() -> str:
+    """A hash of the headers quant.c includes: build.py keys a build by quant.c, its options and the compiler,
+    so this option makes a changed header a new build."""
+    digest = hashlib.sha256(b"".join(SOURCE.with_name(part).read_bytes() for part in PARTS))
+    return digest.hexdigest()[:16]
 
 
 def prefetch_choice(lib: Library):
