@@ -55,15 +55,34 @@ def copies(name: str, segments: tuple[int, ...], cols: int, working_set: int, rn
     return out
 
 
-def bandwidth(lib, threads: int, reps: int) -> float:
-    """GB/s of one pass of `threads` threads over a 1 GiB buffer (median)."""
+def bandwidth(lib, threads: int, reps: int) -> tuple[float, float]:
+    """GB/s of one pass of `threads` threads over a 1 GiB buffer: (median, best)."""
     buffer = np.ones(1 << 30, np.uint8)
     times = []
     for _ in range(reps):
         t = time.perf_counter()
         quant.stream_read(lib, buffer, threads)
         times.append(time.perf_counter() - t)
-    return buffer.size / statistics.median(times) / 1e9
+    return buffer.size / statistics.median(times) / 1e9, buffer.size / min(times) / 1e9
+
+
+def rows(labels: list[str], times: dict[int, list[float]], nbytes: int, bw: tuple[float, float]) -> str:
+    """Two table rows (the median and the best of the repeats): ms per call for each M, weight GB/s at the
+    first M and its share of the read bandwidth (median of median, best of best), each M's time over the first."""
+    out = []
+    for stat, pick, ceiling in (("median", statistics.median, bw[0]), ("best", min, bw[1])):
+        ms = {m: pick(v) for m, v in times.items()}
+        first = next(iter(ms.values()))
+        rate = nbytes / first / 1e6
+        out.append("| " + " | ".join(labels + [stat] + [f"{v:.3f}" for v in ms.values()]
+                                     + [f"{rate:.1f}", f"{100 * rate / ceiling:.0f}%"]
+                                     + [f"{v / first:.2f}" for v in list(ms.values())[1:]]) + " |")
+    return "\n".join(out)
+
+
+def header(labels: list[str], ms: list[int]) -> str:
+    cells = labels + ["stat"] + [f"M={m} ms" for m in ms] + ["M=1 GB/s", "% of bw"] + [f"M={m}/M=1" for m in ms[1:]]
+    return "| " + " | ".join(cells) + " |\n|" + "---|" * len(cells)
 
 
 def timed(run, groups, reps: int) -> list[float]:
@@ -93,14 +112,13 @@ def main() -> None:
     threads = torch.get_num_threads()
     ms = [int(m) for m in args.rows.split(",")]
     modes = args.modes.split(",")
-    bw = bandwidth(lib, threads, 5)
-    print(f"{lib.describe()}; threads {threads}; read bandwidth {bw:.1f} GB/s (1 GiB, {threads} threads)")
+    bw = bandwidth(lib, threads, 7)
+    print(f"{lib.describe()}; threads {threads}; read bandwidth {bw[0]:.1f} GB/s median, {bw[1]:.1f} best "
+          f"(1 GiB, {threads} threads)")
     if args.model:
         model_forward(lib, args.model, ms, modes, args.reps, bw, threads, args.llama_cpp)
         return
-    print("| type | layer | mode | " + " | ".join(f"M={m} ms" for m in ms) + " | M=1 GB/s | % of bw | "
-          + " | ".join(f"M={m}/M=1" for m in ms[1:]) + " |")
-    print("|" + "---|" * (4 + 2 * len(ms) + 1))
+    print(header(["type", "layer", "mode"], ms))
     rng = np.random.default_rng(0)
     for name in args.types.split(","):
         for index in (int(s) for s in args.shapes.split(",")):
@@ -114,17 +132,13 @@ def main() -> None:
                     for m in ms:
                         results[mode, m] += timed(lambda g: lib.matmul(xs[m], g, mode), groups, 3)
             for mode in modes:
-                med = {m: statistics.median(results[mode, m]) for m in ms}
-                rate = nbytes / med[ms[0]] / 1e6
-                print(f"| {name} | {label} | {mode} | " + " | ".join(f"{med[m]:.3f}" for m in ms)
-                      + f" | {rate:.1f} | {100 * rate / bw:.0f}% | "
-                      + " | ".join(f"{med[m] / med[ms[0]]:.2f}" for m in ms[1:]) + " |", flush=True)
+                print(rows([name, label, mode], {m: results[mode, m] for m in ms}, nbytes, bw), flush=True)
             if args.rowgemm and name == args.types.split(",")[0]:
                 rowgemm_row(label, groups, ms, xs, args.reps, bw)
             del groups
 
 
-def rowgemm_row(label: str, groups, ms, xs, reps: int, bw: float) -> None:
+def rowgemm_row(label: str, groups, ms, xs, reps: int, bw) -> None:
     """The float32 kernel on the same layer dequantized (float32 weights: 4 bytes per weight)."""
     from specx.kernels import rowgemm
 
@@ -137,11 +151,7 @@ def rowgemm_row(label: str, groups, ms, xs, reps: int, bw: float) -> None:
     for _ in range(reps):
         for m in ms:
             results[m] += timed(lambda w: rowgemm.linear(xs[m], w), weights, 3)
-    med = {m: statistics.median(results[m]) for m in ms}
-    rate = weight.numel() * 4 / med[ms[0]] / 1e6
-    print(f"| rowgemm F32 | {label} | f32 | " + " | ".join(f"{med[m]:.3f}" for m in ms)
-          + f" | {rate:.1f} | {100 * rate / bw:.0f}% | " + " | ".join(f"{med[m] / med[ms[0]]:.2f}" for m in ms[1:])
-          + " |", flush=True)
+    print(rows(["rowgemm F32", label, "f32"], results, weight.numel() * 4, bw), flush=True)
 
 
 def layer_groups(path: str) -> list[list[QWeight]]:
@@ -168,7 +178,7 @@ def layer_groups(path: str) -> list[list[QWeight]]:
     return groups
 
 
-def model_forward(lib, path: str, ms, modes, reps: int, bw: float, threads: int, llama: bool) -> None:
+def model_forward(lib, path: str, ms, modes, reps: int, bw, threads: int, llama: bool) -> None:
     """Milliseconds of all linear layers of one forward of M tokens (each layer's input a fresh (M, cols))."""
     groups = layer_groups(path)
     nbytes = sum(w.nbytes for g in groups for w in g)
@@ -185,19 +195,11 @@ def model_forward(lib, path: str, ms, modes, reps: int, bw: float, threads: int,
         if peer:
             peer.step()
     print(f"{path}: {len(groups)} linear calls per forward, {nbytes / 1e6:.0f} MB of weights")
-    print("| kernels | mode | " + " | ".join(f"M={m} ms" for m in ms) + " | M=1 GB/s | % of bw | "
-          + " | ".join(f"M={m}/M=1" for m in ms[1:]) + " |")
-    print("|" + "---|" * (3 + 2 * len(ms) + 1))
+    print(header(["kernels", "mode"], ms))
     for mode in modes:
-        med = {m: statistics.median(results[mode, m]) for m in ms}
-        rate = nbytes / med[ms[0]] / 1e6
-        print(f"| specx {lib.name} | {mode} | " + " | ".join(f"{med[m]:.1f}" for m in ms)
-              + f" | {rate:.1f} | {100 * rate / bw:.0f}% | " + " | ".join(f"{med[m] / med[ms[0]]:.2f}" for m in ms[1:]) + " |")
+        print(rows([f"specx {lib.name}", mode], {m: results[mode, m] for m in ms}, nbytes, bw))
     if peer:
-        med = {m: statistics.median(v) for m, v in peer.times.items()}
-        print(f"| llama.cpp (whole forward) | its own | " + " | ".join(f"{med[m]:.1f}" for m in ms)
-              + f" | {nbytes / med[ms[0]] / 1e6:.1f} | {100 * nbytes / med[ms[0]] / 1e6 / bw:.0f}% | "
-              + " | ".join(f"{med[m] / med[ms[0]]:.2f}" for m in ms[1:]) + " |")
+        print(rows(["llama.cpp (whole forward)", "its own"], peer.times, nbytes, bw))
 
 
 class llama_cpp_steps:

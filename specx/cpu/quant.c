@@ -39,6 +39,7 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
 #define TILE_BYTES 49152   /* a thread computes its outputs in tiles of about this many weight bytes, so a
                               tile stays in L1/L2 while every row group of a long prompt passes over it */
 #define XCHUNK_BYTES (1 << 20)   /* at most this many bytes of X per pass over the weights (stays in L2) */
+#define QUANTIZE_ALONE 65536     /* q8: up to this many values of X are quantized by one thread (microseconds) */
 
 /* q8 activations, per row: for each group of 256 values (8 blocks of 32), XG bytes:
    u[256]   the int8 values q plus 128 (as unsigned bytes); byte 64k + 32h + 4j + t holds value 32j + 16h + 4k + t
@@ -581,7 +582,8 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
     if (mode == MODE_Q8 && quantized) {
         xq = aligned_alloc(64, M * xq_stride(K));
         if (!xq) return 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
+        /* a few rows are quantized by the calling thread: a second parallel region would cost more */
+#pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
         for (int64_t m = 0; m < M; ++m) {
 #ifdef SPX_SIMD
             quantize_row_simd(x + m * K, K, xq + m * xq_stride(K));
