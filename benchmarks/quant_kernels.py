@@ -18,8 +18,11 @@ tokens in one batch) on the same file and thread count stands beside it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -107,6 +110,8 @@ def main() -> None:
     parser.add_argument("--build", default="", help="a build name (quant.variants()); default: the best")
     parser.add_argument("--model", default="", help="a GGUF decoder: time its forward's linear layers")
     parser.add_argument("--llama-cpp", action="store_true", help="with --model: llama.cpp on the same file")
+    parser.add_argument("--hot", action="store_true",
+                        help="the kernels' arithmetic alone: one 1024x1536 layer read again and again (from cache)")
     args = parser.parse_args()
     lib = quant.load(args.build) if args.build else quant._default()
     threads = torch.get_num_threads()
@@ -117,6 +122,9 @@ def main() -> None:
           f"(1 GiB, {threads} threads)")
     if args.model:
         model_forward(lib, args.model, ms, modes, args.reps, bw, threads, args.llama_cpp)
+        return
+    if args.hot:
+        hot(lib, args.types.split(","), ms, modes, args.reps)
         return
     print(header(["type", "layer", "mode"], ms))
     rng = np.random.default_rng(0)
@@ -136,6 +144,26 @@ def main() -> None:
             if args.rowgemm and name == args.types.split(",")[0]:
                 rowgemm_row(label, groups, ms, xs, args.reps, bw)
             del groups
+
+
+def hot(lib, types: list[str], ms, modes, reps: int) -> None:
+    """GB/s of weights per call when they come from cache: what the arithmetic alone allows (best of
+    10·reps calls), and each M's time over the first."""
+    print("| type | mode | " + " | ".join(f"M={m} GB/s" for m in ms) + " | " + " | ".join(f"M={m}/M=1" for m in ms[1:])
+          + " |\n|" + "---|" * (2 + 2 * len(ms) - 1))
+    rng = np.random.default_rng(0)
+    for name in types:
+        w = quant_ref.random_weight(name, 1024, 1536, rng, extreme=False)
+        for mode in modes:
+            if mode == "q8" and BLOCKS[name][1] == 1:
+                continue
+            best = {}
+            for m in ms:
+                x = torch.randn(m, 1536)
+                lib.matmul(x, [w], mode)
+                best[m] = min(timed(lambda g: lib.matmul(x, g, mode), [[w]], 10 * reps))
+            print(f"| {name} | {mode} | " + " | ".join(f"{w.nbytes / best[m] / 1e6:.1f}" for m in ms) + " | "
+                  + " | ".join(f"{best[m] / best[ms[0]]:.2f}" for m in ms[1:]) + " |", flush=True)
 
 
 def rowgemm_row(label: str, groups, ms, xs, reps: int, bw) -> None:
@@ -184,7 +212,7 @@ def model_forward(lib, path: str, ms, modes, reps: int, bw, threads: int, llama:
     nbytes = sum(w.nbytes for g in groups for w in g)
     inputs = {m: {g[0].cols: torch.randn(m, g[0].cols) for g in groups} for m in ms}
     results = {(mode, m): [] for mode in modes for m in ms}
-    peer = llama_cpp_steps(path, threads, ms) if llama else None
+    peer = LlamaPeer(path, threads, ms) if llama else None
     for _ in range(reps):
         for mode in modes:
             for m in ms:
@@ -200,11 +228,45 @@ def model_forward(lib, path: str, ms, modes, reps: int, bw, threads: int, llama:
         print(rows([f"specx {lib.name}", mode], {m: results[mode, m] for m in ms}, nbytes, bw))
     if peer:
         print(rows(["llama.cpp (whole forward)", "its own"], peer.times, nbytes, bw))
+        peer.close()
+
+
+class LlamaPeer:
+    """llama.cpp in a process of its own (two OpenMP runtimes spin-waiting in one process slow each other):
+    one `step` times one eval of M tokens for each M, as llama_cpp_steps does there."""
+
+    def __init__(self, path: str, threads: int, ms) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, "--llama-child", path, str(threads),
+                                      ",".join(map(str, ms))], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("llama.cpp did not start")
+        self.times = {m: [] for m in ms}
+
+    def step(self) -> None:
+        self.proc.stdin.write("step\n")
+        self.proc.stdin.flush()
+        for m, ms in json.loads(self.proc.stdout.readline()).items():
+            self.times[int(m)].append(ms)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def llama_child(path: str, threads: int, ms: list[int]) -> None:
+    """The peer process: load llama.cpp, then time one step per line read."""
+    steps = llama_cpp_steps(path, threads, ms)
+    print("ready", flush=True)
+    for _ in sys.stdin:
+        before = {m: len(v) for m, v in steps.times.items()}
+        steps.step()
+        print(json.dumps({m: steps.times[m][before[m]] for m in ms}), flush=True)
 
 
 class llama_cpp_steps:
     """llama.cpp (llama-cpp-python) decoding the same file: one timed eval of M tokens per `step`, after a
-    fixed 64-token context (the KV cache is trimmed back to it each time)."""
+    fixed context of 47 tokens (the KV cache is trimmed back to it each time)."""
 
     def __init__(self, path: str, threads: int, ms) -> None:
         import llama_cpp
@@ -233,4 +295,7 @@ class llama_cpp_steps:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--llama-child"]:
+        llama_child(sys.argv[2], int(sys.argv[3]), [int(m) for m in sys.argv[4].split(",")])
+    else:
+        main()
