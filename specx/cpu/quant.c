@@ -12,7 +12,9 @@
      fixed sequence per lane of 16 running sums (block mod 8, half), then a fixed tree (q8 arithmetic below).
      Every build does that same arithmetic, so q8 results are bit-identical across the AVX-512, AVX2 and
      portable builds.
-   Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum). */
+   Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
+   This file: the rules in code (exact decoding, the q8 arithmetic, portable kernels) and the driver; the
+   vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -197,7 +199,7 @@ static void decode_row_tail(int type, const uint8_t *row, int64_t k, int64_t K, 
     for (int64_t i = k; i < K; ++i) decode_block(type, row + i * block_bytes(type), out + (i - k));
 }
 
-/* ---------------------------------------------------------------- q8: activations and the canonical sums */
+/* ---------------------------------------------------------------- q8: activations and the arithmetic */
 
 /* One row of X quantized into the layout above. amax/127 and 1/d are correctly rounded divisions, x·(1/d)
    is rounded to the nearest integer, ties to even (numpy's rint; the SIMD conversions do the same). */
@@ -431,6 +433,19 @@ static inline __attribute__((always_inline)) __m256 halves8(const uint8_t *b, in
                                           (short)rd16(b + 3 * stride), (short)rd16(b + 4 * stride),
                                           (short)rd16(b + 5 * stride), (short)rd16(b + 6 * stride),
                                           (short)rd16(b + 7 * stride)));
+}
+
+/* 8 dwords at p, p + stride, ... as one vector, built in registers (assembled in memory by the compiler,
+   its wide reload waited for the stores to drain: 1.7x slower Q5_1) */
+static inline __attribute__((always_inline)) __m256i dwords8(const uint8_t *p, int64_t stride) {
+    __m128i a = _mm_cvtsi32_si128((int)rd32(p)), b = _mm_cvtsi32_si128((int)rd32(p + 4 * stride));
+    a = _mm_insert_epi32(a, (int)rd32(p + stride), 1);
+    b = _mm_insert_epi32(b, (int)rd32(p + 5 * stride), 1);
+    a = _mm_insert_epi32(a, (int)rd32(p + 2 * stride), 2);
+    b = _mm_insert_epi32(b, (int)rd32(p + 6 * stride), 2);
+    a = _mm_insert_epi32(a, (int)rd32(p + 3 * stride), 3);
+    b = _mm_insert_epi32(b, (int)rd32(p + 7 * stride), 3);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
 }
 
 static inline float hsum8(__m256 v) {   /* tree8's order */

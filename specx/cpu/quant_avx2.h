@@ -140,10 +140,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         const int five = type == T_Q5_0 || type == T_Q5_1;
         __m256i qh = _mm256_setzero_si256();
         if (five)
-            qh = _mm256_setr_epi32((int)rd32(g + qs - 4), (int)rd32(g + qs - 4 + bytes), (int)rd32(g + qs - 4 + 2 * bytes),
-                                   (int)rd32(g + qs - 4 + 3 * bytes), (int)rd32(g + qs - 4 + 4 * bytes),
-                                   (int)rd32(g + qs - 4 + 5 * bytes), (int)rd32(g + qs - 4 + 6 * bytes),
-                                   (int)rd32(g + qs - 4 + 7 * bytes));
+            qh = dwords8(g + qs - 4, bytes);
         const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12,
                                                 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
         const __m256i bit = _mm256_set1_epi32(0x08040201);

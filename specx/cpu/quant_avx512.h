@@ -152,10 +152,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         o->w[3] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 3), z1), shr), nib);
         if (type == T_Q5_0 || type == T_Q5_1) {
             const int off = qs - 4;
-            const __m256i h8 = _mm256_setr_epi32((int)rd32(g + off), (int)rd32(g + off + bytes), (int)rd32(g + off + 2 * bytes),
-                                                 (int)rd32(g + off + 3 * bytes), (int)rd32(g + off + 4 * bytes),
-                                                 (int)rd32(g + off + 5 * bytes), (int)rd32(g + off + 6 * bytes),
-                                                 (int)rd32(g + off + 7 * bytes));
+            const __m256i h8 = dwords8(g + off, bytes);
             const __m512i qh = _mm512_inserti64x4(_mm512_castsi256_si512(h8), h8, 1), sixteen = _mm512_set1_epi8(16);
             const __m512i even = _mm512_set1_epi32(0x08040201), odd = _mm512_set1_epi32((int)0x80402010u);
 #pragma GCC unroll 4
