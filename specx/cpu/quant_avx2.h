@@ -204,7 +204,7 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
                     p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i))));
                 else if (type == T_Q8_0)   /* |w| · (x with w's sign) */
                     p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_sign_epi8(
-                                                    _mm256_xor_si256(xv, _mm256_set1_epi8((char)0x80)), o->sw[i])));
+                                                    _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i)), o->sw[i])));
                 else
                     p = _mm256_add_epi16(p, _mm256_maddubs_epi16(xv, o->w[i]));
             }

@@ -207,7 +207,7 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
         __m512i xv = _mm512_load_si512(xg + 64 * k);
 #if !SPX_VNNI
         if (type == T_Q8_0) {
-            xv = _mm512_xor_si512(xv, _mm512_set1_epi8((char)0x80));
+            xv = _mm512_load_si512(xg + XG_S + 64 * k);   /* q signed, negated where w < 0 */
             xv = _mm512_mask_sub_epi8(xv, o->neg[k], _mm512_setzero_si512(), xv);
             s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(o->w[k], xv), _mm512_set1_epi16(1)));
             continue;
