@@ -202,7 +202,8 @@ static void decode_row_tail(int type, const uint8_t *row, int64_t k, int64_t K, 
 /* ---------------------------------------------------------------- q8: activations and the arithmetic */
 
 /* One row of X quantized into the layout above. amax/127 and 1/d are correctly rounded divisions, x·(1/d)
-   is rounded to the nearest integer, ties to even (numpy's rint; the SIMD conversions do the same). */
+   is rounded to the nearest integer, ties to even (numpy's rint; the SIMD conversions do the same). A block
+   holding a NaN or an infinity gets scale NaN and q = 0, in every build. */
 static void quantize_row(const float *x, int64_t K, uint8_t *out) {
     const int64_t groups = (K + QKK - 1) / QKK;
     memset(out, 0, groups * XG);
@@ -215,8 +216,12 @@ static void quantize_row(const float *x, int64_t K, uint8_t *out) {
             if (base >= K) break;
             const float *xb = x + base;
             float amax = 0.0f;
-            for (int p = 0; p < QK; ++p) amax = fmaxf(amax, fabsf(xb[p]));
-            float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            int bad = 0;   /* a NaN or infinity: the block's scale is NaN, its q are 0 (the row's results NaN) */
+            for (int p = 0; p < QK; ++p) {
+                amax = fmaxf(amax, fabsf(xb[p]));
+                bad |= !(fabsf(xb[p]) < INFINITY);
+            }
+            float d = bad ? NAN : amax / 127.0f, id = !bad && d != 0.0f ? 1.0f / d : 0.0f;
             int sum = 0;
             for (int p = 0; p < QK; ++p) {
                 float v = xb[p] * id;

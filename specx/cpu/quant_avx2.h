@@ -16,17 +16,20 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             const float *xb = x + g * QKK + QK * j;
             __m256 v[4];
             __m256 m = _mm256_setzero_ps();
+            int bad = 0;   /* as quantize_row: a NaN or infinity makes the scale NaN and q 0 */
             for (int i = 0; i < 4; ++i) {
                 v[i] = _mm256_loadu_ps(xb + 8 * i);
                 m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i]));
+                bad |= _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, v[i]), _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
             }
             __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
             m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
             const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
-            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            const float d = bad ? NAN : amax / 127.0f, id = !bad && d != 0.0f ? 1.0f / d : 0.0f;
             __m256i q[4];
             for (int i = 0; i < 4; ++i)
-                q[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], _mm256_set1_ps(id)), lo), hi));
+                q[i] = bad ? _mm256_setzero_si256()
+                           : _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], _mm256_set1_ps(id)), lo), hi));
             const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
             __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
             s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));

@@ -35,9 +35,14 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             const float *xb = x + g * QKK + QK * j;
             const __m512 a = _mm512_loadu_ps(xb), b = _mm512_loadu_ps(xb + 16);
             const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
-            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-            const __m512i qa = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(a, _mm512_set1_ps(id)), lo), hi));
-            const __m512i qb = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(b, _mm512_set1_ps(id)), lo), hi));
+            const __m512 inf = _mm512_set1_ps(INFINITY);
+            const int bad = (_mm512_cmp_ps_mask(_mm512_abs_ps(a), inf, _CMP_NLT_UQ) |
+                             _mm512_cmp_ps_mask(_mm512_abs_ps(b), inf, _CMP_NLT_UQ)) != 0;
+            const float d = bad ? NAN : amax / 127.0f, id = !bad && d != 0.0f ? 1.0f / d : 0.0f;
+            const __m512i qa = bad ? _mm512_setzero_si512()
+                                   : _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(a, _mm512_set1_ps(id)), lo), hi));
+            const __m512i qb = bad ? _mm512_setzero_si512()
+                                   : _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(b, _mm512_set1_ps(id)), lo), hi));
             const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
             const __m128i bias = _mm_set1_epi8((char)0x80);
             uint32_t ba[4], bb[4];

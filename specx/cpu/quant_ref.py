@@ -17,15 +17,18 @@ _TYPE = {name: tid for name, (tid, _, _) in BLOCKS.items()}
 
 
 def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x (M, K) float32, K a multiple of 32 → q (M, K/32, 32) int64 in -127..127, d (M, K/32) float32."""
+    """x (M, K) float32, K a multiple of 32 → q (M, K/32, 32) int64 in -127..127, d (M, K/32) float32 (a block
+    holding a NaN or an infinity: d NaN, q 0)."""
     blocks = np.asarray(x, dtype=F32).reshape(x.shape[0], -1, 32)
+    bad = ~np.isfinite(blocks).all(axis=-1)   # a NaN or infinity: scale NaN, q 0
+    blocks = np.where(bad[..., None], F32(0), blocks)
     amax = np.abs(blocks).max(axis=-1)
     d = (amax / F32(127)).astype(F32)
     with np.errstate(divide="ignore"):
         inv = np.where(d != 0, F32(1) / d, F32(0)).astype(F32)
     v = (blocks * inv[..., None]).astype(F32)
     q = np.rint(np.clip(v, F32(-127), F32(127))).astype(np.int64)
-    return q, d
+    return q, np.where(bad, F32(np.nan), d).astype(F32)
 
 
 def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
