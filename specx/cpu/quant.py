@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from . import build
-from .qweight import BLOCKS, QWeight, check
+from .qweight import QWeight, check
 from .quant_ref import random_weight
 
 SOURCE = Path(__file__).with_name("quant.c")
@@ -291,11 +291,6 @@ def _segments(weights: Sequence[QWeight], x, mode: str, out) -> tuple[tuple, int
                             or tuple(out.shape) != (x.shape[0], n) or not out.is_contiguous() or not out.is_cpu):
         raise ValueError(f"out must be a contiguous float32 CPU tensor of shape ({x.shape[0]}, {n})")
     return arrays, n
-
-
-def type_names() -> tuple[str, ...]:
-    """The ggml types the kernels take."""
-    return tuple(BLOCKS)
 
 
 def stream_read(lib: Library, buffer: np.ndarray, threads: int) -> int:
