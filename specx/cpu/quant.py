@@ -1,0 +1,299 @@
+"""Y = X · Wᵀ on the CPU with W in its GGUF block format (quant.c), for the lean decoder.
+
+Two activation modes:
+- "f32": exact. Each weight is decoded to gguf's own float32 value in registers and multiplied into the
+  float32 rows of X, so results are within float rounding of `qweight.reference` (dequantize, float64).
+- "q8": each row of X is quantized alone, per 32 values, to int8 with one float scale (as ggml's Q8_0),
+  and the blocks' dot products are exact integers; the block results are combined in float32 in one fixed
+  order (quant.c). Not exact: its error is that of rounding X to 8 bits (quant_ref.py computes the same
+  numbers in numpy, bit for bit). Float weights (F32/F16/BF16) always run the f32 path.
+
+Both keep a row's result bit-identical whatever other rows share the call and whatever the thread count
+(speculation is lossless only so). q8 results are also bit-identical across the AVX-512, AVX2 and portable
+builds; f32 results agree across builds within float rounding.
+
+The C source ships with the package and is compiled once per machine (cpu/build.py); the build matches the
+CPU (AVX-512 with F/BW/VL, else AVX2+FMA+F16C, with VNNI where the CPU has it, else portable C), falling
+back to the next one if compiling fails. Every size and type is checked here before the C code runs.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import subprocess
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from . import build
+from .qweight import QWeight, check
+from .quant_ref import random_weight
+
+SOURCE = Path(__file__).with_name("quant.c")
+PARTS = ("quant_avx512.h", "quant_avx2.h")   # included by quant.c: their hash joins the build's options
+FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
+MODES = ("f32", "q8")
+_MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
+# build name -> (CPU flags it needs, compiler flags); VNNI is added where the CPU has it (VNNI_FLAGS)
+BUILDS = {
+    "avx512": (("avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"),
+               ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx2", "-mfma", "-mf16c")),
+    "avx2": (("avx2", "fma", "f16c"), ("-mavx2", "-mfma", "-mf16c")),
+    "portable": ((), ()),
+}
+VNNI_FLAGS = {"avx512": ("avx512_vnni", "-mavx512vnni"), "avx2": ("avx_vnni", "-mavxvnni")}
+PREFETCH_ENV = "SPECX_QUANT_PREFETCH"   # 1 or 0: prefetch or not, instead of timing both (prefetch_choice)
+PREFETCH_BYTES = 2048   # the distance timed against none: 1-2 KB ahead was best on the AVX-512 dev machine
+PREFETCH_COPIES = 16    # Q4_K copies of the timed 8960x1536 layer: 123 MB, more than a last-level cache
+_state: dict[str, object] = {}
+
+
+@dataclass(frozen=True)
+class Library:
+    """One loaded build of quant.c."""
+
+    name: str
+    vnni: bool
+    lib: ctypes.CDLL
+    path: Path
+
+    def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None):
+        """See the module-level `matmul`."""
+        group, n = _segments(weights, x, mode, out)
+        m = x.shape[0]
+        if out is None:
+            out = torch.empty(m, n, dtype=torch.float32)
+        if m and n:
+            types, data, rows = group
+            status = self.lib.spx_matmul(x.data_ptr(), m, x.shape[1], len(types), types, data, rows,
+                                         out.data_ptr(), _MODE_IDS[mode], torch.get_num_threads())
+            if status == 1:
+                raise MemoryError(f"quantizing {m} rows of {x.shape[1]} values: out of memory")
+            if status:
+                raise ValueError(f"the {self.name} kernels refused the weights (status {status})")
+        return out
+
+    def embed(self, w: QWeight, ids):
+        """See the module-level `embed`."""
+        check(w)
+        ids = torch.as_tensor(ids, dtype=torch.int64).reshape(-1).contiguous()
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= w.rows):
+            raise ValueError(f"token ids must lie in [0, {w.rows})")
+        out = torch.empty(len(ids), w.cols, dtype=torch.float32)
+        if len(ids):
+            self.lib.spx_dequantize_rows(w.type, w.data.ctypes.data, w.cols, ids.data_ptr(), len(ids),
+                                         out.data_ptr())
+        return out
+
+    def prefetch(self, nbytes: int) -> int:
+        """Prefetch weights `nbytes` ahead of the reads (0: not at all; the setting is the loaded library's,
+        shared by every Library of the same build); results are the same either way. Returns the previous
+        setting."""
+        return int(self.lib.spx_set_prefetch(int(nbytes)))
+
+    def describe(self) -> str:
+        prefetch = _state.get("prefetch") if _state.get("lib") is self else None
+        ahead = f", {prefetch.sentence()}" if prefetch else ""
+        return (f"GGUF block kernels: {self.name} build{' with VNNI' if self.vnni else ''}, modes "
+                f"{', '.join(MODES)}{ahead}")
+
+
+def matmul(x, weights: Sequence[QWeight], mode: str = "f32", out=None):
+    """x (M, cols) float32, contiguous, on the CPU; weights: one or more QWeight of the same `cols` (a fused
+    projection, possibly of different types) → (M, Σ rows) float32, the segments side by side (into `out`
+    when given: (M, Σ rows) float32 contiguous). One C call for the whole group; the threads
+    (torch.get_num_threads()) split all its output rows."""
+    return _default().matmul(x, weights, mode, out)
+
+
+def embed(w: QWeight, ids):
+    """Rows `ids` of w dequantized to gguf's float32 values: (len(ids), cols) float32 (an embedding lookup)."""
+    return _default().embed(w, ids)
+
+
+def available() -> bool:
+    """Whether a build is compiled and loaded here (compiles on first use)."""
+    return _library() is not None
+
+
+def why_not() -> str:
+    """Why no build is available ("" when one is)."""
+    _library()
+    return str(_state.get("why", ""))
+
+
+def modes() -> tuple[str, ...]:
+    """The activation modes the loaded build has (both, in every build)."""
+    return MODES if available() else ()
+
+
+def describe() -> str:
+    """One sentence: which build is loaded and its modes."""
+    lib = _library()
+    return lib.describe() if lib else f"GGUF block kernels unavailable: {why_not()}"
+
+
+def variants() -> list[str]:
+    """The builds this CPU can run, best first."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ["portable"]
+    flags = cpu_flags()
+    return [name for name, (needs, _) in BUILDS.items() if all(f in flags for f in needs)]
+
+
+def load(name: str, vnni: bool | None = None) -> Library:
+    """Compile (once per machine) and load one build, with VNNI where the CPU has it (or as `vnni` says, for
+    tests: a VNNI build needs a CPU with VNNI); OSError when compiling fails."""
+    compiler = build.c_compiler()
+    if not compiler:
+        raise OSError("no C compiler found (install gcc, or set CC)")
+    _, options = BUILDS[name]
+    if vnni is None:
+        vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
+    options = options + ((VNNI_FLAGS[name][1],) if vnni else ()) + (f"-DSPX_PARTS={parts_hash()}",)
+    path = build.build(f"quant-{name}{'-vnni' if vnni else ''}", SOURCE, compiler, FLAGS + options)
+    lib = build.load(path)
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
+    lib.spx_matmul.restype = ctypes.c_int
+    lib.spx_dequantize_rows.argtypes = [i32, p, i64, p, i64, p]
+    lib.spx_dequantize_rows.restype = None
+    lib.spx_stream_sum.argtypes = [p, i64, i32]
+    lib.spx_stream_sum.restype = ctypes.c_uint64
+    lib.spx_build.restype = ctypes.c_int
+    lib.spx_set_prefetch.argtypes = [ctypes.c_int64]
+    lib.spx_set_prefetch.restype = ctypes.c_int64
+    return Library(name, bool(lib.spx_build() & 4), lib, path)
+
+
+def parts_hash() -> str:
+    """A hash of the headers quant.c includes: build.py keys a build by quant.c, its options and the compiler,
+    so this option makes a changed header a new build."""
+    digest = hashlib.sha256(b"".join(SOURCE.with_name(part).read_bytes() for part in PARTS))
+    return digest.hexdigest()[:16]
+
+
+def prefetch_choice(lib: Library):
+    """Whether to prefetch weights ahead of the reads: it never changes a result, only the speed. On the
+    AVX-512 dev machine it made the 1.5B's linear layers 1.3-1.5x faster at 1 and 5 rows (one thread,
+    benchmarks/results/2026-11-26-quant-kernels); rowgemm's L2 prefetching slowed a Zen 1 machine. So it is
+    timed once per machine (kernels/timed.py) on copies of a Q4_K 8960x1536 layer in q8 mode, unless
+    SPECX_QUANT_PREFETCH says."""
+    from . import timed
+
+    value = os.environ.get(PREFETCH_ENV, "").strip()
+    if value in ("0", "1"):
+        return timed.Choice("weight prefetching", {"1": "on", "0": "off"}[value], source=PREFETCH_ENV)
+
+    def way(nbytes: int):
+        def make(w):
+            rng = np.random.default_rng(0)
+            rows, cols = w.shape
+            copies = [random_weight("Q4_K", rows, cols, rng, extreme=False) for _ in range(PREFETCH_COPIES)]
+            turn = iter(range(1 << 62))
+
+            def run(x):
+                lib.prefetch(nbytes)
+                return lib.matmul(x, [copies[next(turn) % len(copies)]], "q8")
+            return run
+        return make
+
+    return timed.choose("weight prefetching", lib.path.with_suffix(".prefetch.json"),
+                        {"off": way(0), "on": way(PREFETCH_BYTES)})
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (/proc/cpuinfo); without it, what torch's CPU capability implies."""
+    if "flags" not in _state:
+        flags: set[str] = set()
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+        except OSError:
+            pass
+        if not flags:
+            capability = torch.backends.cpu.get_cpu_capability()
+            if capability in ("AVX2", "AVX512"):
+                flags |= {"avx2", "fma", "f16c"}
+            if capability == "AVX512":
+                flags |= {"avx512f", "avx512bw", "avx512vl"}
+        _state["flags"] = flags
+    return _state["flags"]
+
+
+def _default() -> Library:
+    lib = _library()
+    if lib is None:
+        raise RuntimeError(f"specx's GGUF kernels are not available: {why_not()}")
+    return lib
+
+
+def _library() -> Library | None:
+    if "lib" not in _state:
+        _state["lib"], _state["why"] = None, "no build could be compiled"
+        for name in variants():
+            try:
+                lib = load(name)
+                _state["prefetch"] = prefetch_choice(lib)
+                lib.prefetch(PREFETCH_BYTES if _state["prefetch"].pick == "on" else 0)
+                _state["lib"], _state["why"] = lib, ""
+                break
+            except (OSError, subprocess.SubprocessError) as e:
+                text = str(e).strip()
+                _state["why"] = f"building it failed ({text.splitlines()[-1] if text else type(e).__name__})"
+    return _state["lib"]
+
+
+_groups: dict[tuple[int, ...], tuple] = {}   # id()s of a weight group -> weak refs to it, its ctypes arrays
+_GROUPS_MAX = 4096
+
+
+def _segments(weights: Sequence[QWeight], x, mode: str, out) -> tuple[tuple, int]:
+    """Check the call (ValueError before any C runs) and return the group's ctypes arrays and Σ rows."""
+    if mode not in _MODE_IDS:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.dim() != 2 or not x.is_cpu:
+        raise ValueError("x must be a 2-D float32 tensor on the CPU")
+    if not x.is_contiguous():
+        raise ValueError("x must be contiguous")
+    weights = tuple(weights)
+    if not weights:
+        raise ValueError("matmul needs at least one weight")
+    key = tuple(id(w) for w in weights)
+    entry = _groups.get(key)
+    if entry is None or any(ref() is not w for ref, w in zip(entry[0], weights)):
+        for w in weights:
+            if not isinstance(w, QWeight):
+                raise ValueError(f"weights must be QWeight, not {type(w).__name__}")
+            check(w)
+        if len({w.cols for w in weights}) > 1:
+            raise ValueError(f"fused weights must share cols, not {sorted({w.cols for w in weights})}")
+        n = len(weights)
+        arrays = ((ctypes.c_int32 * n)(*(w.type for w in weights)),
+                  (ctypes.c_void_p * n)(*(w.data.ctypes.data for w in weights)),
+                  (ctypes.c_int64 * n)(*(w.rows for w in weights)))
+        if len(_groups) >= _GROUPS_MAX:
+            _groups.clear()
+        refs = tuple(weakref.ref(w) for w in weights)
+        entry = _groups[key] = (refs, arrays, sum(w.rows for w in weights), weights[0].cols)
+    _, arrays, n, cols = entry
+    if x.shape[1] != cols:
+        raise ValueError(f"x has {x.shape[1]} columns, the weights {cols}")
+    if out is not None and (not isinstance(out, torch.Tensor) or out.dtype != torch.float32
+                            or tuple(out.shape) != (x.shape[0], n) or not out.is_contiguous() or not out.is_cpu):
+        raise ValueError(f"out must be a contiguous float32 CPU tensor of shape ({x.shape[0]}, {n})")
+    return arrays, n
+
+
+def stream_read(lib: Library, buffer: np.ndarray, threads: int) -> int:
+    """Read `buffer` (uint8, a multiple of 256 bytes) once with `threads` threads; its sum (so no read is
+    optimised away). Timed by benchmarks/quant_kernels.py as this machine's read bandwidth."""
+    return int(lib.lib.spx_stream_sum(buffer.ctypes.data, buffer.size, threads))

@@ -1,0 +1,456 @@
+/* quant.c's AVX2 kernels (FMA, F16C; AVX-VNNI when built with it): included by quant.c, which states the
+   rules; the same q8 arithmetic as quant_avx512.h in 8-lane vectors. */
+/* ---------------------------------------------------------------- AVX2 kernels (FMA, F16C; AVX-VNNI if built with it) */
+#if defined(SPX_AVX2)
+
+/* quantize_row's arithmetic, 8 values at a time (the same operations, so the same bytes) */
+static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
+    const int64_t groups = (K + QKK - 1) / QKK;
+    memset(out, 0, groups * XG);
+    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t g = 0; g < groups; ++g) {
+        uint8_t *o = out + g * XG;
+        if ((g + 1) * QKK > K) memset(o, 128, 256);
+        for (int j = 0; j < 8 && g * QKK + QK * j < K; ++j) {
+            const float *xb = x + g * QKK + QK * j;
+            __m256 v[4];
+            __m256 m = _mm256_setzero_ps();
+            int bad = 0;   /* as quantize_row: a NaN or infinity makes the scale NaN and q 0 */
+            for (int i = 0; i < 4; ++i) {
+                v[i] = _mm256_loadu_ps(xb + 8 * i);
+                m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i]));
+                bad |= _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, v[i]), _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
+            }
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+            const float d = bad ? NAN : amax / 127.0f, id = !bad && d != 0.0f ? 1.0f / d : 0.0f;
+            __m256i q[4];
+            for (int i = 0; i < 4; ++i)
+                q[i] = bad ? _mm256_setzero_si256()
+                           : _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], _mm256_set1_ps(id)), lo), hi));
+            const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+            const int32_t sum = _mm_cvtsi128_si32(_mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1)));
+            /* 32 bytes in value order (packs interleave the 128-bit lanes; the permute undoes it) */
+            const __m256i b = _mm256_permutevar8x32_epi32(
+                _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])),
+                _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            uint32_t words[8], signs[8];
+            _mm256_storeu_si256((__m256i *)words, _mm256_xor_si256(b, _mm256_set1_epi8((char)0x80)));
+            _mm256_storeu_si256((__m256i *)signs, b);
+            for (int i = 0; i < 8; ++i) {
+                memcpy(o + 64 * (i & 3) + 32 * (i >> 2) + 4 * j, &words[i], 4);
+                memcpy(o + XG_S + 64 * (i & 3) + 32 * (i >> 2) + 4 * j, &signs[i], 4);
+            }
+            ((float *)(o + XG_DX))[j] = ((float *)(o + XG_DX))[8 + j] = d;
+            ((float *)(o + XG_XS))[j] = d * (float)sum;
+        }
+    }
+}
+
+/* ---- q8 mode: a group decoded into 8 vectors w[2k + h], 32-bit lane j = 4 values of half h of block j */
+typedef struct {
+    __m256i w[8];        /* signed 8-bit weights (Q8_0 without VNNI: |w|) */
+#if !SPX_VNNI
+    __m256i sw[8];       /* Q8_0 without VNNI: the signed weights, for their signs */
+#endif
+    __m256i corr[2];     /* −128·Σw per lane of each half: the x bytes are q + 128 */
+    __m256 a[2], b;
+} wq;
+
+static inline void transpose4(__m256i c0, __m256i c1, __m256i c2, __m256i c3, __m256i *u) {
+    /* u[e] = [c0.e c1.e c2.e c3.e | c0.(e+4) c1.(e+4) c2.(e+4) c3.(e+4)] (dwords) */
+    const __m256i t0 = _mm256_unpacklo_epi32(c0, c1), t1 = _mm256_unpackhi_epi32(c0, c1);
+    const __m256i t2 = _mm256_unpacklo_epi32(c2, c3), t3 = _mm256_unpackhi_epi32(c2, c3);
+    u[0] = _mm256_unpacklo_epi64(t0, t2);
+    u[1] = _mm256_unpackhi_epi64(t0, t2);
+    u[2] = _mm256_unpacklo_epi64(t1, t3);
+    u[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+static inline __m256i ld32(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline __m256i bcast32(const uint8_t *p) { return _mm256_set1_epi32((int)rd32(p)); }
+
+static inline __attribute__((always_inline)) __m256i dot4(__m256i acc, __m256i u, __m256i w) {
+#if SPX_VNNI
+    return _mm256_dpbusd_avx_epi32(acc, u, w);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, w), _mm256_set1_epi16(1)));
+#endif
+}
+
+static inline __attribute__((always_inline)) void decode_q8(const int type, const uint8_t *g, wq *o) {
+    const __m256i nib = _mm256_set1_epi8(15);
+    o->b = _mm256_setzero_ps();
+    if (type == T_Q4_K || type == T_Q5_K) {
+        const uint8_t *qs = g + (type == T_Q5_K ? 48 : 16);
+        __m256i u[4];
+        transpose4(ld32(qs), ld32(qs + 32), ld32(qs + 64), ld32(qs + 96), u);
+        const __m256i shr = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+        const __m256i dup[2] = {_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3), _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)};
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+            const int k = i >> 1, h = i & 1;
+            o->w[i] = _mm256_and_si256(_mm256_srlv_epi32(_mm256_permutevar8x32_epi32(u[k], dup[h]), shr), nib);
+            if (type == T_Q5_K) {   /* bit j of each byte of qh dword 4h + k, to bit 4 */
+                const __m256i bits = _mm256_srlv_epi32(bcast32(g + 16 + 4 * (4 * h + k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+                o->w[i] = _mm256_or_si256(o->w[i], _mm256_slli_epi32(_mm256_and_si256(bits, _mm256_set1_epi8(1)), 4));
+            }
+        }
+        k4_scales(g, &o->a[0], &o->b);
+        o->a[1] = o->a[0];
+    } else if (type == T_Q6_K) {
+        __m256i u[4];
+        transpose4(ld32(g), ld32(g + 32), ld32(g + 64), ld32(g + 96), u);
+        const __m256i pick[2] = {_mm256_setr_epi32(0, 1, 0, 1, 2, 3, 2, 3), _mm256_setr_epi32(4, 5, 4, 5, 6, 7, 6, 7)};
+        const __m256i shl = _mm256_setr_epi32(0, 0, 4, 4, 0, 0, 4, 4), shh = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+            const int k = i >> 1, h = i & 1;
+            const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_permutevar8x32_epi32(u[k], pick[h]), shl), nib);
+            const __m256i qh = _mm256_blend_epi32(bcast32(g + 128 + 4 * (4 * h + k)), bcast32(g + 160 + 4 * (4 * h + k)), 0xF0);
+            const __m256i hi = _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(qh, shh), _mm256_set1_epi8(3)), 4);
+            o->w[i] = _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32));
+        }
+        const __m128i sc = _mm_loadu_si128((const __m128i *)(g + 192));
+        const __m256 d = _mm256_set1_ps(f16at(g + 208));
+        o->a[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                       _mm_shuffle_epi8(sc, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0)))));
+        o->a[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                       _mm_shuffle_epi8(sc, _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)))));
+    } else if (type == T_Q8_0) {   /* 8 blocks x 8 dwords, transposed: w[2k + h] lane j = block j dword 4h + k */
+        __m256i s[8], r[8];
+        for (int i = 0; i < 8; ++i) r[i] = ld32(g + 34 * i + 2);
+        transpose4(r[0], r[1], r[2], r[3], s);
+        transpose4(r[4], r[5], r[6], r[7], s + 4);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            o->w[2 * k] = _mm256_permute2x128_si256(s[k], s[4 + k], 0x20);
+            o->w[2 * k + 1] = _mm256_permute2x128_si256(s[k], s[4 + k], 0x31);
+        }
+        o->a[0] = o->a[1] = halves8(g, 34);
+    } else {   /* Q4_0, Q4_1, Q5_0, Q5_1: 8 blocks */
+        const int bytes = block_bytes(type), qs = type == T_Q4_0 ? 2 : type == T_Q4_1 ? 4 : type == T_Q5_0 ? 6 : 8;
+        const uint8_t *b = g + qs;
+        __m256i p[4], u[4];
+        for (int i = 0; i < 4; ++i)
+            p[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b + i * bytes))),
+                                           _mm_loadu_si128((const __m128i *)(b + (4 + i) * bytes)), 1);
+        transpose4(p[0], p[1], p[2], p[3], u);   /* u[k] lane j = block j dword k */
+        const int five = type == T_Q5_0 || type == T_Q5_1;
+        __m256i qh = _mm256_setzero_si256();
+        if (five)
+            qh = dwords8(g + qs - 4, bytes);
+        const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12,
+                                                0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
+        const __m256i bit = _mm256_set1_epi32(0x08040201);
+        const __m256i off = _mm256_set1_epi8(type == T_Q4_0 ? 8 : type == T_Q5_0 ? 16 : 0);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+            const int k = i >> 1, h = i & 1;
+            __m256i v = _mm256_and_si256(h ? _mm256_srli_epi16(u[k], 4) : u[k], nib);
+            if (five) {   /* bits 16h + 4k + t of qh, t = byte: to bit 4 */
+                const __m256i t = _mm256_shuffle_epi8(_mm256_srl_epi32(qh, _mm_cvtsi32_si128(16 * h + 4 * k)), spread);
+                v = _mm256_or_si256(v, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(t, bit), bit), _mm256_set1_epi8(16)));
+            }
+            o->w[i] = _mm256_sub_epi8(v, off);
+        }
+        o->a[0] = o->a[1] = halves8(g, bytes);
+        if (type == T_Q4_1 || type == T_Q5_1) o->b = halves8(g + 2, bytes);
+    }
+#if !SPX_VNNI
+    if (type == T_Q8_0) {   /* maddubs would saturate on (q + 128)·w: x is used signed, w as |w| */
+        for (int i = 0; i < 8; ++i) {
+            o->sw[i] = o->w[i];
+            o->w[i] = _mm256_abs_epi8(o->w[i]);
+        }
+        o->corr[0] = o->corr[1] = _mm256_setzero_si256();
+        return;
+    }
+#endif
+    o->corr[0] = o->corr[1] = _mm256_setzero_si256();
+    if (unsigned_weights(type)) return;
+    __m256i c[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int i = 0; i < 8; ++i) c[i & 1] = dot4(c[i & 1], _mm256_set1_epi8((char)0x80), o->w[i]);
+    o->corr[0] = _mm256_sub_epi32(_mm256_setzero_si256(), c[0]);
+    o->corr[1] = _mm256_sub_epi32(_mm256_setzero_si256(), c[1]);
+}
+
+/* products of 8-bit pairs summed in 16 bits before widening, as many at a time as cannot overflow: a pair is
+   at most 2·255·16 (Q4_0, Q5_0: w in −16..15 times q + 128) or 2·31·127 (unsigned weights times q), so 4
+   fit in 16 bits; Q6_K's 2·255·32 two; Q8_0 (|w|·|q|) one */
+static inline int pairs16(int type) { return type == T_Q6_K ? 2 : type == T_Q8_0 ? 1 : 4; }
+
+static inline __attribute__((always_inline)) void q8_row(const int type, const wq *o, const uint8_t *xg, __m256 *acc,
+                                                         __m256 *accb) {
+    __m256i s[2] = {o->corr[0], o->corr[1]};
+#if SPX_VNNI
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i)
+        s[i & 1] = unsigned_weights(type) ? dot4(s[i & 1], o->w[i], _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i)))
+                                          : dot4(s[i & 1], _mm256_load_si256((const __m256i *)(xg + 32 * i)), o->w[i]);
+#else
+    const int n = pairs16(type);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k += n) {
+            __m256i p = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int e = 0; e < n; ++e) {
+                const int i = 2 * (k + e) + h;
+                const __m256i xv = _mm256_load_si256((const __m256i *)(xg + 32 * i));
+                if (unsigned_weights(type))
+                    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i))));
+                else if (type == T_Q8_0)   /* |w| · (x with w's sign) */
+                    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_sign_epi8(
+                                                    _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i)), o->sw[i])));
+                else
+                    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(xv, o->w[i]));
+            }
+            s[h] = _mm256_add_epi32(s[h], _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+        }
+#endif
+    const __m256 dx = _mm256_load_ps((const float *)(xg + XG_DX));
+    const __m256 t0 = _mm256_mul_ps(o->a[0], dx);
+    const __m256 t1 = type == T_Q6_K ? _mm256_mul_ps(o->a[1], dx) : t0;
+    acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[0]), t0, acc[0]);
+    acc[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[1]), t1, acc[1]);
+    if (q8_kind(type) != KIND_S) *accb = _mm256_fmadd_ps(o->b, _mm256_load_ps((const float *)(xg + XG_XS)), *accb);
+}
+
+static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
+                                                          const uint8_t *w, int64_t nout, int64_t rowbytes, float *y,
+                                                          int64_t ldy) {
+    const int64_t groups = (K + QKK - 1) / QKK, stride = xq_stride(K), nblocks = K / QK;
+    const int bytes = block_bytes(type), kt = block_values(type) == QKK, kind = q8_kind(type);
+    uint8_t pad[8 * 34];
+    for (int64_t c = 0; c < nout; ++c) {
+        const uint8_t *wr = w + c * rowbytes;
+        __m256 acc[RMAX][2], accb[RMAX];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = accb[r] = _mm256_setzero_ps();
+        for (int64_t s = 0; s < groups; ++s) {
+            const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
+            if (!kt && nblocks - 8 * s < 8) {   /* a row's last, partial group: zero blocks after it */
+                memset(pad, 0, sizeof pad);
+                memcpy(pad, g, (nblocks - 8 * s) * bytes);
+                g = pad;
+            }
+            wq o;
+            decode_q8(type, g, &o);
+            const uint8_t *xg = xq + s * XG;
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, acc[r], &accb[r]);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const float main = hsum8(_mm256_add_ps(acc[r][0], acc[r][1])), mins = hsum8(accb[r]);
+            y[r * ldy + c] = kind == KIND_SM ? main + mins : kind == KIND_KM ? main - mins : main;
+        }
+    }
+}
+
+/* ---- f32 mode: one 8-lane accumulator per (row, output); each unit (a 32-value block or a superblock) is
+   decoded in steps of a few vectors to gguf's exact values (as in the AVX-512 kernels) */
+#define CMAX 4
+#define COLS_F32(R) ((R) == 1 ? 4 : (R) <= 3 ? 2 : 1)
+
+static inline int f32_steps(int type) { return type == T_Q6_K ? 8 : block_values(type) == QKK ? 16 : 2; }
+
+/* step st of a unit at g: NV = 2 vectors (Q6_K: 4) and their offsets in the unit. sa/sb: the unit's scales
+   (32-value types: d and m or off·d; Q4_K/Q5_K: ws, wm per sub-block; Q6_K: d·sc, 32·d·sc per 16 values) */
+static inline __attribute__((always_inline)) void dec_step(const int type, const uint8_t *g, int st, const float *sa,
+                                                           const float *sb, __m256 *v, int *off) {
+    const __m256i f = _mm256_set1_epi32(15);
+#define U8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
+    if (type == T_Q8_0) {
+        const __m256 d = _mm256_broadcast_ss(sa);
+        v[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(g + 2 + 16 * st)))), d);
+        v[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(g + 10 + 16 * st)))), d);
+        off[0] = 16 * st;
+        off[1] = 16 * st + 8;
+    } else if (type == T_Q6_K) {   /* st = (half n, 8 values m): vectors Q = 0..3 are values 32Q + 8m of the half */
+        const int n = st >> 2, m = st & 3;
+        const __m256i a = U8(g + 64 * n + 8 * m), b = U8(g + 64 * n + 32 + 8 * m), h = U8(g + 128 + 32 * n + 8 * m);
+        const __m256i t = _mm256_set1_epi32(0x30);
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(a, f), _mm256_and_si256(_mm256_slli_epi32(h, 4), t));
+        q[1] = _mm256_or_si256(_mm256_and_si256(b, f), _mm256_and_si256(_mm256_slli_epi32(h, 2), t));
+        q[2] = _mm256_or_si256(_mm256_srli_epi32(a, 4), _mm256_and_si256(h, t));
+        q[3] = _mm256_or_si256(_mm256_srli_epi32(b, 4), _mm256_and_si256(_mm256_srli_epi32(h, 2), t));
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const int i = 8 * n + 2 * k + (m >> 1);
+            v[k] = _mm256_fmsub_ps(_mm256_cvtepi32_ps(q[k]), _mm256_broadcast_ss(sa + i), _mm256_broadcast_ss(sb + i));
+            off[k] = 128 * n + 32 * k + 8 * m;
+        }
+    } else if (type == T_Q4_K || type == T_Q5_K) {   /* st = (chunk i, 8 values m): sub-blocks 2i and 2i+1 */
+        const int i = st >> 2, m = st & 3, five = type == T_Q5_K;
+        const __m256i raw = U8(g + 16 + 32 * five + 32 * i + 8 * m);
+        __m256i lo = _mm256_and_si256(raw, f), hi = _mm256_srli_epi32(raw, 4);
+        if (five) {
+            const __m256i qh = U8(g + 16 + 8 * m);
+            lo = _mm256_or_si256(lo, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(qh, 2 * i), _mm256_set1_epi32(1)), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(qh, 2 * i + 1), _mm256_set1_epi32(1)), 4));
+        }
+        v[0] = _mm256_fmsub_ps(_mm256_cvtepi32_ps(lo), _mm256_broadcast_ss(sa + 2 * i), _mm256_broadcast_ss(sb + 2 * i));
+        v[1] = _mm256_fmsub_ps(_mm256_cvtepi32_ps(hi), _mm256_broadcast_ss(sa + 2 * i + 1), _mm256_broadcast_ss(sb + 2 * i + 1));
+        off[0] = 64 * i + 8 * m;
+        off[1] = 64 * i + 32 + 8 * m;
+    } else {   /* Q4_0, Q4_1, Q5_0, Q5_1: st = 8 bytes of qs: values 8st.. (low nibbles) and 16 + 8st.. (high) */
+        const int one = type == T_Q4_1 || type == T_Q5_1, five = type == T_Q5_0 || type == T_Q5_1;
+        const __m256i raw = U8(g + 2 + 2 * one + 4 * five + 8 * st);
+        __m256i lo = _mm256_and_si256(raw, f), hi = _mm256_srli_epi32(raw, 4);
+        if (five) {
+            const __m256i qh = _mm256_set1_epi32((int)rd32(g + 2 + 2 * one));
+            const __m256i bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+            const __m256i sl = _mm256_and_si256(_mm256_srli_epi32(qh, 8 * st), bits);
+            const __m256i sh = _mm256_and_si256(_mm256_srli_epi32(qh, 16 + 8 * st), bits);
+            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi32(sl, bits), _mm256_set1_epi32(16)));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi32(sh, bits), _mm256_set1_epi32(16)));
+        }
+        const __m256 d = _mm256_broadcast_ss(sa), m = _mm256_broadcast_ss(sb);
+        v[0] = one ? _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), d, m) : _mm256_fmsub_ps(_mm256_cvtepi32_ps(lo), d, m);
+        v[1] = one ? _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), d, m) : _mm256_fmsub_ps(_mm256_cvtepi32_ps(hi), d, m);
+        off[0] = 8 * st;
+        off[1] = 16 + 8 * st;
+    }
+#undef U8
+}
+
+/* the scales of n units from g on (n <= 8 blocks, or one superblock) into sa/sb (see dec_step) */
+static inline __attribute__((always_inline)) void unit_scales(const int type, const uint8_t *g, int n, float *sa, float *sb) {
+    if (type == T_Q6_K) {
+        const __m256 d = _mm256_set1_ps(f16at(g + 208));
+        for (int i = 0; i < 2; ++i) {
+            const __m256 ds = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(g + 192 + 8 * i)))));
+            _mm256_storeu_ps(sa + 8 * i, ds);
+            _mm256_storeu_ps(sb + 8 * i, _mm256_mul_ps(ds, _mm256_set1_ps(32.0f)));
+        }
+        return;
+    }
+    if (type == T_Q4_K || type == T_Q5_K) {
+        __m256 a, b;
+        k4_scales(g, &a, &b);
+        _mm256_storeu_ps(sa, a);
+        _mm256_storeu_ps(sb, b);
+        return;
+    }
+    const int bytes = block_bytes(type), one = type == T_Q4_1 || type == T_Q5_1;
+    if (n == 8) {
+        const __m256 d = halves8(g, bytes);
+        _mm256_storeu_ps(sa, d);
+        _mm256_storeu_ps(sb, one ? halves8(g + 2, bytes) : _mm256_mul_ps(d, _mm256_set1_ps(type == T_Q5_0 ? 16.0f : 8.0f)));
+        return;
+    }
+    for (int i = 0; i < n; ++i) {
+        sa[i] = f16at(g + i * bytes);
+        sb[i] = one ? f16at(g + i * bytes + 2) : type == T_Q8_0 ? 0.0f : sa[i] * (type == T_Q5_0 ? 16.0f : 8.0f);
+    }
+}
+
+static inline __attribute__((always_inline)) void f32_quant(const int type, const int R, const int C, const float *x,
+                                                            int64_t K, const uint8_t *w, int64_t rowbytes, float *y,
+                                                            int64_t ldy) {
+    const int bytes = block_bytes(type), per = block_values(type), steps = f32_steps(type);
+    const int nv = type == T_Q6_K ? 4 : 2, span = per == QKK ? 1 : 8;   /* units whose scales are read together */
+    const int64_t units = K / per;
+    __m256 acc[RMAX][CMAX];
+    float sa[CMAX][16], sb[CMAX][16];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (int64_t u0 = 0; u0 < units; u0 += span) {
+        const int n = units - u0 < span ? (int)(units - u0) : span;
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+            prefetch_ahead(w + c * rowbytes + u0 * bytes, n * bytes);
+            unit_scales(type, w + c * rowbytes + u0 * bytes, n, sa[c], sb[c]);
+        }
+        __asm__ volatile("" ::: "memory");   /* broadcast the scales from memory (load ports), not by shuffles */
+        for (int i = 0; i < n; ++i) {
+            const int64_t u = u0 + i;
+            const int si = per == QKK ? 0 : i;
+#pragma GCC unroll 2
+            for (int st = 0; st < steps; ++st) {
+                __m256 v[CMAX][4];
+                int off[4];
+#pragma GCC unroll 4
+                for (int c = 0; c < C; ++c) dec_step(type, w + c * rowbytes + u * bytes, st, sa[c] + si, sb[c] + si, v[c], off);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+                    for (int k = 0; k < nv; ++k) {
+                        const __m256 xv = _mm256_loadu_ps(x + r * K + u * per + off[k]);
+#pragma GCC unroll 4
+                        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(v[c][k], xv, acc[r][c]);
+                    }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) y[r * ldy + c] = hsum8(acc[r][c]);
+}
+
+/* float weights: 8 values per vector; the last K % 8 through zero-padded copies */
+static inline __attribute__((always_inline)) __m256 load_float8(const int type, const uint8_t *p, int64_t i) {
+    if (type == T_F32) return _mm256_loadu_ps((const float *)p + i);
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+    if (type == T_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline __attribute__((always_inline)) void f32_float(const int type, const int R, const int C, const float *x,
+                                                            int64_t K, const uint8_t *w, int64_t rowbytes, float *y,
+                                                            int64_t ldy) {
+    __m256 acc[RMAX][CMAX];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        __m256 wv[CMAX];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+            if (!(k & 15)) prefetch_ahead(w + c * rowbytes + k * block_bytes(type), 16 * block_bytes(type));
+            wv[c] = load_float8(type, w + c * rowbytes, k);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const __m256 xv = _mm256_loadu_ps(x + r * K + k);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv[c], xv, acc[r][c]);
+        }
+    }
+    if (k < K) {
+        float wt[CMAX][8] = {{0}}, xt[8];
+        for (int c = 0; c < C; ++c) decode_row_tail(type, w + c * rowbytes, k, K, wt[c]);
+        for (int r = 0; r < R; ++r) {
+            memset(xt, 0, sizeof xt);
+            memcpy(xt, x + r * K + k, (K - k) * 4);
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(wt[c]), _mm256_loadu_ps(xt), acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) y[r * ldy + c] = hsum8(acc[r][c]);
+}
+
+static inline __attribute__((always_inline)) void f32_cols(const int type, const int R, const int C, const float *x,
+                                                           int64_t K, const uint8_t *w, int64_t rowbytes, float *y,
+                                                           int64_t ldy) {
+    if (is_float_type(type))
+        f32_float(type, R, C, x, K, w, rowbytes, y, ldy);
+    else
+        f32_quant(type, R, C, x, K, w, rowbytes, y, ldy);
+}
+#endif /* SPX_AVX2 */

@@ -1,0 +1,530 @@
+/* quant.c's AVX-512 kernels (F, BW, VL; VNNI when built with it): included by quant.c, which states the
+   rules; the AVX2 kernels (quant_avx2.h) do the same arithmetic in 256-bit vectors. */
+/* ---------------------------------------------------------------- AVX-512 kernels (F, BW, VL; VNNI if built with it) */
+#if defined(SPX_AVX512)
+
+#define L16(F, k) _mm512_setr_epi32(F(0, k), F(1, k), F(2, k), F(3, k), F(4, k), F(5, k), F(6, k), F(7, k), F(8, k), \
+                                    F(9, k), F(10, k), F(11, k), F(12, k), F(13, k), F(14, k), F(15, k))
+/* lane l of a 64-byte vector k holds block j = l & 7, half h = l >> 3 (the q8 layout above) */
+#define J_(l) ((l) & 7)
+#define H_(l) ((l) >> 3)
+#define IDX_Q4K(l, k) (8 * (J_(l) >> 1) + 4 * H_(l) + (k))        /* raw dword of Q4_K/Q5_K qs */
+#define SHR_Q4K(l, k) (4 * (J_(l) & 1))
+#define IDX_QH5K(l, k) (4 * H_(l) + (k))                          /* Q5_K qh dword */
+#define BIT_Q5K(l, k) ((int)(0x01010101u << J_(l)))                /* its bit j in every byte */
+#define IDX_Q6L(l, k) (16 * (J_(l) >> 2) + 8 * (J_(l) & 1) + 4 * H_(l) + (k))
+#define SHR_Q6L(l, k) (4 * ((J_(l) >> 1) & 1))
+#define IDX_Q6H(l, k) (8 * (J_(l) >> 2) + 4 * H_(l) + (k))
+#define ROL_Q6H(l, k) ((4 - 2 * (J_(l) & 3)) & 31)                 /* bits 2Q..2Q+1 of each byte to 4..5 */
+#define IDX_SC6(l, k) (2 * J_(l) + H_(l))
+#define IDX_B32(l, k) (4 * J_(l) + (k))                            /* 8 blocks' qs dwords (two tables) */
+#define SHR_B32(l, k) (4 * H_(l))
+#define SHUF_Q5(l, k) ((int)(0x01010101u * (4 * ((l) & 3) + 2 * H_(l) + ((k) >> 1))))
+#define IDX_Q8(l, k) (8 * (J_(l) & 3) + 4 * H_(l) + (k))
+
+/* quantize_row's arithmetic, 16 values at a time (the same operations: max, a division, a product, a clamp,
+   rounding to nearest even). */
+static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
+    const int64_t groups = (K + QKK - 1) / QKK;
+    memset(out, 0, groups * XG);
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    for (int64_t g = 0; g < groups; ++g) {
+        uint8_t *o = out + g * XG;
+        if ((g + 1) * QKK > K) memset(o, 128, 256);
+        for (int j = 0; j < 8 && g * QKK + QK * j < K; ++j) {
+            const float *xb = x + g * QKK + QK * j;
+            const __m512 a = _mm512_loadu_ps(xb), b = _mm512_loadu_ps(xb + 16);
+            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+            const __m512 inf = _mm512_set1_ps(INFINITY);
+            const int bad = (_mm512_cmp_ps_mask(_mm512_abs_ps(a), inf, _CMP_NLT_UQ) |
+                             _mm512_cmp_ps_mask(_mm512_abs_ps(b), inf, _CMP_NLT_UQ)) != 0;
+            const float d = bad ? NAN : amax / 127.0f, id = !bad && d != 0.0f ? 1.0f / d : 0.0f;
+            const __m512i qa = bad ? _mm512_setzero_si512()
+                                   : _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(a, _mm512_set1_ps(id)), lo), hi));
+            const __m512i qb = bad ? _mm512_setzero_si512()
+                                   : _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(b, _mm512_set1_ps(id)), lo), hi));
+            const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+            const __m128i bias = _mm_set1_epi8((char)0x80);
+            uint32_t ba[4], bb[4];
+            const __m128i sa = _mm512_cvtsepi32_epi8(qa), sb = _mm512_cvtsepi32_epi8(qb);
+            uint32_t ca[4], cb[4];
+            _mm_storeu_si128((__m128i *)ba, _mm_xor_si128(sa, bias));
+            _mm_storeu_si128((__m128i *)bb, _mm_xor_si128(sb, bias));
+            _mm_storeu_si128((__m128i *)ca, sa);
+            _mm_storeu_si128((__m128i *)cb, sb);
+            for (int k = 0; k < 4; ++k) {
+                memcpy(o + 64 * k + 4 * j, &ba[k], 4);
+                memcpy(o + 64 * k + 32 + 4 * j, &bb[k], 4);
+                memcpy(o + XG_S + 64 * k + 4 * j, &ca[k], 4);
+                memcpy(o + XG_S + 64 * k + 32 + 4 * j, &cb[k], 4);
+            }
+            ((float *)(o + XG_DX))[j] = ((float *)(o + XG_DX))[8 + j] = d;
+            ((float *)(o + XG_XS))[j] = d * (float)sum;
+        }
+    }
+}
+
+/* ---- q8 mode: a group's weights decoded into the q8 layout (W[k] lane 8h + j = 4 values of block j, half h) */
+typedef struct {
+    __m512i w[4];        /* signed 8-bit weights */
+    __m512i corr;        /* −128·Σw per lane: the x bytes are q + 128 */
+    __m512 a;            /* a per lane (8h + j) */
+    __m256 b;            /* b per block (SM, KM) */
+#if !SPX_VNNI
+    __mmask64 neg[4];    /* Q8_0 without VNNI: w < 0 (w holds |w|, and x is used signed) */
+#endif
+} wq;
+
+static inline __m512 twice(__m256 v) {
+    const __m512 z = _mm512_castps256_ps512(v);
+    return _mm512_shuffle_f32x4(z, z, 0x44);
+}
+
+static inline __attribute__((always_inline)) __m512i four16(const uint8_t *b, int64_t stride) {
+    __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)b));
+    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(b + stride)), 1);
+    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(b + 2 * stride)), 2);
+    return _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(b + 3 * stride)), 3);
+}
+
+static inline __attribute__((always_inline)) __m512i dot4(__m512i acc, __m512i u, __m512i w) {
+#if SPX_VNNI
+    return _mm512_dpbusd_epi32(acc, u, w);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, w), _mm512_set1_epi16(1)));
+#endif
+}
+
+static inline __attribute__((always_inline)) void decode_q8(const int type, const uint8_t *g, wq *o) {
+    const __m512i nib = _mm512_set1_epi8(15);
+    __m256 a;
+    o->b = _mm256_setzero_ps();
+    if (type == T_Q4_K || type == T_Q5_K) {
+        const uint8_t *qs = g + (type == T_Q5_K ? 48 : 16);
+        const __m512i q0 = _mm512_loadu_si512(qs), q1 = _mm512_loadu_si512(qs + 64), shr = L16(SHR_Q4K, 0);
+        o->w[0] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(q0, L16(IDX_Q4K, 0), q1), shr), nib);
+        o->w[1] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(q0, L16(IDX_Q4K, 1), q1), shr), nib);
+        o->w[2] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(q0, L16(IDX_Q4K, 2), q1), shr), nib);
+        o->w[3] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(q0, L16(IDX_Q4K, 3), q1), shr), nib);
+        if (type == T_Q5_K) {
+            const __m512i qh = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(g + 16)));
+            const __m512i bit = L16(BIT_Q5K, 0), sixteen = _mm512_set1_epi8(16);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
+                const __m512i idx = k == 0 ? L16(IDX_QH5K, 0) : k == 1 ? L16(IDX_QH5K, 1) : k == 2 ? L16(IDX_QH5K, 2)
+                                                                                                 : L16(IDX_QH5K, 3);
+                const __mmask64 m = _mm512_test_epi8_mask(_mm512_permutexvar_epi32(idx, qh), bit);
+                o->w[k] = _mm512_mask_add_epi8(o->w[k], m, o->w[k], sixteen);
+            }
+        }
+        k4_scales(g, &a, &o->b);
+        o->a = twice(a);
+    } else if (type == T_Q6_K) {
+        const __m512i l0 = _mm512_loadu_si512(g), l1 = _mm512_loadu_si512(g + 64), qh = _mm512_loadu_si512(g + 128);
+        const __m512i shr = L16(SHR_Q6L, 0), rol = L16(ROL_Q6H, 0), two = _mm512_set1_epi8(0x30);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const __m512i il = k == 0 ? L16(IDX_Q6L, 0) : k == 1 ? L16(IDX_Q6L, 1) : k == 2 ? L16(IDX_Q6L, 2) : L16(IDX_Q6L, 3);
+            const __m512i ih = k == 0 ? L16(IDX_Q6H, 0) : k == 1 ? L16(IDX_Q6H, 1) : k == 2 ? L16(IDX_Q6H, 2) : L16(IDX_Q6H, 3);
+            const __m512i lo = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(l0, il, l1), shr), nib);
+            const __m512i hi = _mm512_rolv_epi32(_mm512_permutexvar_epi32(ih, qh), rol);
+            o->w[k] = _mm512_sub_epi8(_mm512_ternarylogic_epi32(lo, hi, two, 0xF8), _mm512_set1_epi8(32));   /* (lo | hi & 0x30) − 32 */
+        }
+        const __m512i sc = _mm512_permutexvar_epi32(L16(IDX_SC6, 0), _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(g + 192))));
+        o->a = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 208)), _mm512_cvtepi32_ps(sc));
+    } else if (type == T_Q8_0) {
+        const __m512i za = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(g + 2))),
+                                              _mm256_loadu_si256((const __m256i *)(g + 36)), 1);
+        const __m512i zb = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(g + 70))),
+                                              _mm256_loadu_si256((const __m256i *)(g + 104)), 1);
+        const __m512i zc = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(g + 138))),
+                                              _mm256_loadu_si256((const __m256i *)(g + 172)), 1);
+        const __m512i zd = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(g + 206))),
+                                              _mm256_loadu_si256((const __m256i *)(g + 240)), 1);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const __m512i idx = k == 0 ? L16(IDX_Q8, 0) : k == 1 ? L16(IDX_Q8, 1) : k == 2 ? L16(IDX_Q8, 2) : L16(IDX_Q8, 3);
+            o->w[k] = _mm512_mask_blend_epi32(0xF0F0, _mm512_permutex2var_epi32(za, idx, zb),
+                                              _mm512_permutex2var_epi32(zc, idx, zd));
+        }
+        o->a = twice(halves8(g, 34));
+    } else {   /* Q4_0, Q4_1, Q5_0, Q5_1: 8 blocks */
+        const int bytes = block_bytes(type), qs = type == T_Q4_0 ? 2 : type == T_Q4_1 ? 4 : type == T_Q5_0 ? 6 : 8;
+        const __m512i z0 = four16(g + qs, bytes), z1 = four16(g + qs + 4 * bytes, bytes), shr = L16(SHR_B32, 0);
+        o->w[0] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 0), z1), shr), nib);
+        o->w[1] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 1), z1), shr), nib);
+        o->w[2] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 2), z1), shr), nib);
+        o->w[3] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 3), z1), shr), nib);
+        if (type == T_Q5_0 || type == T_Q5_1) {
+            const int off = qs - 4;
+            const __m256i h8 = dwords8(g + off, bytes);
+            const __m512i qh = _mm512_inserti64x4(_mm512_castsi256_si512(h8), h8, 1), sixteen = _mm512_set1_epi8(16);
+            const __m512i even = _mm512_set1_epi32(0x08040201), odd = _mm512_set1_epi32((int)0x80402010u);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
+                const __m512i ctl = k == 0 ? L16(SHUF_Q5, 0) : k == 1 ? L16(SHUF_Q5, 1) : k == 2 ? L16(SHUF_Q5, 2) : L16(SHUF_Q5, 3);
+                const __mmask64 m = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, ctl), k & 1 ? odd : even);
+                o->w[k] = _mm512_mask_add_epi8(o->w[k], m, o->w[k], sixteen);
+            }
+        }
+        if (type == T_Q4_0 || type == T_Q5_0) {
+            const __m512i off = _mm512_set1_epi8(type == T_Q4_0 ? 8 : 16);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) o->w[k] = _mm512_sub_epi8(o->w[k], off);
+        }
+        o->a = twice(halves8(g, bytes));
+        if (type == T_Q4_1 || type == T_Q5_1) o->b = halves8(g + 2, bytes);
+    }
+    o->corr = _mm512_setzero_si512();
+    if (unsigned_weights(type)) return;
+#if SPX_VNNI
+    __m512i c = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) c = dot4(c, _mm512_set1_epi8((char)0x80), o->w[k]);
+    o->corr = _mm512_sub_epi32(_mm512_setzero_si512(), c);
+#else
+    if (type == T_Q8_0) {   /* maddubs would saturate on (q + 128)·w: x is used signed, w as |w| */
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            o->neg[k] = _mm512_movepi8_mask(o->w[k]);
+            o->w[k] = _mm512_abs_epi8(o->w[k]);
+        }
+        o->corr = _mm512_setzero_si512();
+    } else {
+        __m512i c = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) c = dot4(c, _mm512_set1_epi8((char)0x80), o->w[k]);
+        o->corr = _mm512_sub_epi32(_mm512_setzero_si512(), c);
+    }
+#endif
+}
+
+/* One row's step of the q8 arithmetic for a decoded group: 16 exact half-block sums, then the fmas. */
+static inline __attribute__((always_inline)) void q8_row(const int type, const wq *o, const uint8_t *xg, __m512 *acc,
+                                                         __m256 *accb) {
+    __m512i s = o->corr;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        if (unsigned_weights(type)) {   /* w unsigned, q signed */
+            s = dot4(s, o->w[k], _mm512_load_si512(xg + XG_S + 64 * k));
+            continue;
+        }
+        __m512i xv = _mm512_load_si512(xg + 64 * k);
+#if !SPX_VNNI
+        if (type == T_Q8_0) {
+            xv = _mm512_load_si512(xg + XG_S + 64 * k);   /* q signed, negated where w < 0 */
+            xv = _mm512_mask_sub_epi8(xv, o->neg[k], _mm512_setzero_si512(), xv);
+            s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(o->w[k], xv), _mm512_set1_epi16(1)));
+            continue;
+        }
+#endif
+        s = dot4(s, xv, o->w[k]);
+    }
+    const __m512 t = _mm512_mul_ps(o->a, _mm512_load_ps((const float *)(xg + XG_DX)));
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), t, *acc);
+    if (q8_kind(type) != KIND_S) *accb = _mm256_fmadd_ps(o->b, _mm256_load_ps((const float *)(xg + XG_XS)), *accb);
+}
+
+static inline float q8_result_simd(int kind, __m512 acc, __m256 accb) {
+    const float main = hsum8(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1))));
+    const float mins = hsum8(accb);
+    return kind == KIND_SM ? main + mins : kind == KIND_KM ? main - mins : main;
+}
+
+static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
+                                                          const uint8_t *w, int64_t nout, int64_t rowbytes, float *y,
+                                                          int64_t ldy) {
+    const int64_t groups = (K + QKK - 1) / QKK, stride = xq_stride(K), nblocks = K / QK;
+    const int bytes = block_bytes(type), kt = block_values(type) == QKK;
+    uint8_t pad[8 * 34];
+    for (int64_t c = 0; c < nout; ++c) {
+        const uint8_t *wr = w + c * rowbytes;
+        __m512 acc[RMAX];
+        __m256 accb[RMAX];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            acc[r] = _mm512_setzero_ps();
+            accb[r] = _mm256_setzero_ps();
+        }
+        for (int64_t s = 0; s < groups; ++s) {
+            const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
+            if (!kt && nblocks - 8 * s < 8) {   /* a row's last, partial group: zero blocks after it */
+                memset(pad, 0, sizeof pad);
+                memcpy(pad, g, (nblocks - 8 * s) * bytes);
+                g = pad;
+            }
+            prefetch_ahead(g, kt ? bytes : 8 * bytes);
+            wq o;
+            decode_q8(type, g, &o);
+            const uint8_t *xg = xq + s * XG;
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, &acc[r], &accb[r]);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) y[r * ldy + c] = q8_result_simd(q8_kind(type), acc[r], accb[r]);
+    }
+}
+
+/* ---- f32 mode: each (row, output) sums into two 16-lane accumulators: values 0..15 of every 32-value
+   block into the first, 16..31 into the second; then one fixed horizontal sum. */
+
+#define CMAX 4
+/* outputs decoded together for R rows (registers: 2·R·C accumulators and up to 4·C weight vectors) */
+#define COLS_F32(R) ((R) == 1 ? 4 : (R) <= 4 ? 2 : 1)
+
+/* 32 values of a 32-value block: positions 0..15 and 16..31, gguf's exact values. The 4- and 5-bit types
+   look each value up in a table of the block's 16 or 32 possible values (computed as gguf does: d·q − off·d
+   = d·(q − off) exactly, or d·q + m rounded once), so a value costs one permute instead of a conversion
+   and a product. */
+static inline __m512 iota16(int base) {
+    return _mm512_add_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_ps((float)base));
+}
+
+static inline __attribute__((always_inline)) void dec_block32(const int type, const uint8_t *b, float d, float m,
+                                                              __m512 *w0, __m512 *w1) {
+    const __m512 dv = _mm512_set1_ps(d);
+    if (type == T_Q8_0) {
+        *w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)))), dv);
+        *w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 18)))), dv);
+        return;
+    }
+    const int one = type == T_Q4_1 || type == T_Q5_1, five = type == T_Q5_0 || type == T_Q5_1;
+    const __m512i raw = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + 2 * one + 4 * five)));
+    const __m512 mv = _mm512_set1_ps(m);
+    const __m512 t0 = one ? _mm512_fmadd_ps(iota16(0), dv, mv) : _mm512_fmsub_ps(iota16(0), dv, mv);
+    if (!five) {   /* vpermps reads the low 4 bits of each index: the low nibble needs no mask */
+        *w0 = _mm512_permutexvar_ps(raw, t0);
+        *w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(raw, 4), t0);
+        return;
+    }
+    const __m512 t1 = one ? _mm512_fmadd_ps(iota16(16), dv, mv) : _mm512_fmsub_ps(iota16(16), dv, mv);
+    const uint32_t qh = rd32(b + 2 + 2 * one);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    const __m512i lo = _mm512_mask_or_epi32(_mm512_and_si512(raw, _mm512_set1_epi32(15)), (__mmask16)qh, raw, sixteen);
+    const __m512i hi = _mm512_mask_or_epi32(_mm512_srli_epi32(raw, 4), (__mmask16)(qh >> 16), _mm512_srli_epi32(raw, 4), sixteen);
+    *w0 = _mm512_permutex2var_ps(t0, lo, t1);
+    *w1 = _mm512_permutex2var_ps(t0, hi, t1);
+}
+
+/* the scales of up to 8 blocks from b on: d, and m (Q4_1, Q5_1) or off·d (Q4_0: 8·d, Q5_0: 16·d, exact) */
+static inline __attribute__((always_inline)) void block_scales(const int type, const uint8_t *b, int n, float *sa, float *sb) {
+    const int bytes = block_bytes(type);
+    if (n == 8) {
+        const __m256 d = halves8(b, bytes);
+        _mm256_storeu_ps(sa, d);
+        if (type == T_Q4_1 || type == T_Q5_1) _mm256_storeu_ps(sb, halves8(b + 2, bytes));
+        else _mm256_storeu_ps(sb, _mm256_mul_ps(d, _mm256_set1_ps(type == T_Q5_0 ? 16.0f : 8.0f)));
+        return;
+    }
+    for (int i = 0; i < n; ++i) {
+        sa[i] = f16at(b + i * bytes);
+        sb[i] = type == T_Q4_1 || type == T_Q5_1 ? f16at(b + i * bytes + 2) : sa[i] * (type == T_Q5_0 ? 16.0f : 8.0f);
+    }
+}
+
+static inline __attribute__((always_inline)) void f32_blocks(const int type, const int R, const int C, const float *x,
+                                                             int64_t K, const uint8_t *w, int64_t rowbytes, float *y,
+                                                             int64_t ldy) {
+    const int bytes = block_bytes(type);
+    const int64_t nb = K / QK;
+    __m512 acc[RMAX][CMAX][2];
+    float sa[CMAX][8], sb[CMAX][8];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm512_setzero_ps();
+    for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+        const int n = nb - b0 < 8 ? (int)(nb - b0) : 8;
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+            prefetch_ahead(w + c * rowbytes + b0 * bytes, n * bytes);
+            block_scales(type, w + c * rowbytes + b0 * bytes, n, sa[c], sb[c]);
+        }
+        __asm__ volatile("" ::: "memory");   /* broadcast the scales from memory (load ports), not by shuffles */
+        for (int i = 0; i < n; ++i) {
+            const int64_t b = b0 + i;
+            __m512 w0[CMAX], w1[CMAX];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; ++c) dec_block32(type, w + c * rowbytes + b * bytes, sa[c][i], sb[c][i], &w0[c], &w1[c]);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const __m512 x0 = _mm512_loadu_ps(x + r * K + QK * b), x1 = _mm512_loadu_ps(x + r * K + QK * b + 16);
+#pragma GCC unroll 4
+                for (int c = 0; c < C; ++c) {
+                    acc[r][c][0] = _mm512_fmadd_ps(w0[c], x0, acc[r][c][0]);
+                    acc[r][c][1] = _mm512_fmadd_ps(w1[c], x1, acc[r][c][1]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) y[r * ldy + c] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][c][0], acc[r][c][1]));
+}
+
+/* K types: a superblock in 4 steps of 4 vectors (16 values each) with their offsets in the superblock */
+static inline __attribute__((always_inline)) void dec_super_step(const int type, const uint8_t *g, int st,
+                                                                 const float *sa, const float *sb, __m512 *v, int *off) {
+    if (type == T_Q6_K) {   /* step st: half n, 16 values u; vectors Q = 0..3 are values 32Q + 16u of the half */
+        const int n = st >> 1, u = st & 1;
+        const __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(g + 64 * n + 16 * u)));
+        const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(g + 64 * n + 32 + 16 * u)));
+        const __m512i h = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(g + 128 + 32 * n + 16 * u)));
+        const __m512i f = _mm512_set1_epi32(15), t = _mm512_set1_epi32(0x30);
+        __m512i q[4];
+        q[0] = _mm512_or_si512(_mm512_and_si512(a, f), _mm512_and_si512(_mm512_slli_epi32(h, 4), t));
+        q[1] = _mm512_or_si512(_mm512_and_si512(b, f), _mm512_and_si512(_mm512_slli_epi32(h, 2), t));
+        q[2] = _mm512_or_si512(_mm512_srli_epi32(a, 4), _mm512_and_si512(h, t));
+        q[3] = _mm512_or_si512(_mm512_srli_epi32(b, 4), _mm512_and_si512(_mm512_srli_epi32(h, 2), t));
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {   /* (d·sc)·(q − 32), exact */
+            const int i = 2 * (4 * n + k) + u;
+            v[k] = _mm512_fmsub_ps(_mm512_cvtepi32_ps(q[k]), _mm512_set1_ps(sa[i]), _mm512_set1_ps(sb[i]));
+            off[k] = 128 * n + 32 * k + 16 * u;
+        }
+        return;
+    }
+    /* Q4_K / Q5_K, step st = chunk i: sub-blocks 2i (low nibbles) and 2i+1 (high), 32 values each, looked up
+       in tables of their 16 (32) values ws·q − wm (dec_block32 says why) */
+    const int five = type == T_Q5_K;
+    const uint8_t *qs = g + 16 + 32 * five + 32 * st;
+    const __m512 al = _mm512_set1_ps(sa[2 * st]), bl = _mm512_set1_ps(sb[2 * st]);
+    const __m512 ah = _mm512_set1_ps(sa[2 * st + 1]), bh = _mm512_set1_ps(sb[2 * st + 1]);
+    const __m512 tl = _mm512_fmsub_ps(iota16(0), al, bl), th = _mm512_fmsub_ps(iota16(0), ah, bh);
+#pragma GCC unroll 2
+    for (int u = 0; u < 2; ++u) {
+        const __m512i raw = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(qs + 16 * u)));
+        if (five) {
+            const __m512i qh = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(g + 16 + 16 * u)));
+            const __m512i sixteen = _mm512_set1_epi32(16);
+            const __m512i lo = _mm512_mask_or_epi32(_mm512_and_si512(raw, _mm512_set1_epi32(15)),
+                                                    _mm512_test_epi32_mask(qh, _mm512_set1_epi32(1 << (2 * st))), raw, sixteen);
+            const __m512i hi = _mm512_mask_or_epi32(_mm512_srli_epi32(raw, 4),
+                                                    _mm512_test_epi32_mask(qh, _mm512_set1_epi32(2 << (2 * st))),
+                                                    _mm512_srli_epi32(raw, 4), sixteen);
+            v[u] = _mm512_permutex2var_ps(tl, lo, _mm512_fmsub_ps(iota16(16), al, bl));
+            v[2 + u] = _mm512_permutex2var_ps(th, hi, _mm512_fmsub_ps(iota16(16), ah, bh));
+        } else {
+            v[u] = _mm512_permutexvar_ps(raw, tl);
+            v[2 + u] = _mm512_permutexvar_ps(_mm512_srli_epi32(raw, 4), th);
+        }
+        off[u] = 64 * st + 16 * u;
+        off[2 + u] = 64 * st + 32 + 16 * u;
+    }
+}
+
+/* the per-superblock scale tables dec_super_step reads: Q4_K/Q5_K a = d·sc, b = dmin·m per sub-block;
+   Q6_K a = d·sc, b = 32·d·sc per 16 values */
+static inline __attribute__((always_inline)) void super_scales(const int type, const uint8_t *g, float *sa, float *sb) {
+    if (type == T_Q6_K) {
+        const __m512 d = _mm512_set1_ps(f16at(g + 208));
+        const __m512 ds = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(g + 192)))));
+        _mm512_storeu_ps(sa, ds);
+        _mm512_storeu_ps(sb, _mm512_mul_ps(ds, _mm512_set1_ps(32.0f)));
+    } else {
+        __m256 a, b;
+        k4_scales(g, &a, &b);
+        _mm256_storeu_ps(sa, a);
+        _mm256_storeu_ps(sb, b);
+    }
+}
+
+static inline __attribute__((always_inline)) void f32_super(const int type, const int R, const int C, const float *x,
+                                                            int64_t K, const uint8_t *w, int64_t rowbytes, float *y,
+                                                            int64_t ldy) {
+    const int bytes = block_bytes(type);
+    __m512 acc[RMAX][CMAX][2];
+    float sa[CMAX][16], sb[CMAX][16];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < K / QKK; ++s) {
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+            prefetch_ahead(w + c * rowbytes + s * bytes, bytes);
+            super_scales(type, w + c * rowbytes + s * bytes, sa[c], sb[c]);
+        }
+        __asm__ volatile("" ::: "memory");   /* broadcast the scales from memory (load ports), not by shuffles */
+        for (int pair = 0; pair < 4; pair += 2)   /* steps in pairs: Q6_K's even and odd steps feed its two sums */
+#pragma GCC unroll 2
+        for (int st = pair; st < pair + 2; ++st) {
+            __m512 v[CMAX][4];
+            int off[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < C; ++c) dec_super_step(type, w + c * rowbytes + s * bytes, st, sa[c], sb[c], v[c], off);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const float *xr = x + r * K + QKK * s;
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; ++k) {
+                    const __m512 xv = _mm512_loadu_ps(xr + off[k]);
+                    const int half = type == T_Q6_K ? (st - pair) & 1 : k & 1;   /* = (off[k] >> 4) & 1 */
+#pragma GCC unroll 4
+                    for (int c = 0; c < C; ++c) acc[r][c][half] = _mm512_fmadd_ps(v[c][k], xv, acc[r][c][half]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) y[r * ldy + c] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][c][0], acc[r][c][1]));
+}
+
+/* float weights: 32 values per step, the tail through masked loads */
+static inline __attribute__((always_inline)) __m512 load_float16(const int type, const uint8_t *p, int64_t i, __mmask16 m) {
+    if (type == T_F32) return _mm512_maskz_loadu_ps(m, (const float *)p + i);
+    const __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i);
+    if (type == T_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static inline __attribute__((always_inline)) void f32_float(const int type, const int R, const int C, const float *x,
+                                                            int64_t K, const uint8_t *w, int64_t rowbytes, float *y,
+                                                            int64_t ldy) {
+    __m512 acc[RMAX][CMAX][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) acc[r][c][0] = acc[r][c][1] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k += 32) {
+        const int64_t n = K - k;
+        const __mmask16 m0 = n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1);
+        const __mmask16 m1 = n >= 32 ? 0xFFFF : n <= 16 ? 0 : (__mmask16)((1u << (n - 16)) - 1);
+        __m512 w0[CMAX], w1[CMAX];
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) {
+            prefetch_ahead(w + c * rowbytes + k * block_bytes(type), 32 * block_bytes(type));
+            w0[c] = load_float16(type, w + c * rowbytes, k, m0);
+            w1[c] = load_float16(type, w + c * rowbytes, k + 16, m1);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const __m512 x0 = _mm512_maskz_loadu_ps(m0, x + r * K + k), x1 = _mm512_maskz_loadu_ps(m1, x + r * K + k + 16);
+#pragma GCC unroll 4
+            for (int c = 0; c < C; ++c) {
+                acc[r][c][0] = _mm512_fmadd_ps(w0[c], x0, acc[r][c][0]);
+                acc[r][c][1] = _mm512_fmadd_ps(w1[c], x1, acc[r][c][1]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < C; ++c) y[r * ldy + c] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][c][0], acc[r][c][1]));
+}
+
+static inline __attribute__((always_inline)) void f32_cols(const int type, const int R, const int C, const float *x,
+                                                           int64_t K, const uint8_t *w, int64_t rowbytes, float *y,
+                                                           int64_t ldy) {
+    if (is_float_type(type))
+        f32_float(type, R, C, x, K, w, rowbytes, y, ldy);
+    else if (block_values(type) == QKK)
+        f32_super(type, R, C, x, K, w, rowbytes, y, ldy);
+    else
+        f32_blocks(type, R, C, x, K, w, rowbytes, y, ldy);
+}
+
+#endif /* SPX_AVX512 */

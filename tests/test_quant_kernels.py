@@ -1,0 +1,222 @@
+"""specx's GGUF block kernels (cpu/quant.c): every type in both modes against its reference, rows
+bit-identical whatever shares the call, fused groups, embeddings, refused inputs, and the builds agreeing."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import torch
+
+from specx.cpu import quant, quant_ref
+from specx.cpu.qweight import BLOCKS, QWeight, dequantize, reference
+
+needs_kernels = pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
+QUANTIZED = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"]
+FLOATS = ["F32", "F16", "BF16"]
+F32_TOL = 1e-5   # f32 mode: |y − reference| ≤ F32_TOL · Σ|x||w| per output (float32 rounding of a long sum)
+
+
+def shapes(name: str) -> list[tuple[int, int]]:
+    """(rows, cols): rows not a multiple of any register or thread block; one block, a partial q8 group of
+    32-value blocks (9 blocks), several groups."""
+    per = BLOCKS[name][1]
+    if per == 1:
+        return [(13, 1), (37, 77), (5, 600)]
+    if per == 32:
+        return [(13, 32), (37, 288), (6, 1536)]
+    return [(13, 256), (37, 768)]
+
+
+def inputs(m: int, cols: int, seed: int) -> torch.Tensor:
+    """Rows of different sizes: normal, large, tiny, one zero row."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(m, cols, generator=g)
+    scale = torch.tensor([1.0, 1e3, 1e-3, 0.0, 1.0])[torch.arange(m) % 5]
+    return (x * scale[:, None]).contiguous()
+
+
+def rows_of(lib, x: torch.Tensor, weights: list[QWeight], mode: str) -> torch.Tensor:
+    """Each row computed alone (M = 1)."""
+    return torch.cat([lib.matmul(x[i:i + 1].contiguous(), weights, mode) for i in range(len(x))])
+
+
+@needs_kernels
+@pytest.mark.parametrize("name", QUANTIZED + FLOATS)
+def test_f32_mode_is_within_float_rounding_of_the_reference(name):
+    """f32 mode equals gguf-dequantize + float64 matmul within F32_TOL·Σ|x||w| per output, for random valid
+    blocks with zero, largest and subnormal scales, odd shapes, and M = 1..16 and 70."""
+    rng = np.random.default_rng(1)
+    for rows, cols in shapes(name):
+        w = quant_ref.random_weight(name, rows, cols, rng)
+        for m in (1, 2, 3, 5, 8, 9, 16, 70):
+            x = inputs(m, cols, m)
+            y = quant.matmul(x, [w]).numpy()
+            bound = F32_TOL * quant_ref.error_bound(x.numpy(), [w]) + 1e-30
+            err = np.abs(y.astype(np.float64) - reference(x.numpy(), [w]))
+            assert (err <= bound).all(), (rows, cols, m, float((err / bound).max()))
+
+
+@needs_kernels
+@pytest.mark.parametrize("name", QUANTIZED)
+def test_q8_mode_equals_its_numpy_reference_bit_for_bit(name):
+    """q8 mode equals quant_ref.reference_q8 (X quantized per 32 values, exact integer block sums, the same
+    float32 steps) bit for bit."""
+    rng = np.random.default_rng(2)
+    for rows, cols in shapes(name):
+        w = quant_ref.random_weight(name, rows, cols, rng)
+        for m in (1, 3, 8, 9, 16, 70):
+            x = inputs(m, cols, 100 + m)
+            assert np.array_equal(quant.matmul(x, [w], "q8").numpy(), quant_ref.reference_q8(x.numpy(), [w]))
+
+
+@pytest.mark.parametrize("name", QUANTIZED)
+def test_weight_integers_rebuild_gguf_values_exactly(name):
+    """The integer form the q8 reference (and kernels) use rebuilds gguf's dequantized values bit for bit."""
+    w = quant_ref.random_weight(name, 7, 512, np.random.default_rng(3))
+    assert np.array_equal(quant_ref.reconstruct(w), dequantize(w))
+
+
+@needs_kernels
+@pytest.mark.parametrize("mode", quant.MODES)
+def test_a_row_is_bit_identical_in_any_batch_and_with_any_thread_count(mode):
+    """Row r of Y is the same bits alone, among 2..16 or 70 rows, at any offset, with 1, 2 or 3 threads."""
+    rng = np.random.default_rng(4)
+    weights = [quant_ref.random_weight(name, 19, 512, rng) for name in QUANTIZED + FLOATS]
+    x = inputs(70, 512, 5)
+    threads = torch.get_num_threads()
+    try:
+        for w in weights:
+            torch.set_num_threads(1)
+            alone = rows_of(quant, x, [w], mode)
+            for t in (1, 2, 3):
+                torch.set_num_threads(t)
+                for m in (2, 3, 5, 8, 9, 16, 17, 70):
+                    assert torch.equal(quant.matmul(x[:m], [w], mode), alone[:m]), (w.name, t, m)
+                assert torch.equal(quant.matmul(x[21:34], [w], mode), alone[21:34]), (w.name, t)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@needs_kernels
+@pytest.mark.parametrize("mode", quant.MODES)
+def test_a_fused_group_equals_its_segments_called_alone(mode):
+    """Segments of different types in one call give, side by side, the bits of separate calls."""
+    rng = np.random.default_rng(6)
+    group = [quant_ref.random_weight(name, rows, 512, rng)
+             for name, rows in (("Q4_K", 33), ("Q6_K", 7), ("Q8_0", 12), ("F16", 3), ("Q5_0", 20))]
+    for m in (1, 5, 17):
+        x = inputs(m, 512, m)
+        fused = quant.matmul(x, group, mode)
+        assert torch.equal(fused, torch.cat([quant.matmul(x, [w], mode) for w in group], dim=1))
+        out = torch.empty_like(fused)
+        assert quant.matmul(x, group, mode, out=out) is out and torch.equal(out, fused)
+
+
+@needs_kernels
+@pytest.mark.parametrize("name", QUANTIZED + FLOATS)
+def test_embed_returns_the_dequantized_rows(name):
+    """embed(w, ids) is gguf's dequantization of rows ids, bit for bit, repeats and any order included."""
+    w = quant_ref.random_weight(name, 50, 256, np.random.default_rng(7))
+    ids = torch.tensor([3, 0, 49, 3, 17])
+    assert np.array_equal(quant.embed(w, ids).numpy(), dequantize(w)[ids.numpy()])
+
+
+@needs_kernels
+def test_bad_inputs_are_refused_before_any_kernel_runs():
+    """Short buffers, unknown types, mismatched columns, wrong x and wrong out raise ValueError."""
+    rng = np.random.default_rng(8)
+    w = quant_ref.random_weight("Q4_K", 4, 256, rng)
+    with pytest.raises(ValueError, match="needs 576 bytes"):
+        QWeight(BLOCKS["Q4_K"][0], w.data[:-1].copy(), 4, 256)
+    with pytest.raises(ValueError, match="17"):
+        QWeight(17, np.zeros(4 * 66, np.uint8), 4, 256)   # IQ2_XS: no kernel
+    with pytest.raises(ValueError, match="whole blocks"):
+        QWeight(BLOCKS["Q4_0"][0], np.zeros(18, np.uint8), 1, 16)
+    x = torch.randn(2, 256)
+    other = quant_ref.random_weight("Q8_0", 3, 512, rng)
+    for bad in (lambda: quant.matmul(torch.randn(2, 512), [w]),
+                lambda: quant.matmul(x, [w, other]),
+                lambda: quant.matmul(torch.randn(256, 2).T, [w]),
+                lambda: quant.matmul(x.double(), [w]),
+                lambda: quant.matmul(x[0], [w]),
+                lambda: quant.matmul(x, []),
+                lambda: quant.matmul(x, [dequantize(w)]),
+                lambda: quant.matmul(x, [w], "int4"),
+                lambda: quant.matmul(x, [w], out=torch.empty(2, 5)),
+                lambda: quant.embed(w, torch.tensor([4])),
+                lambda: quant.embed(w, torch.tensor([-1]))):
+        with pytest.raises(ValueError):
+            bad()
+
+
+def builds_here() -> list:
+    """Every build this CPU runs and this compiler builds, with and without VNNI where the CPU has VNNI
+    (compiled two at a time)."""
+    combos = [(name, vnni) for name in quant.variants()
+              for vnni in ((True, False) if name in quant.VNNI_FLAGS
+                           and quant.VNNI_FLAGS[name][0] in quant.cpu_flags() else (False,))]
+
+    def load(combo):
+        try:
+            return quant.load(*combo)
+        except OSError:   # e.g. a compiler without -mavxvnni
+            return None
+
+    with ThreadPoolExecutor(2) as pool:
+        return [lib for lib in pool.map(load, combos) if lib is not None]
+
+
+@needs_kernels
+def test_every_build_that_runs_here_agrees():
+    """The AVX-512, AVX2 and portable builds (VNNI or not): q8 bit-identical (the same arithmetic in other
+    lanes), f32 within float rounding of each other."""
+    builds = builds_here()
+    rng = np.random.default_rng(9)
+    for name in QUANTIZED + FLOATS:
+        w = quant_ref.random_weight(name, 21, 288 if BLOCKS[name][1] == 32 else 512, rng)
+        x = inputs(11, w.cols, 10)
+        ys = [lib.matmul(x, [w]).numpy().astype(np.float64) for lib in builds]
+        bound = 2 * F32_TOL * quant_ref.error_bound(x.numpy(), [w]) + 1e-30
+        assert all((np.abs(y - ys[-1]) <= bound).all() for y in ys), name
+        if name in QUANTIZED:
+            q8 = [lib.matmul(x, [w], "q8") for lib in builds]
+            assert all(torch.equal(q, q8[-1]) for q in q8), (name, [lib.describe() for lib in builds])
+
+
+@needs_kernels
+def test_q8_rows_with_a_nan_or_infinity_come_out_nan_in_every_build():
+    """A NaN or infinity in a row of X makes that row's q8 results NaN (its block scale is NaN); the other
+    rows are untouched."""
+    w = quant_ref.random_weight("Q4_K", 9, 512, np.random.default_rng(13))
+    x = inputs(4, 512, 14)
+    x[1, 7], x[2, 300] = float("nan"), float("inf")
+    clean = quant.matmul(x[[0, 3]].contiguous(), [w], "q8")
+    for lib in builds_here():
+        y = lib.matmul(x, [w], "q8")
+        assert y[1:3].isnan().all() and torch.equal(y[[0, 3]], clean), lib.describe()
+
+
+@needs_kernels
+def test_prefetching_changes_no_result():
+    """Prefetching weights ahead (the per-machine choice) is a hint: the same bits with it and without."""
+    lib = quant.load(quant.variants()[0])
+    rng = np.random.default_rng(11)
+    group = [quant_ref.random_weight(name, 40, 512, rng) for name in ("Q4_K", "Q8_0", "F16")]
+    x = inputs(5, 512, 12)
+    was = lib.prefetch(0)
+    try:
+        outs = []
+        for nbytes in (0, quant.PREFETCH_BYTES):
+            lib.prefetch(nbytes)
+            outs.append([lib.matmul(x, group, mode) for mode in quant.MODES])
+        assert all(torch.equal(a, b) for a, b in zip(*outs))
+    finally:
+        lib.prefetch(was)
+
+
+@needs_kernels
+def test_describe_names_the_build_and_modes():
+    """The kernels sentence names which build runs and both modes."""
+    assert quant.modes() == ("f32", "q8")
+    assert any(name in quant.describe() for name in quant.BUILDS) and "q8" in quant.describe()
