@@ -4,22 +4,24 @@
    Rule: the result for one token (one row) is a function of that row's inputs and of the keys it sees,
    never of how many other rows share the call or of the thread count. So every reduction runs in a
    fixed order written out here (LANES partial sums indexed by position mod LANES, then a fixed tree;
-   softmax and value sums over the visible keys in slot order), each (token, head) of the attention is
+   score and value sums over the visible keys in slot order), each (token, kv head) of the attention is
    computed whole by one thread, and element-wise code uses only IEEE operations (built with
    -ffp-contract=off, no -ffast-math), which a vector lane and a scalar tail compute alike. The code is
-   plain C written so that GCC vectorizes it; built with or without AVX2/AVX-512 flags it gives the same
-   bits. Built and loaded by attention.py. */
+   plain C with GCC/Clang vector types; built with or without AVX2/AVX-512 flags it gives the same bits.
+   Built and loaded by attention.py. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define LANES 16               /* partial sums per reduction: one AVX-512 vector, two AVX2 vectors */
+#define LANES 16               /* partial sums per reduction (lane_sum's tree is written for 16): one AVX-512
+                                  vector, two AVX2 vectors */
 #define PARALLEL_WORK (1 << 16) /* below this many multiply-adds a call stays on one thread: waking the
                                    others costs more than the work */
 
 typedef struct {
-    float *k, *v;                  /* this layer's cache: (kv_heads, capacity, head_dim) each */
+    float *k, *v;                  /* this layer's cache: keys (kv_heads, capacity/KEY_BLOCK, head_dim, KEY_BLOCK),
+                                      values (kv_heads, capacity, head_dim) */
     const float *cos, *sin;        /* rotary tables: (table_rows, head_dim / 2) */
     const float *q_norm, *k_norm;  /* (head_dim) RMSNorm weights, or NULL */
     int64_t capacity, heads, kv_heads, head_dim, table_rows;
@@ -28,7 +30,14 @@ typedef struct {
     int32_t adjacent;              /* rotate pairs (2i, 2i+1) instead of (i, i + head_dim/2) */
 } spx_attn;
 
-static inline float lane_sum(const float *a) {
+/* LANES floats as one value (GCC/Clang vector extension): lane-wise IEEE arithmetic that the compiler maps to
+   one AVX-512 register, two AVX2 registers, or scalar code, with the same results. */
+typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
+typedef float lanes_u __attribute__((vector_size(LANES * sizeof(float)), aligned(sizeof(float))));
+
+static inline lanes load(const float *p) { return *(const lanes_u *)p; }
+
+static inline float lane_sum(lanes a) {
     float s8[8], s4[4];
     for (int l = 0; l < 8; ++l) s8[l] = a[l] + a[l + 8];
     for (int l = 0; l < 4; ++l) s4[l] = s8[l] + s8[l + 4];
@@ -36,10 +45,9 @@ static inline float lane_sum(const float *a) {
 }
 
 static inline float dot(const float *a, const float *b, int64_t n) {
-    float acc[LANES] = {0};
+    lanes acc = {0};
     int64_t k = 0;
-    for (; k + LANES <= n; k += LANES)
-        for (int l = 0; l < LANES; ++l) acc[l] += a[k + l] * b[k + l];
+    for (; k + LANES <= n; k += LANES) acc += load(a + k) * load(b + k);
     for (int l = 0; k + l < n; ++l) acc[l] += a[k + l] * b[k + l];
     return lane_sum(acc);
 }
@@ -134,32 +142,93 @@ static inline void prepare(float *x, const float *w, const spx_attn *L, int64_t 
     }
 }
 
-/* One query (row t, head h) against the keys it sees, in slot order: the cached prefix (within the
-   window) and, among this call's rows, those `mask` allows (all earlier ones without a mask; itself always). */
+/* Keys are stored in blocks of KEY_BLOCK slots, transposed: block b of a head holds head_dim rows of
+   KEY_BLOCK floats, so one vector operation advances the scores of KEY_BLOCK keys by one dimension, and each
+   key's score is still a plain sum over the dimensions in order. Values are stored slot by slot. */
+#define KEY_BLOCK LANES
+#define HEADS_AT_ONCE 4   /* query heads sharing each key and value load (independent sums: no waiting on one chain) */
+
+/* sc[slot[0..n)] → their softmax in sc[0..n) (slots ascending). The maximum is exact in any order; the sum
+   runs in LANES partial sums by index and a fixed tree. */
+static inline void softmax(float *sc, const int64_t *slot, int64_t n) {
+    float top[LANES];
+    for (int l = 0; l < LANES; ++l) top[l] = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) {
+        sc[i] = sc[slot[i]];
+        top[i % LANES] = sc[i] > top[i % LANES] ? sc[i] : top[i % LANES];
+    }
+    float m = top[0];
+    for (int l = 1; l < LANES; ++l) m = top[l] > m ? top[l] : m;
+    lanes sum = {0};
+    int64_t i = 0;
+    for (; i < n; ++i) sc[i] = exp_approx(sc[i] - m);
+    for (i = 0; i + LANES <= n; i += LANES) sum += load(sc + i);
+    for (int l = 0; i + l < n; ++l) sum[l] += sc[i + l];
+    const float total = lane_sum(sum);
+    for (i = 0; i < n; ++i) sc[i] = sc[i] / total;
+}
+
+/* The queries of row t that share kv head g (heads g·group .. g·group + group − 1) against the keys row t
+   sees, in slot order: the cached prefix (within the window) and, among this call's rows, those `mask`
+   allows (all earlier ones without a mask; itself always). Each key block and value row is read once for the group. */
 static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos,
-                   const uint8_t *mask, int64_t t, int64_t h, float *out, float *q, float *score, int64_t *slot) {
-    const int64_t d = L->head_dim, row = (L->heads + 2 * L->kv_heads) * d, s = start + t;
-    const int64_t g = h / (L->heads / L->kv_heads);
-    const float *keys = L->k + g * L->capacity * d, *values = L->v + g * L->capacity * d;
-    memcpy(q, qkv + t * row + h * d, sizeof(float) * d);
-    prepare(q, L->q_norm, L, pos[t]);
-    int64_t lo = L->window > 0 && s + 1 > L->window ? s + 1 - L->window : 0, n = 0;
+                   const uint8_t *mask, int64_t t, int64_t g, float *out, float *q, float *score, int64_t *slot) {
+    const int64_t d = L->head_dim, group = L->heads / L->kv_heads, s = start + t;
+    const int64_t row = (L->heads + 2 * L->kv_heads) * d;
+    for (int64_t j = 0; j < group; ++j) {
+        memcpy(q + j * d, qkv + t * row + (g * group + j) * d, sizeof(float) * d);
+        prepare(q + j * d, L->q_norm, L, pos[t]);
+    }
+    const int64_t lo = L->window > 0 && s + 1 > L->window ? s + 1 - L->window : 0;
+    const int64_t base = lo / KEY_BLOCK * KEY_BLOCK, width = s + 1 - base;
+    int64_t n = 0;
     for (int64_t j = lo; j <= s; ++j)
-        if (j < start || j == s || !mask || mask[t * T + (j - start)]) slot[n++] = j;
-    float top = -INFINITY, sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) {
-        score[i] = dot(q, keys + slot[i] * d, d) * L->scale;
-        top = score[i] > top ? score[i] : top;
+        if (j < start || j == s || !mask || mask[t * T + (j - start)]) slot[n++] = j - base;
+    const float *keys = L->k + g * L->capacity * d;
+    /* scores of HEADS_AT_ONCE heads per pass over a key block: each key vector serves them all, and their
+       sums run as independent chains */
+    for (int64_t b = base; b <= s; b += KEY_BLOCK) {
+        const float *block = keys + b * d;
+        for (int64_t j = 0; j < group; j += HEADS_AT_ONCE) {
+            const float *qs[HEADS_AT_ONCE];
+            lanes acc[HEADS_AT_ONCE];
+            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
+                qs[h] = q + (j + h < group ? j + h : j) * d;
+                acc[h] = (lanes){0};
+            }
+            for (int64_t e = 0; e < d; ++e) {
+                const lanes k = load(block + e * KEY_BLOCK);
+                for (int h = 0; h < HEADS_AT_ONCE; ++h) acc[h] += qs[h][e] * k;
+            }
+            for (int h = 0; h < HEADS_AT_ONCE && j + h < group; ++h)
+                for (int l = 0; l < KEY_BLOCK && b + l <= s; ++l)
+                    score[(j + h) * width + (b - base) + l] = acc[h][l] * L->scale;
+        }
     }
-    for (int64_t i = 0; i < n; ++i) {
-        score[i] = exp_approx(score[i] - top);
-        sum += score[i];
-    }
-    float *o = out + t * L->heads * d + h * d;
-    memset(o, 0, sizeof(float) * d);
-    for (int64_t i = 0; i < n; ++i) {
-        const float p = score[i] / sum, *v = values + slot[i] * d;
-        for (int64_t e = 0; e < d; ++e) o[e] += p * v[e];
+    for (int64_t j = 0; j < group; ++j)   /* softmax over the visible keys, packed to the front of the row */
+        softmax(score + j * width, slot, n);
+    /* out = Σ p·v over the visible keys in slot order, LANES dimensions of HEADS_AT_ONCE heads at a time */
+    float *o = out + t * L->heads * d + g * group * d;
+    const float *values = L->v + g * L->capacity * d;
+    for (int64_t c = 0; c < d; c += LANES) {
+        const int whole = c + LANES <= d;
+        for (int64_t j = 0; j < group; j += HEADS_AT_ONCE) {
+            const float *ps[HEADS_AT_ONCE];
+            lanes acc[HEADS_AT_ONCE];
+            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
+                ps[h] = score + (j + h < group ? j + h : j) * width;
+                acc[h] = (lanes){0};
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                const float *v = values + (base + slot[i]) * d + c;
+                lanes vv;
+                if (whole) vv = load(v);
+                else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[l] : 0.0f;
+                for (int h = 0; h < HEADS_AT_ONCE; ++h) acc[h] += ps[h][i] * vv;
+            }
+            for (int h = 0; h < HEADS_AT_ONCE && j + h < group; ++h)
+                for (int l = 0; l < LANES && c + l < d; ++l) o[(j + h) * d + c + l] = acc[h][l];
+        }
     }
 }
 
@@ -171,26 +240,30 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
 int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos,
                   const uint8_t *mask, float *out, int threads) {
     const int64_t d = L->head_dim, row = (L->heads + 2 * L->kv_heads) * d, q_size = L->heads * d;
-    if (start < 0 || T < 0 || start + T > L->capacity || L->heads % L->kv_heads) return 2;
+    const int64_t group = L->heads / L->kv_heads, end = start + T;
+    if (start < 0 || T < 0 || end > L->capacity || L->capacity % KEY_BLOCK || L->heads % L->kv_heads) return 2;
     for (int64_t t = 0; t < T; ++t)
         if (pos[t] < 0 || pos[t] >= L->table_rows) return 2;
-    const int many = T * L->heads * (start + T) * d > PARALLEL_WORK;
+    const int many = T * L->heads * end * d > PARALLEL_WORK;
     int failed = 0;
 #pragma omp parallel num_threads(threads) if (many) reduction(| : failed)
     {
-#pragma omp for schedule(static)
-        for (int64_t i = 0; i < T * L->kv_heads; ++i) {
-            const int64_t t = i / L->kv_heads, g = i % L->kv_heads, slot = (g * L->capacity + start + t) * d;
-            memcpy(L->k + slot, qkv + t * row + q_size + g * d, sizeof(float) * d);
-            prepare(L->k + slot, L->k_norm, L, pos[t]);
-            memcpy(L->v + slot, qkv + t * row + q_size + (L->kv_heads + g) * d, sizeof(float) * d);
-        }
-        float *q = malloc(sizeof(float) * d), *score = malloc(sizeof(float) * (start + T));
-        int64_t *slot = malloc(sizeof(int64_t) * (start + T));
+        float *q = malloc(sizeof(float) * group * d), *score = malloc(sizeof(float) * group * (end + KEY_BLOCK));
+        int64_t *slot = malloc(sizeof(int64_t) * (end + KEY_BLOCK));
         failed = !q || !score || !slot;
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < T * L->heads; ++i)
-            if (!failed) attend(L, qkv, T, start, pos, mask, i / L->heads, i % L->heads, out, q, score, slot);
+        for (int64_t i = 0; i < T * L->kv_heads; ++i) {
+            const int64_t t = i / L->kv_heads, g = i % L->kv_heads, s = start + t;
+            if (failed) continue;
+            memcpy(q, qkv + t * row + q_size + g * d, sizeof(float) * d);
+            prepare(q, L->k_norm, L, pos[t]);
+            float *block = L->k + g * L->capacity * d + s / KEY_BLOCK * KEY_BLOCK * d + s % KEY_BLOCK;
+            for (int64_t e = 0; e < d; ++e) block[e * KEY_BLOCK] = q[e];
+            memcpy(L->v + (g * L->capacity + s) * d, qkv + t * row + q_size + (L->kv_heads + g) * d, sizeof(float) * d);
+        }
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < T * L->kv_heads; ++i)
+            if (!failed) attend(L, qkv, T, start, pos, mask, i / L->kv_heads, i % L->kv_heads, out, q, score, slot);
         free(q);
         free(score);
         free(slot);

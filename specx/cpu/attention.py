@@ -20,6 +20,7 @@ COMMON = ("-O3", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-shared", 
 # Same bits from every build (attention.c): the flags only let GCC use wider vectors.
 BUILDS = {"avx512": ("-mavx512f", "-mavx512vl", "-mprefer-vector-width=512"), "avx2": ("-mavx2",), "portable": ()}
 ACTS = {"silu": 0, "gelu_tanh": 1}
+KEY_BLOCK = 16   # attention.c keeps keys in blocks of 16 slots, transposed: (kv_heads, capacity/16, head_dim, 16)
 _state: dict[str, object] = {}
 
 
@@ -35,8 +36,9 @@ class Layer(ctypes.Structure):
 
 @dataclass
 class Attention:
-    """What one layer's attention reads: its cache (kv_heads, capacity, head_dim) ×2, the rotary tables
-    (positions, head_dim/2), optional per-head RMSNorm weights of q and k, and its shape."""
+    """What one layer's attention reads: its keys (kv_heads, capacity/KEY_BLOCK, head_dim, KEY_BLOCK) and values
+    (kv_heads, capacity, head_dim) (cache_tensors), the rotary tables (positions, head_dim/2), optional per-head
+    RMSNorm weights of q and k, and its shape."""
 
     k: torch.Tensor
     v: torch.Tensor
@@ -51,14 +53,29 @@ class Attention:
     adjacent: bool = False     # rotate pairs (2i, 2i+1) instead of (i, i + head_dim/2)
 
     def __post_init__(self):
-        kv_heads, capacity, dim = self.k.shape
-        if self.heads % kv_heads or dim % 2 or self.cos.shape != (self.cos.shape[0], dim // 2):
+        kv_heads, capacity, dim = self.v.shape
+        if (self.heads % kv_heads or dim % 2 or self.cos.shape != (self.cos.shape[0], dim // 2)
+                or self.k.shape != (kv_heads, capacity // KEY_BLOCK, dim, KEY_BLOCK)):
             raise ValueError("attention shapes do not fit together")
         ptr = lambda t: None if t is None else t.data_ptr()   # noqa: E731
         self.struct = Layer(ptr(self.k), ptr(self.v), ptr(self.cos), ptr(self.sin), ptr(self.q_norm),
                             ptr(self.k_norm), capacity, self.heads, kv_heads, dim, self.cos.shape[0], self.window,
                             self.eps, self.scale, int(self.adjacent))
         self.address = ctypes.addressof(self.struct)
+
+
+def cache_tensors(kv_heads: int, capacity: int, head_dim: int, layers: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Empty keys and values for `layers` layers in attention.c's layout (capacity a multiple of KEY_BLOCK)."""
+    if capacity % KEY_BLOCK:
+        raise ValueError(f"a cache holds a multiple of {KEY_BLOCK} slots")
+    return (torch.empty(layers, kv_heads, capacity // KEY_BLOCK, head_dim, KEY_BLOCK),
+            torch.empty(layers, kv_heads, capacity, head_dim))
+
+
+def keys(layer: "Attention") -> torch.Tensor:
+    """A (kv_heads, capacity, head_dim) view of a layer's blocked keys (not contiguous)."""
+    kv_heads, blocks, dim, _ = layer.k.shape
+    return layer.k.permute(0, 1, 3, 2).reshape(kv_heads, blocks * KEY_BLOCK, dim) if blocks else layer.k.view(kv_heads, 0, dim)
 
 
 def available() -> bool:
@@ -85,10 +102,11 @@ def attention(layer: Attention, qkv: torch.Tensor, start: int, positions: torch.
     if lib is None:
         return reference_attention(layer, qkv, start, positions, mask)
     rows = qkv.shape[0]
-    out = torch.empty(rows, layer.heads * layer.k.shape[2])
-    mask_ptr = None if mask is None else mask.to(torch.uint8).contiguous().data_ptr()
-    status = lib.spx_attention(layer.address, qkv.data_ptr(), rows, start, positions.data_ptr(), mask_ptr,
-                               out.data_ptr(), torch.get_num_threads())
+    out = torch.empty(rows, layer.heads * layer.v.shape[2])
+    if mask is not None:   # kept referenced until the call returns
+        mask = mask.to(torch.uint8).contiguous()
+    status = lib.spx_attention(layer.address, qkv.data_ptr(), rows, start, positions.data_ptr(),
+                               None if mask is None else mask.data_ptr(), out.data_ptr(), torch.get_num_threads())
     if status:
         raise (MemoryError("attention buffers could not be allocated") if status == 1
                else ValueError(f"slots {start}..{start + rows} or positions outside the cache or rotary tables"))
@@ -158,7 +176,7 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, adjacent: bool
 
 def reference_attention(layer: Attention, qkv: torch.Tensor, start: int, positions: torch.Tensor,
                         mask: torch.Tensor | None = None) -> torch.Tensor:
-    kv_heads, capacity, d = layer.k.shape
+    kv_heads, capacity, d = layer.v.shape
     rows, end = qkv.shape[0], start + qkv.shape[0]
     if end > capacity or int(positions.max()) >= layer.cos.shape[0]:
         raise ValueError(f"slots {start}..{end} or positions outside the cache or rotary tables")
@@ -167,11 +185,14 @@ def reference_attention(layer: Attention, qkv: torch.Tensor, start: int, positio
         q, k = reference_rmsnorm(q, layer.q_norm, layer.eps), reference_rmsnorm(k, layer.k_norm, layer.eps)
     cos, sin = layer.cos[positions], layer.sin[positions]
     q, k = rotate(q, cos, sin, layer.adjacent), rotate(k, cos, sin, layer.adjacent)
-    layer.k[:, start:end], layer.v[:, start:end] = k.transpose(0, 1), v.transpose(0, 1)
+    slots = torch.arange(start, end)
+    layer.k.permute(0, 1, 3, 2)[:, slots // KEY_BLOCK, slots % KEY_BLOCK] = k.transpose(0, 1)
+    layer.v[:, start:end] = v.transpose(0, 1)
     seen = visible(rows, start, layer.window, mask)                                   # (T, end)
-    keys = layer.k[:, :end].repeat_interleave(layer.heads // kv_heads, dim=0)          # (heads, end, d)
-    values = layer.v[:, :end].repeat_interleave(layer.heads // kv_heads, dim=0)
-    scores = torch.einsum("thd,hjd->htj", q, keys) * layer.scale
+    group = layer.heads // kv_heads
+    key_rows = keys(layer)[:, :end].repeat_interleave(group, dim=0)                    # (heads, end, d)
+    values = layer.v[:, :end].repeat_interleave(group, dim=0)
+    scores = torch.einsum("thd,hjd->htj", q, key_rows) * layer.scale
     probs = scores.masked_fill(~seen, float("-inf")).softmax(-1)
     return torch.einsum("htj,hjd->thd", probs, values).reshape(rows, -1)
 

@@ -47,8 +47,7 @@ class Cache:
 
     def __init__(self, decoder: "Decoder", capacity: int):
         c = decoder.config
-        shape = (c.num_hidden_layers, c.num_key_value_heads, capacity, c.head_dim)
-        self.k, self.v = torch.empty(shape), torch.empty(shape)
+        self.k, self.v = attention.cache_tensors(c.num_key_value_heads, capacity, c.head_dim, c.num_hidden_layers)
         self.capacity, self.length = capacity, 0
         self.layers = [decoder.layer_attention(i, self.k[i], self.v[i]) for i in range(c.num_hidden_layers)]
 
@@ -69,10 +68,10 @@ class Decoder:
         self._positions = torch.arange(self.context, dtype=torch.int64)
 
     def new_cache(self) -> Cache:
-        return Cache(self, self.context)
+        return Cache(self, -(-self.context // attention.KEY_BLOCK) * attention.KEY_BLOCK)
 
     def layer_attention(self, i: int, k: torch.Tensor, v: torch.Tensor) -> attention.Attention:
-        """Layer i's attention on its cache tensors (kv_heads, capacity, head_dim)."""
+        """Layer i's attention on its cache tensors (attention.cache_tensors)."""
         c, w = self.config, self.weights.layers[i]
         cos, sin = self._tables[c.layer_rope(i)]
         return attention.Attention(k, v, cos, sin, w.q_norm, w.k_norm, c.num_attention_heads, c.rms_norm_eps,
