@@ -25,7 +25,7 @@ typedef struct {
     const float *cos, *sin;        /* rotary tables: (table_rows, head_dim / 2) */
     const float *q_norm, *k_norm;  /* (head_dim) RMSNorm weights, or NULL */
     int64_t capacity, heads, kv_heads, head_dim, table_rows;
-    int64_t window;                /* > 0: a query at slot s sees keys at slots > s - window */
+    int64_t window;                /* > 0: a query at position p sees keys at positions > p - window */
     float eps, scale;
     int32_t adjacent;              /* rotate pairs (2i, 2i+1) instead of (i, i + head_dim/2) */
 } spx_attn;
@@ -169,8 +169,8 @@ static inline void softmax(float *sc, const int64_t *slot, int64_t n) {
 }
 
 /* The queries of row t that share kv head g (heads g·group .. g·group + group − 1) against the keys row t
-   sees, in slot order: the cached prefix (within the window) and, among this call's rows, those `mask`
-   allows (all earlier ones without a mask; itself always). Each key block and value row is read once for the group. */
+   sees, in slot order: the cached prefix and, among this call's rows, those `mask` allows (all earlier ones
+   without a mask; itself always), all within the window. Each key block and value row is read once for the group. */
 static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos,
                    const uint8_t *mask, int64_t t, int64_t g, float *out, float *q, float *score, int64_t *slot) {
     const int64_t d = L->head_dim, group = L->heads / L->kv_heads, s = start + t;
@@ -179,11 +179,14 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
         memcpy(q + j * d, qkv + t * row + (g * group + j) * d, sizeof(float) * d);
         prepare(q + j * d, L->q_norm, L, pos[t]);
     }
-    const int64_t lo = L->window > 0 && s + 1 > L->window ? s + 1 - L->window : 0;
+    /* the window counts positions: cached slot j holds position j, new row u position pos[u] */
+    const int64_t far = L->window > 0 ? pos[t] - L->window : -1;   /* keys at positions <= far are out of it */
+    const int64_t lo = far + 1 < start ? (far + 1 > 0 ? far + 1 : 0) : start;
     const int64_t base = lo / KEY_BLOCK * KEY_BLOCK, width = s + 1 - base;
     int64_t n = 0;
-    for (int64_t j = lo; j <= s; ++j)
-        if (j < start || j == s || !mask || mask[t * T + (j - start)]) slot[n++] = j - base;
+    for (int64_t j = lo; j < start; ++j) slot[n++] = j - base;
+    for (int64_t u = 0; u <= t; ++u)
+        if ((u == t || !mask || mask[t * T + u]) && pos[u] > far) slot[n++] = start + u - base;
     const float *keys = L->k + g * L->capacity * d;
     /* scores of HEADS_AT_ONCE heads per pass over a key block: each key vector serves them all, and their
        sums run as independent chains */
@@ -235,7 +238,8 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
 /* Attention of T new rows (slots start .. start+T-1, rotary positions pos[t]) for one layer: normalizes and
    rotates their keys into the cache, stores their values, then writes each row's heads into out (T × heads·head_dim).
    qkv: T rows of [q (heads·head_dim) | k (kv_heads·head_dim) | v (kv_heads·head_dim)].
-   mask: NULL (causal), or T × T bytes: row t may see new row u < t where mask[t·T + u] != 0.
+   mask: NULL (causal), or T × T bytes: row t may see new row u < t where mask[t·T + u] != 0 (a token tree;
+   rows of a tree may share positions). The cache's slots 0..start-1 hold positions 0..start-1.
    Returns 0, 1 when a buffer could not be allocated, 2 for a slot or position outside the cache or tables. */
 int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos,
                   const uint8_t *mask, float *out, int threads) {

@@ -49,7 +49,7 @@ class Attention:
     heads: int
     eps: float
     scale: float
-    window: int = 0            # > 0: a query at slot s sees keys at slots > s - window
+    window: int = 0            # > 0: a query at position p sees keys at positions > p - window
     adjacent: bool = False     # rotate pairs (2i, 2i+1) instead of (i, i + head_dim/2)
 
     def __post_init__(self):
@@ -97,7 +97,8 @@ def attention(layer: Attention, qkv: torch.Tensor, start: int, positions: torch.
               mask: torch.Tensor | None = None) -> torch.Tensor:
     """Rows of qkv (T, (heads + 2·kv_heads)·head_dim) at cache slots start.. and rotary `positions` (T,) int64:
     their keys and values go into the cache, their attention comes out (T, heads·head_dim). `mask` (T, T) bool:
-    which of this call's earlier rows each row sees (default: all; itself always)."""
+    which of this call's earlier rows each row sees (default: all; itself always), a token tree whose rows may
+    share positions. Slots 0..start-1 of the cache hold positions 0..start-1."""
     lib = _library()
     if lib is None:
         return reference_attention(layer, qkv, start, positions, mask)
@@ -188,7 +189,7 @@ def reference_attention(layer: Attention, qkv: torch.Tensor, start: int, positio
     slots = torch.arange(start, end)
     layer.k.permute(0, 1, 3, 2)[:, slots // KEY_BLOCK, slots % KEY_BLOCK] = k.transpose(0, 1)
     layer.v[:, start:end] = v.transpose(0, 1)
-    seen = visible(rows, start, layer.window, mask)                                   # (T, end)
+    seen = visible(rows, start, layer.window, mask, positions)                        # (T, end)
     group = layer.heads // kv_heads
     key_rows = keys(layer)[:, :end].repeat_interleave(group, dim=0)                    # (heads, end, d)
     values = layer.v[:, :end].repeat_interleave(group, dim=0)
@@ -197,14 +198,15 @@ def reference_attention(layer: Attention, qkv: torch.Tensor, start: int, positio
     return torch.einsum("htj,hjd->thd", probs, values).reshape(rows, -1)
 
 
-def visible(rows: int, start: int, window: int, mask: torch.Tensor | None) -> torch.Tensor:
-    """(rows, start + rows) bool: which cache slots each new row sees."""
-    slot = torch.arange(start + rows)
-    me = (start + torch.arange(rows))[:, None]
-    seen = (slot <= me) & ((slot > me - window) if window > 0 else True)
-    if mask is not None:
-        new = mask.bool() | torch.eye(rows, dtype=torch.bool)
-        seen[:, start:] &= new
+def visible(rows: int, start: int, window: int, mask: torch.Tensor | None, positions: torch.Tensor) -> torch.Tensor:
+    """(rows, start + rows) bool: which cache slots each new row sees (cached slot j holds position j)."""
+    key_pos = torch.cat([torch.arange(start), positions])
+    me = torch.arange(rows)[:, None]
+    seen = torch.ones(rows, start + rows, dtype=torch.bool)
+    seen[:, start:] = torch.arange(rows) <= me if mask is None else (mask.bool() & (torch.arange(rows) < me)) | (
+        torch.arange(rows) == me)
+    if window > 0:
+        seen &= key_pos > positions[:, None] - window
     return seen
 
 
