@@ -46,19 +46,20 @@ def test_attention_matches_its_reference(kw):
 @pytest.mark.parametrize("kw", [{}, {"window": 20, "adjacent": True}])
 def test_attention_rows_do_not_depend_on_the_batch_or_threads(kw):
     """Row t's output is bit-identical whether it is computed alone or among 1..16 rows, on 1 or 2 threads
-    (the shapes are large enough for the kernel to split the work)."""
-    prefix, new = qkv_rows(layer(), 90, 0), qkv_rows(layer(), 16, 1)
+    (16 rows after 200 are enough work for the kernel to split it across threads)."""
+    kw = {"heads": 8, **kw}
+    prefix, new = qkv_rows(layer(**kw), 200, 0), qkv_rows(layer(**kw), 16, 1)
     alone, together = layer(**kw), layer(**kw)
-    A.attention(alone, prefix, 0, torch.arange(90))
-    A.attention(together, prefix, 0, torch.arange(90))
-    base = torch.cat([A.attention(alone, new[t:t + 1], 90 + t, torch.tensor([90 + t])) for t in range(16)])
+    A.attention(alone, prefix, 0, torch.arange(200))
+    A.attention(together, prefix, 0, torch.arange(200))
+    base = torch.cat([A.attention(alone, new[t:t + 1], 200 + t, torch.tensor([200 + t])) for t in range(16)])
     threads = torch.get_num_threads()
     try:
         for n_threads in (1, 2):
             torch.set_num_threads(n_threads)
             for k in (2, 5, 16):
-                got = torch.cat([A.attention(together, new[i:i + k], 90 + i, torch.arange(90 + i, 90 + min(i + k, 16)))
-                                 for i in range(0, 16, k)])
+                got = torch.cat([A.attention(together, new[i:i + k], 200 + i,
+                                             torch.arange(200 + i, 200 + min(i + k, 16))) for i in range(0, 16, k)])
                 assert torch.equal(got, base), (n_threads, k)
     finally:
         torch.set_num_threads(threads)
@@ -94,19 +95,19 @@ def test_norm_and_activation_kernels_match_their_references():
 def test_norm_and_activation_rows_do_not_depend_on_the_batch_or_threads():
     """Enough rows for the kernels to go parallel: every row equals the row computed alone."""
     g = torch.Generator().manual_seed(0)
-    x, a, w = torch.randn(64, 2048, generator=g), torch.randn(64, 2048, generator=g), torch.randn(2048, generator=g)
-    gu = torch.randn(64, 2 * 2048, generator=g)
+    x, a, w = torch.randn(80, 2048, generator=g), torch.randn(80, 2048, generator=g), torch.randn(2048, generator=g)
+    gu = torch.randn(80, 2 * 2048, generator=g)
     threads = torch.get_num_threads()
     try:
         for n_threads in (1, 2):
             torch.set_num_threads(n_threads)
             for act in A.ACTS:
-                alone = torch.cat([A.glu(gu[i:i + 1], act) for i in range(64)])
+                alone = torch.cat([A.glu(gu[i:i + 1], act) for i in range(80)])
                 assert torch.equal(A.glu(gu, act), alone)
-            assert torch.equal(A.rmsnorm(x, w, 1e-6), torch.cat([A.rmsnorm(x[i:i + 1], w, 1e-6) for i in range(64)]))
+            assert torch.equal(A.rmsnorm(x, w, 1e-6), torch.cat([A.rmsnorm(x[i:i + 1], w, 1e-6) for i in range(80)]))
             together, each = x.clone(), x.clone()
             h = A.residual_norm(together, a, w, w, 1e-6)
-            assert torch.equal(h, torch.cat([A.residual_norm(each[i:i + 1], a[i:i + 1], w, w, 1e-6) for i in range(64)]))
+            assert torch.equal(h, torch.cat([A.residual_norm(each[i:i + 1], a[i:i + 1], w, w, 1e-6) for i in range(80)]))
     finally:
         torch.set_num_threads(threads)
 

@@ -16,8 +16,10 @@
 
 #define LANES 16               /* partial sums per reduction (lane_sum's tree is written for 16): one AVX-512
                                   vector, two AVX2 vectors */
-#define PARALLEL_WORK (1 << 16) /* below this many multiply-adds a call stays on one thread: waking the
-                                   others costs more than the work */
+/* Below these amounts of work a call stays on one thread: waking another (microseconds on an idle machine,
+   a scheduler tick when the cores are shared) costs more than it saves. */
+#define PARALLEL_WORK (1 << 20)     /* attention: multiply-adds, ~25 µs on one core */
+#define PARALLEL_VALUES (1 << 17)   /* norms and activations: values, ~30-60 µs on one core */
 
 typedef struct {
     float *k, *v;                  /* this layer's cache: keys (kv_heads, capacity/KEY_BLOCK, head_dim, KEY_BLOCK),
@@ -87,7 +89,7 @@ static inline void norm_row(const float *x, const float *w, int64_t n, float eps
 
 /* out = RMSNorm(x) · w, row by row. out may be x. */
 void spx_rmsnorm(const float *x, const float *w, int64_t rows, int64_t n, float eps, float *out, int threads) {
-#pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_WORK)
+#pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_VALUES)
     for (int64_t t = 0; t < rows; ++t) norm_row(x + t * n, w, n, eps, out + t * n);
 }
 
@@ -95,7 +97,7 @@ void spx_rmsnorm(const float *x, const float *w, int64_t rows, int64_t n, float 
    x += a (Gemma: x += RMSNorm(a) · post), then out = RMSNorm(x) · w. */
 void spx_residual_norm(float *x, const float *a, const float *post, const float *w, int64_t rows, int64_t n,
                        float eps, float *out, int threads) {
-#pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_WORK)
+#pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_VALUES)
     for (int64_t t = 0; t < rows; ++t) {
         float *xr = x + t * n;
         const float *ar = a + t * n;
@@ -111,7 +113,7 @@ void spx_residual_norm(float *x, const float *a, const float *post, const float 
 
 /* out[t][i] = act(gate[t][i]) · up[t][i], gate and up side by side in each row of gu (rows × 2n). act: 0 SiLU, 1 GELU-tanh. */
 void spx_glu(const float *gu, int64_t rows, int64_t n, int act, float *out, int threads) {
-#pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_WORK / 4)
+#pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_VALUES)
     for (int64_t t = 0; t < rows; ++t) {
         const float *g = gu + t * 2 * n, *u = g + n;
         float *o = out + t * n;

@@ -1,0 +1,109 @@
+"""The lean decoder's cost outside its linear layers, and its load time.
+
+    python benchmarks/lean_decoder.py MODEL.gguf [MODEL2.gguf …] [--contexts 100,500] [--tokens 1,5] [--reps 30]
+
+Per model: load time (the GGUF's config and weights mapped; the tokenizer; the first forward, which for the
+reference linear includes dequantizing the weights), then, after a prompt of each context length, forwards
+of 1 and 5 tokens (each measured `--reps` times, cropped back between): the median time of the whole forward,
+of its linear layers and embedding lookup (linear.matmul / linear.embed, timed around each call), and of the
+rest, split into attention, norms, activation and the Python between them. "Outside %" is the rest over the
+whole forward: the issue's bar is ≤ 15 % (1.5B) and ≤ 30 % (0.5B) of a 1-token forward once the native
+kernels run the linear layers; with the reference linear (float32 rowgemm) the rest is the figure to read.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+TIMED = {"linear": ("matmul", "embed"), "attention": ("attention",), "norms": ("residual_norm", "rmsnorm"),
+         "activation": ("glu",)}
+
+
+def instrument(spent: dict) -> None:
+    """Wrap the decoder's kernels with timers that add into `spent` by group."""
+    from specx.cpu import attention
+    from specx.decoder import linear
+
+    for group, names in TIMED.items():
+        module = linear if group == "linear" else attention
+        for name in names:
+            inner = getattr(module, name)
+
+            def timed(*args, _inner=inner, _group=group, **kwargs):
+                t = time.perf_counter()
+                try:
+                    return _inner(*args, **kwargs)
+                finally:
+                    spent[_group] += time.perf_counter() - t
+            setattr(module, name, timed)
+
+
+def measure(path: Path, contexts: list[int], sizes: list[int], reps: int) -> list[str]:
+    import torch
+
+    from specx.decoder import lm as lean
+
+    spent: dict = defaultdict(float)
+    t0 = time.perf_counter()
+    gguf = lean.open_gguf(path)
+    config = lean.configs.from_gguf(gguf.meta, {n: i.shape for n, i in gguf.tensors.items()})
+    weights = lean.weight_files.from_gguf(gguf, config)
+    t1 = time.perf_counter()
+    model = lean.load(path)
+    t2 = time.perf_counter()
+    model.forward([1])
+    t3 = time.perf_counter()
+    rows = [f"| {path.stem} | load: file + weights mapped {t1 - t0:.2f} s, whole load (tokenizer too) {t2 - t1:.2f} s, "
+            f"first forward {t3 - t2:.2f} s | | | | | | | |"]
+    del weights
+    instrument(spent)
+    for context in contexts:
+        prompt = [(i * 7919) % 1000 + 100 for i in range(context)]
+        model.reset()
+        model.forward(prompt)
+        for size in sizes:
+            runs = defaultdict(list)
+            for r in range(reps):
+                model.crop(context)
+                spent.clear()
+                t = time.perf_counter()
+                model.forward(prompt[r:r + size])
+                total = time.perf_counter() - t
+                runs["total"].append(total)
+                for group in TIMED:
+                    runs[group].append(spent[group])
+                runs["python"].append(total - sum(spent.values()))
+            med = {k: statistics.median(v) * 1e3 for k, v in runs.items()}
+            outside = med["total"] - med["linear"]
+            rows.append(f"| {path.stem} | ctx {context}, {size} tok | {med['total']:.1f} | {med['linear']:.1f} | "
+                        f"{outside:.2f} ({100 * outside / med['total']:.0f} %) | {med['attention']:.2f} | "
+                        f"{med['norms']:.2f} | {med['activation']:.2f} | {med['python']:.2f} |")
+    return rows
+
+
+def main() -> None:
+    import torch
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs="+", type=Path)
+    parser.add_argument("--contexts", default="100,500")
+    parser.add_argument("--tokens", default="1,5")
+    parser.add_argument("--reps", type=int, default=30)
+    args = parser.parse_args()
+    from specx.cpu import attention
+    from specx.decoder import linear
+
+    print(f"threads {torch.get_num_threads()}; {linear.describe()}; {attention.describe()}\n")
+    print("| model | forward | total ms | linear ms | outside ms (share) | attention | norms | activation | python |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for path in args.models:
+        for row in measure(path, [int(c) for c in args.contexts.split(",")], [int(t) for t in args.tokens.split(",")],
+                           args.reps):
+            print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
