@@ -1,6 +1,7 @@
 """The lean decoder's cost outside its linear layers, and its load time.
 
     python benchmarks/lean_decoder.py MODEL.gguf [MODEL2.gguf …] [--contexts 100,500] [--tokens 1,5] [--reps 30]
+                                       [--threads N]
 
 Per model: load time (the GGUF's config and weights mapped; the tokenizer; the first forward, which for the
 reference linear includes dequantizing the weights), then, after a prompt of each context length, forwards
@@ -92,7 +93,10 @@ def main() -> None:
     parser.add_argument("--contexts", default="100,500")
     parser.add_argument("--tokens", default="1,5")
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=0, help="torch/OpenMP threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     from specx.cpu import attention
     from specx.decoder import linear
 

@@ -235,3 +235,12 @@ def test_lean_lm_is_a_drop_in_for_the_engines_lm():
 
     public = {n for n in dir(LM) if not n.startswith("_")} | {f.name for f in dataclasses.fields(LM)}
     assert public - set(dir(LeanLM)) - {f.name for f in dataclasses.fields(LeanLM)} == set()
+
+
+def test_a_trimmed_output_layer_scores_the_kept_rows(tmp_path):
+    """load(draft_vocab=N) (VocabTrim, for drafters): logits of the kept ids only, as the full layer gives them."""
+    folder = save(hf_model("qwen2-tied"), tmp_path / "m")
+    full, trimmed = load(folder), load(folder, draft_vocab=40)
+    keep = trimmed.keep_ids
+    assert trimmed.vocab_size == VOCAB and len(keep) < VOCAB and "VocabTrim" in trimmed.kernels
+    near(trimmed.forward(ids(12)), full.forward(ids(12))[:, keep])
