@@ -244,3 +244,13 @@ def test_a_trimmed_output_layer_scores_the_kept_rows(tmp_path):
     keep = trimmed.keep_ids
     assert trimmed.vocab_size == VOCAB and len(keep) < VOCAB and "VocabTrim" in trimmed.kernels
     near(trimmed.forward(ids(12)), full.forward(ids(12))[:, keep])
+
+
+def test_without_the_compiled_kernels_the_references_still_decode(tmp_path, monkeypatch):
+    """No C compiler: the decoder runs attention.py's PyTorch references (not row-exact), within float noise."""
+    from specx.cpu import attention
+
+    model = hf_model("gemma3")
+    lm = load(save(model, tmp_path / "m"))
+    monkeypatch.setitem(attention._state, "lib", None)
+    near(torch.cat([lm.forward(ids(13)[:30])] + [lm.forward([t]) for t in ids(13)[30:]]), reference(model, ids(13)))

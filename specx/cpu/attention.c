@@ -18,7 +18,7 @@
                                   vector, two AVX2 vectors */
 /* Below these amounts of work a call stays on one thread: waking another (microseconds on an idle machine,
    a scheduler tick when the cores are shared) costs more than it saves. */
-#define PARALLEL_WORK (1 << 20)     /* attention: multiply-adds, ~25 µs on one core */
+#define PARALLEL_WORK (1 << 18)     /* attention: multiply-adds, ~20 µs on one core */
 #define PARALLEL_VALUES (1 << 17)   /* norms and activations: values, ~30-60 µs on one core */
 
 typedef struct {
