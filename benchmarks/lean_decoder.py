@@ -1,7 +1,7 @@
 """The lean decoder's cost outside its linear layers, and its load time.
 
     python benchmarks/lean_decoder.py MODEL.gguf [MODEL2.gguf …] [--contexts 100,500] [--tokens 1,5] [--reps 30]
-                                       [--threads N]
+                                       [--threads N] [--mode f32|q8]
     python benchmarks/lean_decoder.py --synthetic qwen2.5-1.5b,qwen2.5-0.5b …   (random F16 weights of those
                                        shapes, no file: for a machine without the fixtures; no load time)
 
@@ -48,7 +48,7 @@ def instrument(spent: dict) -> None:
 SHAPES = {"qwen2.5-1.5b": (1536, 8960, 28, 12, 2, 151936), "qwen2.5-0.5b": (896, 4864, 24, 14, 2, 151936)}
 
 
-def synthetic(name: str):
+def synthetic(name: str, mode: str = "f32"):
     """A LeanLM of a shape in SHAPES with random F16 weights (the time outside the linear layers does not
     depend on the weights' values or format)."""
     import numpy as np
@@ -75,15 +75,15 @@ def synthetic(name: str):
                             [matrix(inter, hidden), matrix(inter, hidden)], [matrix(hidden, inter)])
 
     weights = Weights(matrix(vocab, hidden), [layer() for _ in range(layers)], torch.ones(hidden), matrix(vocab, hidden))
-    return lean.LeanLM(lean.Decoder(c, weights), None, name)
+    return lean.LeanLM(lean.Decoder(c, weights, mode=mode), None, name)
 
 
-def measure(path: Path | str, contexts: list[int], sizes: list[int], reps: int) -> list[str]:
+def measure(path: Path | str, contexts: list[int], sizes: list[int], reps: int, mode: str) -> list[str]:
     from specx.decoder import lm as lean
 
     spent: dict = defaultdict(float)
     if isinstance(path, str):
-        model = synthetic(path)
+        model = synthetic(path, mode)
         t = time.perf_counter()
         model.forward([1])
         rows = [f"| {path} (random F16) | first forward {time.perf_counter() - t:.2f} s | | | | | | | |"]
@@ -93,7 +93,7 @@ def measure(path: Path | str, contexts: list[int], sizes: list[int], reps: int) 
     config = lean.configs.from_gguf(gguf.meta, {n: i.shape for n, i in gguf.tensors.items()})
     weights = lean.weight_files.from_gguf(gguf, config)
     t1 = time.perf_counter()
-    model = lean.load(path)
+    model = lean.load(path, mode=mode)
     t2 = time.perf_counter()
     model.forward([1])
     t3 = time.perf_counter()
@@ -141,18 +141,19 @@ def main() -> None:
     parser.add_argument("--tokens", default="1,5")
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=0, help="torch/OpenMP threads (default: torch's)")
+    parser.add_argument("--mode", default="f32", help="the linear kernels' activation mode: f32 or q8")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     from specx.cpu import attention
     from specx.decoder import linear
 
-    print(f"threads {torch.get_num_threads()}; {linear.describe()}; {attention.describe()}\n")
+    print(f"threads {torch.get_num_threads()}; {linear.describe()}, mode {args.mode}; {attention.describe()}\n")
     print("| model | forward | total ms | linear ms | outside ms (share) | attention | norms | activation | python |")
     print("|---|---|---|---|---|---|---|---|---|")
     for path in [*args.models, *filter(None, args.synthetic.split(","))]:
         for row in measure(path, [int(c) for c in args.contexts.split(",")], [int(t) for t in args.tokens.split(",")],
-                           args.reps):
+                           args.reps, args.mode):
             print(row, flush=True)
 
 

@@ -37,7 +37,8 @@ def describe() -> str:
 
 
 def matmul(x: torch.Tensor, weights: Sequence[QWeight], mode: str = "f32") -> torch.Tensor:
-    """x (M, cols) float32 @ [w0; w1; …]ᵀ → (M, sum of rows): one fused projection."""
+    """x (M, cols) float32 @ [w0; w1; …]ᵀ → (M, sum of rows): one fused projection. The reference is
+    exact float32 whatever `mode` asks (the native kernels' "q8" quantizes x per row)."""
     quant = _quant()
     if quant is not None:
         return quant.matmul(x, weights, mode)

@@ -86,10 +86,11 @@ class LeanLM:
         self.cache.crop(length)
 
 
-def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0) -> LeanLM:
+def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, mode: str = "f32") -> LeanLM:
     """A GGUF file or a safetensors folder as a LeanLM. UnsupportedArchitecture: run transformers' model instead.
     `context`: cache positions (default model.DEFAULT_CONTEXT or the model's own, the smaller);
-    `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only)."""
+    `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
+    activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
     path = Path(path)
     config, weights, tokenizer, eos = _from_folder(path) if path.is_dir() else _from_gguf(path)
     keep = None
@@ -98,12 +99,12 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0) 
 
         keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), config.vocab_size), draft_vocab)
         weights = dataclasses.replace(weights, output=linear.take_rows(weights.output, keep.tolist()))
-    kernels = f"specx lean decoder: {linear.describe()}; {attention.describe()}"
+    kernels = f"specx lean decoder: {linear.describe()} ({mode}); {attention.describe()}"
     if keep is not None:
         from ..runtime import vocabtrim
 
         kernels += f", {vocabtrim.describe(keep, config.vocab_size)}"
-    return LeanLM(Decoder(config, weights, context), tokenizer, path.stem if path.is_file() else path.name,
+    return LeanLM(Decoder(config, weights, context, mode), tokenizer, path.stem if path.is_file() else path.name,
                   eos=frozenset(eos), kernels=kernels, vocab=config.vocab_size, keep_ids=keep)
 
 

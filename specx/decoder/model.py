@@ -59,8 +59,8 @@ class Cache:
 class Decoder:
     """A decoder-only transformer on `weights`; `forward` runs tokens through it on a Cache."""
 
-    def __init__(self, config: DecoderConfig, weights: Weights, context: int | None = None):
-        self.config, self.weights = config, weights
+    def __init__(self, config: DecoderConfig, weights: Weights, context: int | None = None, mode: str = "f32"):
+        self.config, self.weights, self.mode = config, weights, mode   # mode: the linear kernels' (linear.matmul)
         self.context = min(context or DEFAULT_CONTEXT, config.max_position_embeddings)
         self.dtype = torch.float32
         ropes = {config.layer_rope(i) for i in range(config.num_hidden_layers)}
@@ -85,7 +85,7 @@ class Decoder:
         positions: rotary positions (T,) int64, default the cache slots they fill. mask: (T, T) bool, which
         earlier rows of this call each row sees (a token tree; default all). skip: layer indices to leave out
         (their cache slots for these ids stay unwritten: crop them before a full forward reads them)."""
-        c, w, start, rows = self.config, self.weights, cache.length, len(ids)
+        c, w, start, rows, mode = self.config, self.weights, cache.length, len(ids), self.mode
         if start + rows > cache.capacity:
             raise ContextFull(f"{start + rows} positions do not fit a cache of {cache.capacity}")
         if positions is None:
@@ -98,17 +98,17 @@ class Decoder:
         h = attention.rmsnorm(x, norms[0], c.rms_norm_eps)
         for n, i in enumerate(active):
             lw = w.layers[i]
-            qkv = linear.matmul(h, lw.qkv)                                                          # (T, q+2kv)
+            qkv = linear.matmul(h, lw.qkv, mode)                                                        # (T, q+2kv)
             if lw.qkv_bias is not None:
                 qkv += lw.qkv_bias
-            out = linear.matmul(attention.attention(cache.layers[i], qkv, start, positions, mask), lw.o)
+            out = linear.matmul(attention.attention(cache.layers[i], qkv, start, positions, mask), lw.o, mode)
             if lw.o_bias is not None:
                 out += lw.o_bias
             h = attention.residual_norm(x, out, lw.post_attn_norm, lw.ffn_norm, c.rms_norm_eps)
-            out = linear.matmul(attention.glu(linear.matmul(h, lw.gate_up), c.hidden_act), lw.down)
+            out = linear.matmul(attention.glu(linear.matmul(h, lw.gate_up, mode), c.hidden_act), lw.down, mode)
             h = attention.residual_norm(x, out, lw.post_ffn_norm, norms[n + 1], c.rms_norm_eps)
         cache.length = start + rows
-        return linear.matmul(h[-1:] if last_only else h, [w.output])
+        return linear.matmul(h[-1:] if last_only else h, [w.output], mode)
 
     # what code written for a transformers model reads from `lm.model`
     def parameters(self):
