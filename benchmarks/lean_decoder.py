@@ -74,7 +74,8 @@ def synthetic(name: str, mode: str = "f32"):
                             [matrix(hidden, c.q_size)], None, torch.ones(hidden),
                             [matrix(inter, hidden), matrix(inter, hidden)], [matrix(hidden, inter)])
 
-    weights = Weights(matrix(vocab, hidden), [layer() for _ in range(layers)], torch.ones(hidden), matrix(vocab, hidden))
+    embed = matrix(vocab, hidden)
+    weights = Weights(embed, [layer() for _ in range(layers)], torch.ones(hidden), matrix(vocab, hidden))
     return lean.LeanLM(lean.Decoder(c, weights, mode=mode), None, name)
 
 

@@ -107,7 +107,8 @@ def test_norm_and_activation_rows_do_not_depend_on_the_batch_or_threads():
             assert torch.equal(A.rmsnorm(x, w, 1e-6), torch.cat([A.rmsnorm(x[i:i + 1], w, 1e-6) for i in range(80)]))
             together, each = x.clone(), x.clone()
             h = A.residual_norm(together, a, w, w, 1e-6)
-            assert torch.equal(h, torch.cat([A.residual_norm(each[i:i + 1], a[i:i + 1], w, w, 1e-6) for i in range(80)]))
+            each_row = [A.residual_norm(each[i:i + 1], a[i:i + 1], w, w, 1e-6) for i in range(80)]
+            assert torch.equal(h, torch.cat(each_row))
     finally:
         torch.set_num_threads(threads)
 

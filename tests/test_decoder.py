@@ -151,8 +151,8 @@ def test_skipping_a_layer_equals_a_model_without_it(pair):
     _, lm, family = pair
     c, w = lm.model.config, lm.model.weights
     keep = [0] + list(range(2, c.num_hidden_layers))
-    short = Decoder(dataclasses.replace(c, num_hidden_layers=len(keep),
-                                        sliding_layers=tuple(c.sliding_layers[i] for i in keep) if c.sliding_layers else ()),
+    sliding = tuple(c.sliding_layers[i] for i in keep) if c.sliding_layers else ()
+    short = Decoder(dataclasses.replace(c, num_hidden_layers=len(keep), sliding_layers=sliding),
                     dataclasses.replace(w, layers=[w.layers[i] for i in keep]), lm.model.context)
     lm.reset()
     skipped = lm.model.forward(lm.cache, ids(6), skip={1})

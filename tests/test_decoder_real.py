@@ -19,10 +19,11 @@ PROMPTS = [
     "What are three good habits for writing maintainable software? Answer briefly.",
     "Summarise in one sentence: speculative decoding lets a small model propose tokens a large model verifies.",
     "A train travels 120 km in 1.5 hours. What is its average speed in km/h? Show the steps.",
-    "Rename the variable `x` to `count`:\ndef tally(items):\n    x = 0\n    for i in items:\n        x += i\n    return x\n",
+    "Rename the variable `x` to `count`:\ndef tally(items):\n    x = 0\n    for i in items:\n        x += i\n"
+    "    return x\n",
 ]
 NEW_TOKENS = 48
-NEAR_TIE = 1e-3   # a greedy choice may flip between float32 implementations only where the top two logits are this close
+NEAR_TIE = 1e-3   # float32 implementations may pick differently only where the top two logits are this close
 
 
 def reference_model(path):

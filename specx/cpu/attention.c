@@ -76,7 +76,8 @@ static inline float exp_approx(float x) {
 
 static inline float silu(float x) { return x / (1.0f + exp_approx(-x)); }
 
-/* transformers' gelu_pytorch_tanh: 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))), tanh(y) = 1 − 2/(e^{2y} + 1) */
+/* transformers' gelu_pytorch_tanh: 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))),
+   with tanh(y) = 1 − 2/(e^{2y} + 1) */
 static inline float gelu_tanh(float x) {
     float y = 0.7978845608028654f * (x + 0.044715f * (x * x * x));
     return 0.5f * x * (1.0f + (1.0f - 2.0f / (exp_approx(2.0f * y) + 1.0f)));
@@ -111,7 +112,8 @@ void spx_residual_norm(float *x, const float *a, const float *post, const float 
     }
 }
 
-/* out[t][i] = act(gate[t][i]) · up[t][i], gate and up side by side in each row of gu (rows × 2n). act: 0 SiLU, 1 GELU-tanh. */
+/* out[t][i] = act(gate[t][i]) · up[t][i], gate and up side by side in each row of gu (rows × 2n).
+   act: 0 SiLU, 1 GELU-tanh. */
 void spx_glu(const float *gu, int64_t rows, int64_t n, int act, float *out, int threads) {
 #pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_VALUES)
     for (int64_t t = 0; t < rows; ++t) {

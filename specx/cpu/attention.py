@@ -75,7 +75,7 @@ def cache_tensors(kv_heads: int, capacity: int, head_dim: int, layers: int = 1) 
 def keys(layer: "Attention") -> torch.Tensor:
     """A (kv_heads, capacity, head_dim) view of a layer's blocked keys (not contiguous)."""
     kv_heads, blocks, dim, _ = layer.k.shape
-    return layer.k.permute(0, 1, 3, 2).reshape(kv_heads, blocks * KEY_BLOCK, dim) if blocks else layer.k.view(kv_heads, 0, dim)
+    return layer.k.permute(0, 1, 3, 2).reshape(kv_heads, blocks * KEY_BLOCK, dim)
 
 
 def available() -> bool:

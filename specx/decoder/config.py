@@ -99,7 +99,8 @@ def from_gguf(meta: Mapping[str, object], shapes: Mapping[str, tuple[int, ...]],
 
     hidden, heads = int(key("embedding_length")), int(key("attention.head_count"))
     head_dim = int(key("attention.key_length", hidden // heads))
-    if int(key("attention.value_length", head_dim)) != head_dim or int(key("rope.dimension_count", head_dim)) != head_dim:
+    if head_dim != int(key("attention.value_length", head_dim)) or head_dim != int(key("rope.dimension_count",
+                                                                                        head_dim)):
         raise UnsupportedArchitecture("keys and values of different sizes, or a partial rotary, are not supported")
     layers = int(key("block_count"))
     gemma = arch == "gemma3"

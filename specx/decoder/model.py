@@ -2,8 +2,8 @@
 spirit of gpt-fast's model.py.
 
 Per layer: RMSNorm → fused QKV → attention (q/k norms, rotary, cache write, attention: cpu/attention.c) →
-output projection → residual + RMSNorm → fused gate/up → activation → down → residual. The linear layers run on
-the weights as the file holds them (linear.py); everything between them runs in attention.c's row-exact
+output projection → residual + RMSNorm → fused gate/up → activation → down → residual. The linear layers
+run on the weights as the file holds them (linear.py); everything between them runs in attention.c's row-exact
 kernels, so the logits of a position are the same bits whether it is computed alone or among up to k others
 after the same cache, and whatever the thread count: what makes speculation lossless. The only PyTorch ops
 left are element-wise (bias adds, Gemma's embedding scale), exact whatever the shape.

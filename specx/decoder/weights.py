@@ -102,8 +102,9 @@ def from_gguf(gguf, config: DecoderConfig) -> Weights:
     """The weights of an opened GGUFFile (gguf_file.open_gguf), as the file holds them."""
     for name, info in gguf.tensors.items():
         if info.type not in NAMES and len(info.shape) == 2:
-            raise UnsupportedArchitecture(f"{name} is stored as {_ggml_name(info.type)}, which specx's kernels do not read",
-                                          "use a Q4_K_M, Q5_K_M, Q6_K or Q8_0 file, or run it through transformers")
+            raise UnsupportedArchitecture(
+                f"{name} is stored as {_ggml_name(info.type)}, which specx's kernels do not read",
+                "use a Q4_K_M, Q5_K_M, Q6_K or Q8_0 file, or run it through transformers")
     source = _Source(set(gguf.tensors), gguf.weight, gguf.array)
     return _build(source, config, lambda i, role: f"blk.{i}.{GGUF_LAYER[role]}", "token_embd", "output_norm",
                   "output", ".weight", ".bias", False)
@@ -118,7 +119,8 @@ def from_safetensors(folder: Path, config: DecoderConfig) -> Weights:
     def matrix(name: str) -> QWeight:
         dtype, shape, data = tensors[name]
         if dtype not in SAFETENSORS_TYPES or len(shape) != 2:
-            raise UnsupportedArchitecture(f"{name} is a {dtype} tensor of shape {shape}; specx reads F32/F16/BF16 matrices")
+            raise UnsupportedArchitecture(f"{name} is a {dtype} tensor of shape {shape}; "
+                                          "specx reads F32/F16/BF16 matrices")
         return QWeight(BLOCKS[SAFETENSORS_TYPES[dtype]][0], data, shape[0], shape[1])
 
     def vector(name: str) -> np.ndarray:
