@@ -7,6 +7,7 @@ caller then runs transformers' own model."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -93,7 +94,7 @@ def from_gguf(meta: Mapping[str, object], shapes: Mapping[str, tuple[int, ...]],
         value = meta.get(f"{arch}.{name}", default)
         if value is None:
             raise UnsupportedArchitecture(f"GGUF metadata lacks {arch}.{name}")
-        if not isinstance(value, (int, float, str)):
+        if not isinstance(value, (numbers.Number, str)):
             raise UnsupportedArchitecture(f"{arch}.{name} varies by layer; the lean decoder needs one value")
         return value
 
