@@ -161,11 +161,11 @@ def test_skipping_a_layer_equals_a_model_without_it(pair):
 
 def test_a_full_cache_refuses_more_tokens(pair):
     _, lm, _ = pair
-    small = dataclasses.replace(lm, model=Decoder(lm.model.config, lm.model.weights, context=32))
-    small.forward(ids(7, 30))
-    with pytest.raises(ContextFull):
+    small = dataclasses.replace(lm, model=Decoder(lm.model.config, lm.model.weights, context=30))
+    small.forward(ids(7, 28))
+    with pytest.raises(ContextFull):   # the cache has 32 slots (blocks of 16); the context is 30 positions
         small.forward(ids(8, 3))
-    assert small.cached == 30
+    assert small.cached == 28 and small.max_context == 30
 
 
 def test_lean_lm_has_what_the_engine_reads(pair):

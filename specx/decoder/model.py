@@ -86,8 +86,8 @@ class Decoder:
         earlier rows of this call each row sees (a token tree; default all). skip: layer indices to leave out
         (their cache slots for these ids stay unwritten: crop them before a full forward reads them)."""
         c, w, start, rows, mode = self.config, self.weights, cache.length, len(ids), self.mode
-        if start + rows > cache.capacity:
-            raise ContextFull(f"{start + rows} positions do not fit a cache of {cache.capacity}")
+        if start + rows > min(cache.capacity, self.context):
+            raise ContextFull(f"{start + rows} positions do not fit a context of {self.context}")
         if positions is None:
             positions = self._positions[start:start + rows]
         x = linear.embed(w.embed, torch.as_tensor(ids, dtype=torch.int64))                          # (T, hidden)
