@@ -77,7 +77,7 @@ def prepare(model: str, drafter: str = "auto", *, k: int | None = None, dtype: s
     (`draft_quant` auto) and `draft_vocab` trims its output layer (None = automatic, 0 = all).
     `k` None: each policy's default, as `specx run` without -k (Pair.draft_tokens)."""
     from .policy import measured
-    from .models import vocabtrim
+    from .decoder import vocabtrim
     from .drafters.compat import check_drafter
     from .engine.draft import NoDrafter
     from .drafters.model import ModelDrafter

@@ -168,7 +168,7 @@ def test_assisted_generation_gets_the_drafter_with_every_output_row(cli_models, 
                                                                    monkeypatch):
     """specx's drafter may be VocabTrimmed; transformers reads assistant logits as ids, so it must not be."""
     from specx.bench import peers
-    from specx.models import vocabtrim
+    from specx.decoder import vocabtrim
 
     monkeypatch.setattr(vocabtrim, "MIN_VOCAB_TO_TRIM", 16)
     monkeypatch.setattr(vocabtrim, "DEFAULT_KEEP", 24)

@@ -6,7 +6,7 @@ import copy
 
 import torch
 
-from specx.models import vocabtrim
+from specx.decoder import vocabtrim
 from specx.engine.draft import Ask
 from specx.drafters.model import ModelDrafter
 from specx.engine.loop import Generation

@@ -176,7 +176,7 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     `placement` (placement.Load with from_pretrained arguments): a device map, disk offload or a
     bitsandbytes quantization from the memory plan; such a model keeps transformers' own layers."""
     from ..cpu import fastpath
-    from . import vocabtrim
+    from ..decoder import vocabtrim
     from .lm import LM
 
     dispatched = placement is not None and placement.dispatched

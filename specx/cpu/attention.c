@@ -1,0 +1,280 @@
+/* The lean decoder's own row-exact kernels: attention over the KV cache (with the q/k norms and the
+   rotary embedding in front of it), RMSNorm after a residual add, and the gated MLP's activation.
+
+   Rule: the result for one token (one row) is a function of that row's inputs and of the keys it sees,
+   never of how many other rows share the call or of the thread count. So every reduction runs in a
+   fixed order written out here (LANES partial sums indexed by position mod LANES, then a fixed tree;
+   score and value sums over the visible keys in slot order), each (token, kv head) of the attention is
+   computed whole by one thread, and element-wise code uses only IEEE operations (built with
+   -ffp-contract=off, no -ffast-math), which a vector lane and a scalar tail compute alike. The code is
+   plain C with GCC/Clang vector types; built with or without AVX2/AVX-512 flags it gives the same bits.
+   Built and loaded by attention.py. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LANES 16               /* partial sums per reduction (lane_sum's tree is written for 16): one AVX-512
+                                  vector, two AVX2 vectors */
+/* Below these amounts of work a call stays on one thread: waking another (microseconds on an idle machine,
+   a scheduler tick when the cores are shared) costs more than it saves. */
+#define PARALLEL_WORK (1 << 18)     /* attention: multiply-adds, ~20 µs on one core */
+#define PARALLEL_VALUES (1 << 17)   /* norms and activations: values, ~30-60 µs on one core */
+
+typedef struct {
+    float *k, *v;                  /* this layer's cache: keys (kv_heads, capacity/KEY_BLOCK, head_dim, KEY_BLOCK),
+                                      values (kv_heads, capacity, head_dim) */
+    const float *cos, *sin;        /* rotary tables: (table_rows, head_dim / 2) */
+    const float *q_norm, *k_norm;  /* (head_dim) RMSNorm weights, or NULL */
+    int64_t capacity, heads, kv_heads, head_dim, table_rows;
+    int64_t window;                /* > 0: a query at position p sees keys at positions > p - window */
+    float eps, scale;
+    int32_t adjacent;              /* rotate pairs (2i, 2i+1) instead of (i, i + head_dim/2) */
+} spx_attn;
+
+/* LANES floats as one value (GCC/Clang vector extension): lane-wise IEEE arithmetic that the compiler maps to
+   one AVX-512 register, two AVX2 registers, or scalar code, with the same results. */
+typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
+typedef float lanes_u __attribute__((vector_size(LANES * sizeof(float)), aligned(sizeof(float))));
+
+static inline lanes load(const float *p) { return *(const lanes_u *)p; }
+
+static inline float lane_sum(lanes a) {
+    float s8[8], s4[4];
+    for (int l = 0; l < 8; ++l) s8[l] = a[l] + a[l + 8];
+    for (int l = 0; l < 4; ++l) s4[l] = s8[l] + s8[l + 4];
+    return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+static inline float dot(const float *a, const float *b, int64_t n) {
+    lanes acc = {0};
+    int64_t k = 0;
+    for (; k + LANES <= n; k += LANES) acc += load(a + k) * load(b + k);
+    for (int l = 0; k + l < n; ++l) acc[l] += a[k + l] * b[k + l];
+    return lane_sum(acc);
+}
+
+/* exp(x) as 2^n · p(r), x = n·ln2 + r (Cephes' expf polynomial, ~1 ulp), x clamped to [-87, 88]: only
+   basic operations, so vector lanes and scalar code agree bit for bit. */
+static inline float exp_approx(float x) {
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   /* round to nearest */
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+static inline float silu(float x) { return x / (1.0f + exp_approx(-x)); }
+
+/* transformers' gelu_pytorch_tanh: 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))),
+   with tanh(y) = 1 − 2/(e^{2y} + 1) */
+static inline float gelu_tanh(float x) {
+    float y = 0.7978845608028654f * (x + 0.044715f * (x * x * x));
+    return 0.5f * x * (1.0f + (1.0f - 2.0f / (exp_approx(2.0f * y) + 1.0f)));
+}
+
+static inline void norm_row(const float *x, const float *w, int64_t n, float eps, float *out) {
+    float r = 1.0f / sqrtf(dot(x, x, n) / (float)n + eps);
+    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * r) * w[i];
+}
+
+/* out = RMSNorm(x) · w, row by row. out may be x. */
+void spx_rmsnorm(const float *x, const float *w, int64_t rows, int64_t n, float eps, float *out, int threads) {
+#pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_VALUES)
+    for (int64_t t = 0; t < rows; ++t) norm_row(x + t * n, w, n, eps, out + t * n);
+}
+
+/* The residual stream takes a sublayer's output, then the next sublayer's norm reads it:
+   x += a (Gemma: x += RMSNorm(a) · post), then out = RMSNorm(x) · w. */
+void spx_residual_norm(float *x, const float *a, const float *post, const float *w, int64_t rows, int64_t n,
+                       float eps, float *out, int threads) {
+#pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_VALUES)
+    for (int64_t t = 0; t < rows; ++t) {
+        float *xr = x + t * n;
+        const float *ar = a + t * n;
+        if (post) {
+            float r = 1.0f / sqrtf(dot(ar, ar, n) / (float)n + eps);
+            for (int64_t i = 0; i < n; ++i) xr[i] += (ar[i] * r) * post[i];
+        } else {
+            for (int64_t i = 0; i < n; ++i) xr[i] += ar[i];
+        }
+        norm_row(xr, w, n, eps, out + t * n);
+    }
+}
+
+/* out[t][i] = act(gate[t][i]) · up[t][i], gate and up side by side in each row of gu (rows × 2n).
+   act: 0 SiLU, 1 GELU-tanh. */
+void spx_glu(const float *gu, int64_t rows, int64_t n, int act, float *out, int threads) {
+#pragma omp parallel for num_threads(threads) if (rows * n > PARALLEL_VALUES)
+    for (int64_t t = 0; t < rows; ++t) {
+        const float *g = gu + t * 2 * n, *u = g + n;
+        float *o = out + t * n;
+        if (act == 1)
+            for (int64_t i = 0; i < n; ++i) o[i] = gelu_tanh(g[i]) * u[i];
+        else
+            for (int64_t i = 0; i < n; ++i) o[i] = silu(g[i]) * u[i];
+    }
+}
+
+/* RMSNorm a head's vector in place (when w), then rotate it to position row `p` of the tables. */
+static inline void prepare(float *x, const float *w, const spx_attn *L, int64_t p) {
+    const int64_t d = L->head_dim, half = d / 2;
+    if (w) norm_row(x, w, d, L->eps, x);
+    const float *c = L->cos + p * half, *s = L->sin + p * half;
+    if (L->adjacent) {
+        for (int64_t i = 0; i < half; ++i) {
+            float a = x[2 * i], b = x[2 * i + 1];
+            x[2 * i] = a * c[i] - b * s[i];
+            x[2 * i + 1] = b * c[i] + a * s[i];
+        }
+    } else {
+        for (int64_t i = 0; i < half; ++i) {
+            float a = x[i], b = x[i + half];
+            x[i] = a * c[i] - b * s[i];
+            x[i + half] = b * c[i] + a * s[i];
+        }
+    }
+}
+
+/* Keys are stored in blocks of KEY_BLOCK slots, transposed: block b of a head holds head_dim rows of
+   KEY_BLOCK floats, so one vector operation advances the scores of KEY_BLOCK keys by one dimension, and each
+   key's score is still a plain sum over the dimensions in order. Values are stored slot by slot. */
+#define KEY_BLOCK LANES
+#define HEADS_AT_ONCE 4   /* query heads sharing each key and value load (independent sums: no waiting on one chain) */
+
+/* sc[slot[0..n)] → their softmax in sc[0..n) (slots ascending). The maximum is exact in any order; the sum
+   runs in LANES partial sums by index and a fixed tree. */
+static inline void softmax(float *sc, const int64_t *slot, int64_t n) {
+    float top[LANES];
+    for (int l = 0; l < LANES; ++l) top[l] = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) {
+        sc[i] = sc[slot[i]];
+        top[i % LANES] = sc[i] > top[i % LANES] ? sc[i] : top[i % LANES];
+    }
+    float m = top[0];
+    for (int l = 1; l < LANES; ++l) m = top[l] > m ? top[l] : m;
+    lanes sum = {0};
+    int64_t i = 0;
+    for (; i < n; ++i) sc[i] = exp_approx(sc[i] - m);
+    for (i = 0; i + LANES <= n; i += LANES) sum += load(sc + i);
+    for (int l = 0; i + l < n; ++l) sum[l] += sc[i + l];
+    const float total = lane_sum(sum);
+    for (i = 0; i < n; ++i) sc[i] = sc[i] / total;
+}
+
+/* The queries of row t that share kv head g (heads g·group .. g·group + group − 1) against the keys row t
+   sees, in slot order: the cached prefix and, among this call's rows, those `mask` allows (all earlier ones
+   without a mask; itself always), all within the window. Each key block and value row is read once for the group. */
+static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos,
+                   const uint8_t *mask, int64_t t, int64_t g, float *out, float *q, float *score, int64_t *slot) {
+    const int64_t d = L->head_dim, group = L->heads / L->kv_heads, s = start + t;
+    const int64_t row = (L->heads + 2 * L->kv_heads) * d;
+    for (int64_t j = 0; j < group; ++j) {
+        memcpy(q + j * d, qkv + t * row + (g * group + j) * d, sizeof(float) * d);
+        prepare(q + j * d, L->q_norm, L, pos[t]);
+    }
+    /* the window counts positions: cached slot j holds position j, new row u position pos[u] */
+    const int64_t far = L->window > 0 ? pos[t] - L->window : -1;   /* keys at positions <= far are out of it */
+    const int64_t lo = far + 1 < start ? (far + 1 > 0 ? far + 1 : 0) : start;
+    const int64_t base = lo / KEY_BLOCK * KEY_BLOCK, width = s + 1 - base;
+    int64_t n = 0;
+    for (int64_t j = lo; j < start; ++j) slot[n++] = j - base;
+    for (int64_t u = 0; u <= t; ++u)
+        if ((u == t || !mask || mask[t * T + u]) && pos[u] > far) slot[n++] = start + u - base;
+    const float *keys = L->k + g * L->capacity * d;
+    /* scores of HEADS_AT_ONCE heads per pass over a key block: each key vector serves them all, and their
+       sums run as independent chains */
+    for (int64_t b = base; b <= s; b += KEY_BLOCK) {
+        const float *block = keys + b * d;
+        for (int64_t j = 0; j < group; j += HEADS_AT_ONCE) {
+            const float *qs[HEADS_AT_ONCE];
+            lanes acc[HEADS_AT_ONCE];
+            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
+                qs[h] = q + (j + h < group ? j + h : j) * d;
+                acc[h] = (lanes){0};
+            }
+            for (int64_t e = 0; e < d; ++e) {
+                const lanes k = load(block + e * KEY_BLOCK);
+                for (int h = 0; h < HEADS_AT_ONCE; ++h) acc[h] += qs[h][e] * k;
+            }
+            for (int h = 0; h < HEADS_AT_ONCE && j + h < group; ++h)
+                for (int l = 0; l < KEY_BLOCK && b + l <= s; ++l)
+                    score[(j + h) * width + (b - base) + l] = acc[h][l] * L->scale;
+        }
+    }
+    for (int64_t j = 0; j < group; ++j)   /* softmax over the visible keys, packed to the front of the row */
+        softmax(score + j * width, slot, n);
+    /* out = Σ p·v over the visible keys in slot order, LANES dimensions of HEADS_AT_ONCE heads at a time */
+    float *o = out + t * L->heads * d + g * group * d;
+    const float *values = L->v + g * L->capacity * d;
+    for (int64_t c = 0; c < d; c += LANES) {
+        const int whole = c + LANES <= d;
+        for (int64_t j = 0; j < group; j += HEADS_AT_ONCE) {
+            const float *ps[HEADS_AT_ONCE];
+            lanes acc[HEADS_AT_ONCE];
+            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
+                ps[h] = score + (j + h < group ? j + h : j) * width;
+                acc[h] = (lanes){0};
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                const float *v = values + (base + slot[i]) * d + c;
+                lanes vv;
+                if (whole) vv = load(v);
+                else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[l] : 0.0f;
+                for (int h = 0; h < HEADS_AT_ONCE; ++h) acc[h] += ps[h][i] * vv;
+            }
+            for (int h = 0; h < HEADS_AT_ONCE && j + h < group; ++h)
+                for (int l = 0; l < LANES && c + l < d; ++l) o[(j + h) * d + c + l] = acc[h][l];
+        }
+    }
+}
+
+/* Attention of T new rows (slots start .. start+T-1, rotary positions pos[t]) for one layer: normalizes and
+   rotates their keys into the cache, stores their values, then writes each row's heads into out (T × heads·head_dim).
+   qkv: T rows of [q (heads·head_dim) | k (kv_heads·head_dim) | v (kv_heads·head_dim)].
+   mask: NULL (causal), or T × T bytes: row t may see new row u < t where mask[t·T + u] != 0 (a token tree;
+   rows of a tree may share positions). The cache's slots 0..start-1 hold positions 0..start-1.
+   Returns 0, 1 when a buffer could not be allocated, 2 for a slot or position outside the cache or tables. */
+int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos,
+                  const uint8_t *mask, float *out, int threads) {
+    const int64_t d = L->head_dim, row = (L->heads + 2 * L->kv_heads) * d, q_size = L->heads * d;
+    const int64_t group = L->heads / L->kv_heads, end = start + T;
+    if (start < 0 || T < 0 || end > L->capacity || L->capacity % KEY_BLOCK || L->heads % L->kv_heads) return 2;
+    for (int64_t t = 0; t < T; ++t)
+        if (pos[t] < 0 || pos[t] >= L->table_rows) return 2;
+    const int many = T * L->heads * end * d > PARALLEL_WORK;
+    int failed = 0;
+#pragma omp parallel num_threads(threads) if (many) reduction(| : failed)
+    {
+        float *q = malloc(sizeof(float) * group * d), *score = malloc(sizeof(float) * group * (end + KEY_BLOCK));
+        int64_t *slot = malloc(sizeof(int64_t) * (end + KEY_BLOCK));
+        failed = !q || !score || !slot;
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < T * L->kv_heads; ++i) {
+            const int64_t t = i / L->kv_heads, g = i % L->kv_heads, s = start + t;
+            if (failed) continue;
+            memcpy(q, qkv + t * row + q_size + g * d, sizeof(float) * d);
+            prepare(q, L->k_norm, L, pos[t]);
+            float *block = L->k + g * L->capacity * d + s / KEY_BLOCK * KEY_BLOCK * d + s % KEY_BLOCK;
+            for (int64_t e = 0; e < d; ++e) block[e * KEY_BLOCK] = q[e];
+            memcpy(L->v + (g * L->capacity + s) * d, qkv + t * row + q_size + (L->kv_heads + g) * d, sizeof(float) * d);
+        }
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < T * L->kv_heads; ++i)
+            if (!failed) attend(L, qkv, T, start, pos, mask, i / L->kv_heads, i % L->kv_heads, out, q, score, slot);
+        free(q);
+        free(score);
+        free(slot);
+    }
+    return failed;
+}

@@ -1,0 +1,255 @@
+"""The lean decoder's row-exact kernels (attention.c): attention over a KV cache with q/k norms and rotary in
+front of it, RMSNorm after a residual add, the gated MLP activation. A row's result never depends on the other
+rows of the call or on the thread count, which is what makes verifying k tokens in one forward give the bits
+decoding them one by one gives. Each kernel has a PyTorch reference here (the same math in float32, not
+row-exact), used by the tests and when no C compiler is available."""
+from __future__ import annotations
+
+import ctypes
+import platform
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from . import build
+
+SOURCE = Path(__file__).with_name("attention.c")
+COMMON = ("-O3", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC")
+# Same bits from every build (attention.c): the flags only let GCC use wider vectors.
+BUILDS = {"avx512": ("-mavx512f", "-mavx512vl", "-mprefer-vector-width=512"), "avx2": ("-mavx2",), "portable": ()}
+ACTS = {"silu": 0, "gelu_tanh": 1}
+KEY_BLOCK = 16   # attention.c keeps keys in blocks of 16 slots, transposed: (kv_heads, capacity/16, head_dim, 16)
+_state: dict[str, object] = {}
+
+
+class Layer(ctypes.Structure):
+    """attention.c's spx_attn: one layer's cache, rotary tables, norms and attention shape."""
+
+    _fields_ = [("k", ctypes.c_void_p), ("v", ctypes.c_void_p), ("cos", ctypes.c_void_p), ("sin", ctypes.c_void_p),
+                ("q_norm", ctypes.c_void_p), ("k_norm", ctypes.c_void_p), ("capacity", ctypes.c_int64),
+                ("heads", ctypes.c_int64), ("kv_heads", ctypes.c_int64), ("head_dim", ctypes.c_int64),
+                ("table_rows", ctypes.c_int64), ("window", ctypes.c_int64), ("eps", ctypes.c_float),
+                ("scale", ctypes.c_float), ("adjacent", ctypes.c_int32)]
+
+
+@dataclass
+class Attention:
+    """What one layer's attention reads: its keys (kv_heads, capacity/KEY_BLOCK, head_dim, KEY_BLOCK) and values
+    (kv_heads, capacity, head_dim) (cache_tensors), the rotary tables (positions, head_dim/2), optional per-head
+    RMSNorm weights of q and k, and its shape."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+    cos: torch.Tensor
+    sin: torch.Tensor
+    q_norm: torch.Tensor | None
+    k_norm: torch.Tensor | None
+    heads: int
+    eps: float
+    scale: float
+    window: int = 0            # > 0: a query at position p sees keys at positions > p - window
+    adjacent: bool = False     # rotate pairs (2i, 2i+1) instead of (i, i + head_dim/2)
+
+    def __post_init__(self):
+        kv_heads, capacity, dim = self.v.shape
+        if (self.heads % kv_heads or dim % 2 or self.cos.shape != (self.cos.shape[0], dim // 2)
+                or self.k.shape != (kv_heads, capacity // KEY_BLOCK, dim, KEY_BLOCK)):
+            raise ValueError("attention shapes do not fit together")
+        ptr = lambda t: None if t is None else t.data_ptr()   # noqa: E731
+        self.struct = Layer(ptr(self.k), ptr(self.v), ptr(self.cos), ptr(self.sin), ptr(self.q_norm),
+                            ptr(self.k_norm), capacity, self.heads, kv_heads, dim, self.cos.shape[0], self.window,
+                            self.eps, self.scale, int(self.adjacent))
+        self.address = ctypes.addressof(self.struct)
+
+
+def cache_tensors(kv_heads: int, capacity: int, head_dim: int, layers: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Empty keys and values for `layers` layers in attention.c's layout (capacity a multiple of KEY_BLOCK)."""
+    if capacity % KEY_BLOCK:
+        raise ValueError(f"a cache holds a multiple of {KEY_BLOCK} slots")
+    return (torch.empty(layers, kv_heads, capacity // KEY_BLOCK, head_dim, KEY_BLOCK),
+            torch.empty(layers, kv_heads, capacity, head_dim))
+
+
+def keys(layer: "Attention") -> torch.Tensor:
+    """A (kv_heads, capacity, head_dim) view of a layer's blocked keys (not contiguous)."""
+    kv_heads, blocks, dim, _ = layer.k.shape
+    return layer.k.permute(0, 1, 3, 2).reshape(kv_heads, blocks * KEY_BLOCK, dim)
+
+
+def available() -> bool:
+    """Whether the compiled kernels run here (built on first use)."""
+    return _library() is not None
+
+
+def why_not() -> str:
+    _library()
+    return str(_state.get("why", ""))
+
+
+def describe() -> str:
+    """Which build runs, in a few words."""
+    return f"specx attention ({_state['build']})" if available() else f"PyTorch attention ({why_not()})"
+
+
+def attention(layer: Attention, qkv: torch.Tensor, start: int, positions: torch.Tensor,
+              mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Rows of qkv (T, (heads + 2·kv_heads)·head_dim) at cache slots start.. and rotary `positions` (T,) int64:
+    their keys and values go into the cache, their attention comes out (T, heads·head_dim). `mask` (T, T) bool:
+    which of this call's earlier rows each row sees (default: all; itself always), a token tree whose rows may
+    share positions. Slots 0..start-1 of the cache hold positions 0..start-1."""
+    lib = _library()
+    if lib is None:
+        return reference_attention(layer, qkv, start, positions, mask)
+    rows = qkv.shape[0]
+    out = torch.empty(rows, layer.heads * layer.v.shape[2])
+    if mask is not None:   # kept referenced until the call returns
+        mask = mask.to(torch.uint8).contiguous()
+    status = lib.spx_attention(layer.address, qkv.data_ptr(), rows, start, positions.data_ptr(),
+                               None if mask is None else mask.data_ptr(), out.data_ptr(), torch.get_num_threads())
+    if status:
+        raise (MemoryError("attention buffers could not be allocated") if status == 1
+               else ValueError(f"slots {start}..{start + rows} or positions outside the cache or rotary tables"))
+    return out
+
+
+def residual_norm(x: torch.Tensor, a: torch.Tensor, post: torch.Tensor | None, w: torch.Tensor,
+                  eps: float) -> torch.Tensor:
+    """x += a (or RMSNorm(a)·post), in place; returns RMSNorm(x)·w. All (T, n) float32 contiguous."""
+    lib = _library()
+    if lib is None:
+        return reference_residual_norm(x, a, post, w, eps)
+    out = torch.empty_like(x)
+    lib.spx_residual_norm(x.data_ptr(), a.data_ptr(), None if post is None else post.data_ptr(), w.data_ptr(),
+                          x.shape[0], x.shape[1], eps, out.data_ptr(), torch.get_num_threads())
+    return out
+
+
+def rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm(x)·w of (T, n) float32 rows."""
+    lib = _library()
+    if lib is None:
+        return reference_rmsnorm(x, w, eps)
+    out = torch.empty_like(x)
+    lib.spx_rmsnorm(x.data_ptr(), w.data_ptr(), x.shape[0], x.shape[1], eps, out.data_ptr(), torch.get_num_threads())
+    return out
+
+
+def glu(gu: torch.Tensor, act: str) -> torch.Tensor:
+    """act(gate)·up for rows [gate | up] of gu (T, 2n) → (T, n); act "silu" or "gelu_tanh"."""
+    lib = _library()
+    if lib is None:
+        return reference_glu(gu, act)
+    n = gu.shape[1] // 2
+    out = torch.empty(gu.shape[0], n)
+    lib.spx_glu(gu.data_ptr(), gu.shape[0], n, ACTS[act], out.data_ptr(), torch.get_num_threads())
+    return out
+
+
+# ---- references: the same math in PyTorch (float32, not row-exact) -------------------------------------
+
+def reference_rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def reference_residual_norm(x, a, post, w, eps):
+    x += a if post is None else reference_rmsnorm(a, post, eps)
+    return reference_rmsnorm(x, w, eps)
+
+
+def reference_glu(gu: torch.Tensor, act: str) -> torch.Tensor:
+    gate, up = gu.chunk(2, dim=-1)
+    f = torch.nn.functional
+    return (f.silu(gate) if act == "silu" else f.gelu(gate, approximate="tanh")) * up
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, adjacent: bool) -> torch.Tensor:
+    """x (T, heads, d) rotated by cos, sin (T, d/2), in pairs (2i, 2i+1) or (i, i + d/2)."""
+    if adjacent:
+        a, b = x[..., 0::2], x[..., 1::2]
+    else:
+        a, b = x.chunk(2, dim=-1)
+    cos, sin = cos[:, None], sin[:, None]
+    one, two = a * cos - b * sin, b * cos + a * sin
+    return torch.stack((one, two), -1).flatten(-2) if adjacent else torch.cat((one, two), -1)
+
+
+def reference_attention(layer: Attention, qkv: torch.Tensor, start: int, positions: torch.Tensor,
+                        mask: torch.Tensor | None = None) -> torch.Tensor:
+    kv_heads, capacity, d = layer.v.shape
+    rows, end = qkv.shape[0], start + qkv.shape[0]
+    if end > capacity or int(positions.max()) >= layer.cos.shape[0]:
+        raise ValueError(f"slots {start}..{end} or positions outside the cache or rotary tables")
+    q, k, v = qkv.view(rows, -1, d).split([layer.heads, kv_heads, kv_heads], dim=1)
+    if layer.q_norm is not None:
+        q, k = reference_rmsnorm(q, layer.q_norm, layer.eps), reference_rmsnorm(k, layer.k_norm, layer.eps)
+    cos, sin = layer.cos[positions], layer.sin[positions]
+    q, k = rotate(q, cos, sin, layer.adjacent), rotate(k, cos, sin, layer.adjacent)
+    slots = torch.arange(start, end)
+    layer.k.permute(0, 1, 3, 2)[:, slots // KEY_BLOCK, slots % KEY_BLOCK] = k.transpose(0, 1)
+    layer.v[:, start:end] = v.transpose(0, 1)
+    seen = visible(rows, start, layer.window, mask, positions)                        # (T, end)
+    group = layer.heads // kv_heads
+    key_rows = keys(layer)[:, :end].repeat_interleave(group, dim=0)                    # (heads, end, d)
+    values = layer.v[:, :end].repeat_interleave(group, dim=0)
+    scores = torch.einsum("thd,hjd->htj", q, key_rows) * layer.scale
+    probs = scores.masked_fill(~seen, float("-inf")).softmax(-1)
+    return torch.einsum("htj,hjd->thd", probs, values).reshape(rows, -1)
+
+
+def visible(rows: int, start: int, window: int, mask: torch.Tensor | None, positions: torch.Tensor) -> torch.Tensor:
+    """(rows, start + rows) bool: which cache slots each new row sees (cached slot j holds position j)."""
+    key_pos = torch.cat([torch.arange(start), positions])
+    me = torch.arange(rows)[:, None]
+    seen = torch.ones(rows, start + rows, dtype=torch.bool)
+    seen[:, start:] = torch.arange(rows) <= me if mask is None else (mask.bool() & (torch.arange(rows) < me)) | (
+        torch.arange(rows) == me)
+    if window > 0:
+        seen &= key_pos > positions[:, None] - window
+    return seen
+
+
+# ---- building and loading ---------------------------------------------------------------------------
+
+def _library():
+    if "lib" not in _state:
+        _state["lib"], _state["why"] = _load()
+    return _state["lib"]
+
+
+def builds_here() -> list[str]:
+    """The builds this machine can run, widest first."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ["portable"]
+    capability = torch.backends.cpu.get_cpu_capability()
+    return {"AVX512": ["avx512", "avx2", "portable"], "AVX2": ["avx2", "portable"]}.get(capability, ["portable"])
+
+
+def load_build(name: str) -> ctypes.CDLL:
+    """Compile (once per machine) and open one build; OSError or SubprocessError if it cannot be built."""
+    compiler = build.c_compiler()
+    if not compiler:
+        raise OSError("no C compiler found (install gcc, or set CC)")
+    lib = build.load(build.build(f"attention-{name}", SOURCE, compiler, COMMON + BUILDS[name]))
+    p, i64, f32, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_int
+    lib.spx_attention.argtypes = [p, p, i64, i64, p, p, p, i32]
+    lib.spx_attention.restype = i32
+    lib.spx_residual_norm.argtypes = [p, p, p, p, i64, i64, f32, p, i32]
+    lib.spx_rmsnorm.argtypes = [p, p, i64, i64, f32, p, i32]
+    lib.spx_glu.argtypes = [p, i64, i64, i32, p, i32]
+    for f in (lib.spx_residual_norm, lib.spx_rmsnorm, lib.spx_glu):
+        f.restype = None
+    return lib
+
+
+def _load():
+    why = ""
+    for name in builds_here():
+        try:
+            lib = load_build(name)
+            _state["build"] = name
+            return lib, ""
+        except (OSError, subprocess.SubprocessError) as e:
+            why = f"building it failed ({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})"
+    return None, why

@@ -1,0 +1,134 @@
+"""LeanLM: the lean decoder behind the LM interface the engine drives (runtime/lm.py's LM), and `load`
+for a GGUF file or a Hugging Face safetensors folder."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..cpu import attention
+from . import config as configs
+from . import linear
+from . import weights as weight_files
+from .gguf_file import open_gguf
+from .tokenizer import load_tokenizer
+from .model import Cache, Decoder
+
+
+@dataclass
+class LeanLM:
+    """A Decoder + tokenizer with one KV cache (batch of one); the same attributes and methods as runtime.lm.LM."""
+
+    model: Decoder
+    tokenizer: object
+    name: str
+    eos: frozenset[int] = frozenset()
+    n_params: int = 0
+    kernels: str = ""
+    vocab: int = 0                # rows of the full output layer (before any VocabTrim)
+    keep_ids: object = None       # VocabTrim: the ids the output layer still scores, else None
+    weights: str = ""             # the matrices' formats as the file holds them, e.g. "Q4_K/Q6_K"
+    cache: Cache | None = None
+    forward_s: float = 0.0        # time spent in forward(), for the loop's overhead figure
+    placement: str = ""
+    experts: object = None        # never: the lean decoder runs dense models only
+
+    def __post_init__(self):
+        w = self.model.weights
+        self.n_params = self.n_params or sum(m.rows * m.cols for m in w.matrices()) + sum(
+            p.numel() for p in self.model.parameters())
+        self.vocab = self.vocab or self.model.config.vocab_size
+        self.weights = self.weights or w.types()
+        self.cache = self.model.new_cache()
+
+    def fresh(self) -> "LeanLM":
+        """Another handle on the same weights, with its own empty cache."""
+        return dataclasses.replace(self, cache=None, forward_s=0.0)
+
+    def reset(self) -> None:
+        """Forget everything cached."""
+        self.cache.crop(0)
+
+    @property
+    def cached(self) -> int:
+        """Tokens whose keys and values are in the cache."""
+        return self.cache.length
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    @property
+    def max_context(self) -> int:
+        return self.model.context
+
+    @property
+    def vocab_size(self) -> int:
+        """Rows of the full output layer (may exceed the tokenizer's length: padding)."""
+        return self.vocab
+
+    @property
+    def eos_ids(self) -> frozenset[int]:
+        return self.eos
+
+    def forward(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
+        """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
+        t = time.perf_counter()
+        logits = self.model.forward(self.cache, ids, last_only=last_only)
+        self.forward_s += time.perf_counter() - t
+        return logits
+
+    def crop(self, length: int) -> None:
+        """Drop cached positions beyond `length`."""
+        self.cache.crop(length)
+
+
+def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, mode: str = "f32") -> LeanLM:
+    """A GGUF file or a safetensors folder as a LeanLM. UnsupportedArchitecture: run transformers' model instead.
+    `context`: cache positions (default model.DEFAULT_CONTEXT or the model's own, the smaller);
+    `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
+    activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
+    path = Path(path)
+    config, weights, tokenizer, eos = _from_folder(path) if path.is_dir() else _from_gguf(path)
+    keep = None
+    if draft_vocab:
+        from . import vocabtrim
+
+        keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), config.vocab_size), draft_vocab)
+        weights = dataclasses.replace(weights, output=linear.take_rows(weights.output, keep.tolist()))
+    kernels = f"specx lean decoder: {linear.describe()} ({mode}); {attention.describe()}"
+    if keep is not None:
+        from . import vocabtrim
+
+        kernels += f", {vocabtrim.describe(keep, config.vocab_size)}"
+    return LeanLM(Decoder(config, weights, context, mode), tokenizer, path.stem if path.is_file() else path.name,
+                  eos=frozenset(eos), kernels=kernels, vocab=config.vocab_size, keep_ids=keep)
+
+
+def _from_gguf(path: Path):
+    gguf = open_gguf(path)
+    shapes = {name: info.shape for name, info in gguf.tensors.items()}
+    freqs = gguf.array("rope_freqs.weight") if "rope_freqs.weight" in gguf.tensors else None
+    config = configs.from_gguf(gguf.meta, shapes, freqs)
+    weights = weight_files.from_gguf(gguf, config)
+    tokenizer = load_tokenizer(gguf)
+    eos = {tokenizer.eos_token_id, gguf.meta.get("tokenizer.ggml.eos_token_id")}
+    return config, weights, tokenizer, {int(i) for i in eos if i is not None}
+
+
+def _from_folder(path: Path):
+    from transformers import AutoConfig, AutoTokenizer
+
+    config = configs.from_hf(AutoConfig.from_pretrained(path, trust_remote_code=False))
+    weights = weight_files.from_safetensors(path, config)
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    eos = {tokenizer.eos_token_id}
+    generation = path / "generation_config.json"
+    if generation.is_file():
+        value = json.loads(generation.read_text(encoding="utf-8")).get("eos_token_id")
+        eos.update([value] if isinstance(value, int) else value or [])
+    return config, weights, tokenizer, {int(i) for i in eos if i is not None}

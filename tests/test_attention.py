@@ -1,0 +1,139 @@
+"""specx/cpu/attention.c: the lean decoder's attention, norm and activation kernels against their PyTorch
+references, and the rule that makes speculation lossless: a row's bits never depend on the other rows or threads."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specx.cpu import attention as A
+
+pytestmark = pytest.mark.skipif(not A.available(), reason="attention kernels not built here")
+
+
+def layer(kv=2, heads=6, dim=64, capacity=256, window=0, adjacent=False, norms=True, seed=0) -> A.Attention:
+    """A layer's attention over an empty cache, rotary tables as a model has them, random q/k norms."""
+    g = torch.Generator().manual_seed(seed)
+    k, v = A.cache_tensors(kv, capacity, dim)
+    angles = torch.arange(capacity + 8.0)[:, None] * (1 / 10_000 ** (torch.arange(0, dim, 2) / dim))
+    q_norm, k_norm = (torch.rand(dim, generator=g) + 0.5, torch.rand(dim, generator=g) + 0.5) if norms else (None, None)
+    return A.Attention(k[0], v[0], angles.cos().contiguous(), angles.sin().contiguous(), q_norm, k_norm, heads, 1e-6,
+                       dim ** -0.5, window, adjacent)
+
+
+def qkv_rows(att: A.Attention, rows: int, seed: int = 1) -> torch.Tensor:
+    kv, _, dim = att.v.shape
+    return torch.randn(rows, (att.heads + 2 * kv) * dim, generator=torch.Generator().manual_seed(seed))
+
+
+def close(got, want):
+    torch.testing.assert_close(got, want, rtol=0, atol=2e-6 * max(1.0, float(want.abs().max())))
+
+
+@pytest.mark.parametrize("kw", [{}, {"adjacent": True}, {"window": 7}, {"norms": False, "kv": 1, "heads": 4, "dim": 32},
+                                {"kv": 3, "heads": 3, "dim": 24}])
+def test_attention_matches_its_reference(kw):
+    """Keys written to the cache and each row's attention equal the PyTorch reference (float noise), for a
+    prefill, a later chunk, and a chunk under a tree mask."""
+    fast, slow = layer(**kw), layer(**kw)
+    mask = torch.rand(5, 5, generator=torch.Generator().manual_seed(3)) < 0.5
+    for start, rows, m in ((0, 40, None), (40, 9, None), (49, 5, mask)):
+        x, pos = qkv_rows(fast, rows, start), torch.arange(start, start + rows)
+        close(A.attention(fast, x, start, pos, m), A.reference_attention(slow, x, start, pos, m))
+        close(A.keys(fast)[:, :start + rows], A.keys(slow)[:, :start + rows])
+        close(fast.v[:, :start + rows], slow.v[:, :start + rows])
+
+
+@pytest.mark.parametrize("kw", [{}, {"window": 20, "adjacent": True}])
+def test_attention_rows_do_not_depend_on_the_batch_or_threads(kw):
+    """Row t's output is bit-identical whether it is computed alone or among 1..16 rows, on 1 or 2 threads
+    (16 rows after 200 are enough work for the kernel to split it across threads)."""
+    kw = {"heads": 8, **kw}
+    prefix, new = qkv_rows(layer(**kw), 200, 0), qkv_rows(layer(**kw), 16, 1)
+    alone, together = layer(**kw), layer(**kw)
+    A.attention(alone, prefix, 0, torch.arange(200))
+    A.attention(together, prefix, 0, torch.arange(200))
+    base = torch.cat([A.attention(alone, new[t:t + 1], 200 + t, torch.tensor([200 + t])) for t in range(16)])
+    threads = torch.get_num_threads()
+    try:
+        for n_threads in (1, 2):
+            torch.set_num_threads(n_threads)
+            for k in (2, 5, 16):
+                got = torch.cat([A.attention(together, new[i:i + k], 200 + i,
+                                             torch.arange(200 + i, 200 + min(i + k, 16))) for i in range(0, 16, k)])
+                assert torch.equal(got, base), (n_threads, k)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_a_tree_row_equals_the_same_branch_fed_in_a_line():
+    """Under a tree mask, a row that sees only its branch gets the bits of that branch decoded as a sequence."""
+    prefix, new = qkv_rows(layer(), 30, 0), qkv_rows(layer(), 3, 1)
+    tree, line = layer(), layer()
+    for att in (tree, line):
+        A.attention(att, prefix, 0, torch.arange(30))
+    mask = torch.tensor([[0, 0, 0], [1, 0, 0], [1, 0, 0]], dtype=torch.bool)   # a → b, a → c: b and c siblings
+    out = A.attention(tree, new, 30, torch.tensor([30, 31, 31]), mask)
+    straight = A.attention(line, new[[0, 2]], 30, torch.tensor([30, 31]))
+    assert torch.equal(out[2], straight[1])
+
+
+def test_norm_and_activation_kernels_match_their_references():
+    g = torch.Generator().manual_seed(0)
+    x, a = torch.randn(7, 96, generator=g), torch.randn(7, 96, generator=g)
+    w, post = torch.randn(96, generator=g), torch.randn(96, generator=g)
+    close(A.rmsnorm(x, w, 1e-6), A.reference_rmsnorm(x, w, 1e-6))
+    for p in (None, post):
+        fast, slow = x.clone(), x.clone()
+        close(A.residual_norm(fast, a, p, w, 1e-5), A.reference_residual_norm(slow, a, p, w, 1e-5))
+        close(fast, slow)
+    gu = torch.randn(5, 2 * 300, generator=g) * 4
+    gu[0, :8] = torch.tensor([-100.0, -30.0, -1e-3, 0.0, 1e-3, 30.0, 100.0, 5.0])   # saturated and tiny inputs
+    for act in A.ACTS:
+        close(A.glu(gu, act), A.reference_glu(gu, act))
+
+
+def test_norm_and_activation_rows_do_not_depend_on_the_batch_or_threads():
+    """Enough rows for the kernels to go parallel: every row equals the row computed alone."""
+    g = torch.Generator().manual_seed(0)
+    x, a, w = torch.randn(80, 2048, generator=g), torch.randn(80, 2048, generator=g), torch.randn(2048, generator=g)
+    gu = torch.randn(80, 2 * 2048, generator=g)
+    threads = torch.get_num_threads()
+    try:
+        for n_threads in (1, 2):
+            torch.set_num_threads(n_threads)
+            for act in A.ACTS:
+                alone = torch.cat([A.glu(gu[i:i + 1], act) for i in range(80)])
+                assert torch.equal(A.glu(gu, act), alone)
+            assert torch.equal(A.rmsnorm(x, w, 1e-6), torch.cat([A.rmsnorm(x[i:i + 1], w, 1e-6) for i in range(80)]))
+            together, each = x.clone(), x.clone()
+            h = A.residual_norm(together, a, w, w, 1e-6)
+            each_row = [A.residual_norm(each[i:i + 1], a[i:i + 1], w, w, 1e-6) for i in range(80)]
+            assert torch.equal(h, torch.cat(each_row))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_every_build_gives_the_same_bits():
+    """The AVX-512, AVX2 and portable builds (those this CPU runs) compute the same bits."""
+    builds = A.builds_here()
+    if len(builds) < 2:
+        pytest.skip("one build runs here")
+    outputs = {}
+    for name in builds:
+        A._state.update(lib=A.load_build(name), why="", build=name)
+        att = layer(window=11, adjacent=True)
+        gu = qkv_rows(att, 4, 5)
+        outputs[name] = (A.attention(att, qkv_rows(att, 40), 0, torch.arange(40)), A.glu(gu, "gelu_tanh"),
+                         A.glu(gu, "silu"), A.rmsnorm(gu, gu[0], 1e-6))
+    A._state.clear()
+    first = outputs[builds[0]]
+    for name in builds[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(first, outputs[name])), name
+
+
+@pytest.mark.parametrize("start, positions", [(250, [250, 251, 252, 253, 254, 255, 256]), (0, [0, 1, 999])])
+def test_slots_or_positions_outside_the_cache_are_refused(start, positions):
+    """Checked before a byte is written: a ValueError, never a write past the cache or a read past the tables."""
+    att = layer()
+    with pytest.raises(ValueError):
+        A.attention(att, qkv_rows(att, len(positions)), start, torch.tensor(positions))
