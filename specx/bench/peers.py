@@ -98,6 +98,11 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str, model
         raise UsageError("the transformers peers are measured greedy only", "drop --temperature with --peer")
     base = next(p for c, p in pairs.items() if c.baseline)
     stock = config.peer.startswith("hf-stock")
+    if not stock and not hasattr(base.target.model, "generate"):
+        raise UsageError(f"--peer {config.peer} runs transformers' generate on the modules specx loaded, and this "
+                         "target runs on specx's lean decoder, which has none",
+                         "use --peer hf-stock (transformers loading the files itself), or run the pair on "
+                         "transformers' models with --dtype float32")
     model = stock_model(model_ref, dtype, base.target.device) if stock else base.target.model
     kwargs: dict = {}
     assistant = None

@@ -81,14 +81,18 @@ def collect() -> dict:
 
 
 def kernels() -> str:
-    """specx's float32 CPU kernel: built, and whether it prefetches here (and what that choice measured)."""
+    """specx's CPU kernels: the GGUF block kernels and attention of the lean decoder, the float32 kernel
+    of transformers' models; built, and what each timed choice measured here."""
     from ..cpu import rowgemm
     from ..cpu import fastpath
 
+    from ..cpu import attention, quant
+
+    gguf = f"{quant.describe(detail=True)}; {attention.describe()}"
     if not rowgemm.available():
-        return f"specx rowgemm off: {rowgemm.why_not()}"
+        return f"{gguf}; specx rowgemm off: {rowgemm.why_not()}"
     fp16 = fastpath.fp16_choice()
-    return (f"specx rowgemm (build {rowgemm.build_id()}); {rowgemm.prefetching().sentence()}"
+    return (f"{gguf}; specx rowgemm (build {rowgemm.build_id()}); {rowgemm.prefetching().sentence()}"
             + (f"; {fp16.sentence()}" if fp16 else ""))
 
 

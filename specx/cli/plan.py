@@ -84,7 +84,9 @@ def render(p) -> str:
         if m is None:
             continue
         lossy = " (lossy: the output is the quantized model's own)" if m.lossy else ""
-        lines.append(f"{m.role} {m.name}: {m.dtype}, quant {m.quant}{lossy}; {m.share()}; "
+        weights = (f"{m.native} as the file holds it (specx's lean decoder), {m.dtype} activations" if m.native
+                   else f"{m.dtype}, quant {m.quant}{lossy}")
+        lines.append(f"{m.role} {m.name}: {weights}; {m.share()}; "
                      f"KV {_b(m.kv_bytes_per_token)}/token")
         lines += _rows(m)
     lines.append(f"speculation: k {p.k_cap}" + (f" (asked {p.k})" if p.k_cap < p.k else "")

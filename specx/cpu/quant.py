@@ -97,11 +97,11 @@ class Library:
         setting."""
         return int(self.lib.spx_set_prefetch(int(nbytes)))
 
-    def describe(self) -> str:
+    def describe(self, detail: bool = False) -> str:
+        """The build and its weight prefetching; `detail`: with what the timing measured (specx env)."""
         prefetch = _state.get("prefetch") if _state.get("lib") is self else None
-        ahead = f", {prefetch.sentence()}" if prefetch else ""
-        return (f"GGUF block kernels: {self.name} build{' with VNNI' if self.vnni else ''}, modes "
-                f"{', '.join(MODES)}{ahead}")
+        ahead = f"; {prefetch.sentence() if detail else prefetch.short()}" if prefetch else ""
+        return f"specx GGUF block kernels ({self.name} build{' with VNNI' if self.vnni else ''}{ahead})"
 
 
 def matmul(x, weights: Sequence[QWeight], mode: str = "f32", out=None):
@@ -133,10 +133,10 @@ def modes() -> tuple[str, ...]:
     return MODES if available() else ()
 
 
-def describe() -> str:
-    """One sentence: which build is loaded and its modes."""
+def describe(detail: bool = False) -> str:
+    """One sentence: which build is loaded, and its weight prefetching (`detail`: with the timings)."""
     lib = _library()
-    return lib.describe() if lib else f"GGUF block kernels unavailable: {why_not()}"
+    return lib.describe(detail) if lib else f"GGUF block kernels unavailable: {why_not()}"
 
 
 def variants() -> list[str]:

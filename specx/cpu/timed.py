@@ -35,6 +35,11 @@ class Choice:
     machine: str = ""
     source: str = "timed"           # "timed" now, "saved" by an earlier process, or the environment variable's name
 
+    def short(self) -> str:
+        """The choice in a few words ("weight prefetching off, timed on this machine")."""
+        return f"{self.what} {self.pick}, " + ("timed on this machine" if self.source in ("timed", "saved")
+                                               else f"by {self.source}")
+
     def sentence(self) -> str:
         """One human sentence on the choice."""
         if self.source not in ("timed", "saved"):

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from . import backends as bk
-from .footprint import DTYPE_BYTES, RUNTIME_OVERHEAD, Scheme, Shape, fastpath_copy, int8dyn_scheme, plain
+from .footprint import (DTYPE_BYTES, NATIVE_QUANTS, RUNTIME_OVERHEAD, Scheme, Shape, fastpath_copy, file_scheme,
+                        int8dyn_scheme, is_native, plain)
 from .plan import MemoryPlan, Placement
 from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, speculation_bytes)
 from .probe import Budgets, fmt_bytes
 
 BNB = ("int8", "nf4", "fp4")
+FLOAT_FILES = {"float32", "bfloat16", "float16"}   # file formats a lossy CPU precision may stand in for
 
 
 def _context(target: Shape, drafter: Shape | None, req: Request, reasons: list[str]) -> int:
@@ -29,7 +31,8 @@ def _compute_dtype(req: Request, gpu: bool, reasons: list[str]) -> str:
             raise UsageError(f"unknown dtype {req.dtype}", "use auto, float32, bfloat16 or float16")
         return req.dtype
     if not gpu:
-        reasons.append("dtype: float32 on the CPU (the exact reference, and specx's fast CPU path)")
+        reasons.append("dtype: float32 on the CPU for activations and the KV cache (the exact reference, and "
+                       "specx's fast CPU path)")
         return "float32"
     try:
         import torch
@@ -42,9 +45,22 @@ def _compute_dtype(req: Request, gpu: bool, reasons: list[str]) -> str:
     return "bfloat16" if bf16 else "float16"
 
 
-def _ladder(req: Request, fast: str, compute: str, simulated: bool, reasons: list[str]) -> list[Scheme]:
+def native(shape: Shape, fast: str, dtype: str, quant: str) -> bool:
+    """Whether a model runs on specx's lean decoder, its weights as the file holds them: on the CPU, a
+    file the decoder reads (Shape.file_bytes), no dtype asked for and no other weight precision."""
+    return fast == CPU and bool(shape.file_bytes) and dtype == "auto" and quant in NATIVE_QUANTS
+
+
+def _ladder(req: Request, fast: str, compute: str, simulated: bool, reasons: list[str],
+            target: Shape | None = None) -> list[Scheme]:
     """Target weight schemes to try on the fast device, most faithful first."""
     device = "cuda" if fast == GPU else "cpu"
+    if target is not None and native(target, fast, req.dtype, req.quant):
+        own = file_scheme(target)   # the file's own model, no conversion; a float file may still fall back to
+        if req.quant != "auto" or not set(target.file_format.split("/")) <= FLOAT_FILES:   # a smaller CPU
+            return [own]                                                                   # precision
+        smaller = [b for b in bk.backends("cpu", only_available=not simulated) if b.lossy]
+        return [own] + [scheme_for(b, compute) for b in smaller]
     if req.quant not in ("auto", "none"):
         b = bk.backend(device, req.quant)
         if b is None:
@@ -88,7 +104,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     if drafter is not None:
         drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom,
                                                  req.draft_quant)
-    ladder = _ladder(req, fast, compute, simulated, reasons)
+    ladder = _ladder(req, fast, compute, simulated, reasons, target)
     _check_largest(target, ladder, budget, fast)
     k = req.k
     levels = _levels(k, ctx, drafter is not None)
@@ -155,7 +171,9 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     minimum = need(scheme) + head + MIN_DRAFT_CONTEXT * drafter.kv_elems_per_token() * act
     gpu_short = fast == GPU and minimum > room[GPU]
     if fast == CPU or gpu_short:
-        dev, scheme = CPU, _cpu_drafter_scheme(drafter, draft_quant)
+        dev = CPU
+        scheme = file_scheme(drafter) if native(drafter, CPU, "auto", draft_quant) else \
+            _cpu_drafter_scheme(drafter, draft_quant)
     if gpu_short:
         reasons.append(f"drafter: on the CPU in {_weights(scheme)}, since it needs {fmt_bytes(minimum)} and the "
                        f"GPU budget is {fmt_bytes(room[GPU])}")
@@ -171,7 +189,7 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     room[dev] -= need(scheme)
     room[CPU] -= runtime
     headroom[dev] = max(headroom[dev], head)
-    quant = "none" if scheme.name == scheme.other_dtype else scheme.name
+    quant = "none" if scheme.name == scheme.other_dtype or is_native(scheme.name) else scheme.name
     plan = make_model_plan("drafter", drafter, scheme.other_dtype, quant, placed, ctx, False, ctx, reasons)
     return plan, dev
 
@@ -188,6 +206,8 @@ def _cpu_drafter_scheme(drafter: Shape, draft_quant: str) -> Scheme:
 
 
 def _weights(scheme: Scheme) -> str:
+    if is_native(scheme.name):
+        return f"{scheme.name.removesuffix(' (file)')} as the file holds it (specx's lean decoder)"
     if scheme.name == "int8dyn":
         return "int8 weights and activations (fp16 where a layer narrows its input)"
     return scheme.name if scheme.name == scheme.other_dtype else f"{scheme.name} weights"
@@ -269,7 +289,10 @@ def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, lad
             f"{first.name} does not fit (with KV, speculation, headroom"
             + (" and the fast path's packed copy)" if fast == CPU and first.name == "float32" else ")")
             + " and this is the most faithful precision that does")
-        reasons.append(f"target: whole {where} in {scheme.name}, because {why}")
+        if is_native(scheme.name):
+            reasons.append(f"target: whole {where}, {_weights(scheme)}: mapped from the file, no converted copy")
+        else:
+            reasons.append(f"target: whole {where} in {scheme.name}, because {why}")
     else:
         spilled = sorted({p.kind for p in placed if p.device != fast})
         reasons.append(f"target: {scheme.name}, spilling {', '.join(spilled)} groups off the "

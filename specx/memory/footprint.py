@@ -50,6 +50,9 @@ class Shape:
     experts_per_token: int = 0
     head_weight: int = 0      # elements of the output projection (also when tied to the embeddings)
     file_dtype: str = ""      # what the weight files hold (mapped.file_dtype); '' unknown
+    file_bytes: tuple = ()    # ((kind, layer), bytes) per group as the file holds them, when specx's lean
+                              # decoder runs the file as it is (decoder/support.py); () otherwise
+    file_format: str = ""     # how that file holds its matrices, e.g. "Q4_K/Q6_K"
 
     @property
     def params(self) -> int:
@@ -77,8 +80,11 @@ class Scheme:
     row_bytes: int = 0
     device: str = "any"       # cpu | cuda | any
     lossy: bool = False
+    exact: tuple = ()         # ((kind, layer), bytes): each group as a model file holds it (file_scheme)
 
     def group_bytes(self, g: Group) -> int:
+        if self.exact:
+            return dict(self.exact).get((g.kind, g.layer if g.kind == "layer" else None), 0) + g.buffer_bytes
         other = DTYPE_BYTES[self.other_dtype]
         return int(g.linear_params * self.weight_bytes + g.linear_rows * self.row_bytes
                    + (g.params - g.linear_params) * other + g.buffer_bytes)
@@ -87,6 +93,20 @@ class Scheme:
 # bitsandbytes: int8 keeps an fp32 scale per output row; nf4/fp4 with double quantization keeps an
 # 8-bit absmax per 64 weights plus an fp32 constant per 256 such blocks: 0.5 + 1/64 + 4/16384 bytes.
 FOUR_BIT = 0.5 + 1 / 64 + 4 / (64 * 256)
+
+
+NATIVE = " (file)"   # a scheme name ending so holds the weights as the file does (lean decoder)
+NATIVE_QUANTS = ("auto", "none", "q8")   # --quant values that keep a file's own weights (q8: int8 activations)
+
+
+def file_scheme(shape: Shape) -> Scheme:
+    """The weights exactly as the model file holds them, mapped and read by specx's lean decoder: a GGUF's
+    blocks (Q4_K, Q6_K, …) or a safetensors folder's BF16/F16/F32; each group priced at its bytes in the file."""
+    return Scheme(shape.file_format + NATIVE, 0.0, "float32", device="cpu", exact=shape.file_bytes)
+
+
+def is_native(name: str) -> bool:
+    return name.endswith(NATIVE)
 
 
 def bnb_scheme(quant: str, compute: str) -> Scheme:
@@ -207,7 +227,13 @@ def shape_for(source) -> Shape:
     from .mapped import file_dtype
 
     config = load_config(source)
-    return replace(shape_of(config, source.name), file_dtype=file_dtype(source, config))
+    shape = replace(shape_of(config, source.name), file_dtype=file_dtype(source, config))
+    from ..decoder import support
+
+    info = support.inspect(source.path)
+    if info.reason:
+        return shape
+    return replace(shape, file_bytes=info.groups, file_format=info.format)
 
 
 def _layers_list(model):

@@ -18,6 +18,10 @@ CONVERTED = "converted"     # Shape.file_dtype of a GGUF: specx writes its copy 
 
 def stays_mapped(shape, dtype: str, quant: str, on_cpu: bool) -> bool:
     """Whether this model's untied input embedding stays a view of the weight file when loaded."""
+    from .footprint import is_native
+
+    if on_cpu and not shape.tied and is_native(quant):   # the lean decoder maps every weight of the file
+        return True
     if not on_cpu or shape.tied or dtype != "float32" or quant != "none":
         return False
     if shape.file_dtype not in (CONVERTED, "float32"):   # unknown, or converted while loading: a copy
@@ -27,10 +31,11 @@ def stays_mapped(shape, dtype: str, quant: str, on_cpu: bool) -> bool:
     return not prepacks()
 
 
-def resident_embedding(shape, full: int, tokens: int) -> int:
-    """Bytes of a mapped float32 embedding a run of `tokens` tokens can make resident: per distinct
-    token its row (in whole pages) and the fault-around window, at most the whole table."""
-    row = -(-shape.hidden * 4 // PAGE) * PAGE
+def resident_embedding(shape, full: int, tokens: int, row_bytes: int | None = None) -> int:
+    """Bytes of a mapped embedding of `full` bytes a run of `tokens` tokens can make resident: per distinct
+    token its row (`row_bytes`, default float32's, in whole pages) and the fault-around window, at most the
+    whole table."""
+    row = -(-(row_bytes or shape.hidden * 4) // PAGE) * PAGE
     return min(full, tokens * (row + FAULT_AROUND))
 
 

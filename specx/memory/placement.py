@@ -14,6 +14,9 @@ from ..errors import UsageError
 CPU_BACKENDS = ("fp16", "int8", "int4")   # the fast path's weight-only CPU kernels (fastpath.py)
 DRAFT_WEIGHTS = ("int8dyn",)               # ... and the drafter-only one the plan may price a drafter in
 BNB = ("int8", "nf4", "fp4")
+# The lean decoder's activation mode (cpu/quant.py) per role when not asked: a drafter never changes the output,
+# so it takes the faster int8 activations; the target keeps float32 activations unless asked (--quant q8).
+NATIVE_MODE = {"target": "f32", "drafter": "q8"}
 MOE_SLACK = 2          # --moe-offload without a planned budget: room for the experts of this many tokens
 
 
@@ -66,6 +69,8 @@ def _on_gpu(model_plan) -> bool:
 
 
 def _describe(model_plan, load: Load) -> str:
+    if model_plan.native:
+        return f"{model_plan.role} {model_plan.native} {model_plan.share()}"
     precision = model_plan.quant if model_plan.quant in BNB and _on_gpu(model_plan) else (
         load.weights if load.weights != "none" else load.dtype)
     return f"{model_plan.role} {precision} {model_plan.share()}"
@@ -109,6 +114,9 @@ def _check_devices(plan) -> None:
 
 def _load(model_plan, plan, role: str, quant: str) -> Load:
     devices = model_plan.devices
+    if not _on_gpu(model_plan) and "disk" not in devices and model_plan.native:
+        mode = "f32" if quant == "none" else "q8" if quant == "q8" else NATIVE_MODE[role]
+        return Load(model_plan.dtype, f"native {mode}")
     if not _on_gpu(model_plan) and "disk" not in devices:   # wholly in CPU memory: int8 is the CPU kernel
         planned = model_plan.quant in CPU_BACKENDS + DRAFT_WEIGHTS
         weights = model_plan.quant if planned else _default_weights(quant, role)

@@ -35,6 +35,7 @@ class ModelPlan:
     activation_bytes: int
     lossy: bool = False
     runtime_bytes: int = 0     # CPU memory beyond the tensors: tokenizer and objects, the fast path's packed copy
+    native: str = ""           # the file's own format (e.g. "Q4_K/Q6_K") when specx's lean decoder runs it as it is
 
     def bytes_on(self, device: str) -> int:
         runtime = self.runtime_bytes if device == "cpu" else 0
@@ -109,10 +110,11 @@ class MemoryPlan:
 
     def summary(self) -> str:
         """One line for run stats: 'target 62% gpu / 38% cpu, drafter gpu'."""
-        quant = "" if self.target.quant == "none" else f" {self.target.quant}"
+        quant = f" {self.target.native}" if self.target.native else "" if self.target.quant == "none" \
+            else f" {self.target.quant}"
         text = f"target{quant} {self.target.share()}"
         if self.drafter:
-            text += f", drafter {self.drafter.share()}"
+            text += f", drafter{f' {self.drafter.native}' if self.drafter.native else ''} {self.drafter.share()}"
         return text + (f", k ≤ {self.k_cap}" if self.k_cap < self.k else "")
 
     def load_kwargs(self, role: str = "target") -> dict:
@@ -131,7 +133,8 @@ class MemoryPlan:
         def model(m: ModelPlan | None):
             if m is None:
                 return None
-            return {"name": m.name, "dtype": m.dtype, "quant": m.quant, "lossy": m.lossy, "context": m.context,
+            return {"name": m.name, "dtype": m.dtype, "quant": m.quant, "native": m.native or None, "lossy": m.lossy,
+                    "context": m.context,
                     "kv_bytes_per_token": m.kv_bytes_per_token, "activation_bytes": m.activation_bytes,
                     "runtime_bytes": m.runtime_bytes,
                     "share": m.share(), "groups": [

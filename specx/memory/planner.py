@@ -137,12 +137,15 @@ def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool) -> int:
 
 def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements: list[Placement],
                     context: int, lossy: bool, prompt: int, reasons: list[str] | None = None) -> ModelPlan:
+    from .footprint import NATIVE, is_native
+
     act = act_bytes(dtype)
     on_cpu = bool(placements) and all(p.device == "cpu" for p in placements)
-    placements = _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons)
+    native = placements[0].scheme if placements and all(is_native(p.scheme) for p in placements) else ""
+    placements = _mapped(role, shape, dtype, native or quant, placements, context, on_cpu, reasons)
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
                      shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act), lossy,
-                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu))
+                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu), native.removesuffix(NATIVE))
 
 
 def _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons) -> list[Placement]:
@@ -154,7 +157,10 @@ def _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons) -> 
     out = []
     for p in placements:
         if p.kind == "embed":
-            resident = resident_embedding(shape, p.bytes, context)
+            from .footprint import is_native
+
+            row = p.bytes // max(shape.vocab, 1) if is_native(quant) else None   # a file's own row format
+            resident = resident_embedding(shape, p.bytes, context, row)
             if resident < p.bytes and reasons is not None:
                 reasons.append(f"{role}: its {fmt_bytes(p.bytes)} input embedding stays memory-mapped from the "
                                f"weight file, so only the rows of the tokens it sees become resident: "

@@ -136,21 +136,21 @@ def model_dir(source: Source, dtype: str) -> Path:
 
 
 def load_tokenizer(source: Source):
-    """The tokenizer alone (no weights): from the folder, the converted copy, or the GGUF's metadata."""
+    """The tokenizer alone (no weights): from the folder, or from the GGUF's metadata (decoder/tokenizer.py)."""
     from transformers import AutoTokenizer
 
     try:
         if source.kind == "hf":
             _check_hf_folder(source.path)
             return AutoTokenizer.from_pretrained(source.path, trust_remote_code=False)
-        from .store import any_copy, check_gguf
+        from ..decoder.gguf_file import open_gguf
+        from ..decoder.tokenizer import load_tokenizer as gguf_tokenizer
 
-        check_gguf(source.path)
-        copy = any_copy(source.path)
-        if copy is not None:
-            return AutoTokenizer.from_pretrained(copy, trust_remote_code=False)
-        return AutoTokenizer.from_pretrained(source.path.parent, gguf_file=source.path.name,
-                                             trust_remote_code=False)
+        gguf = open_gguf(source.path)   # checked as it is read; the tokenizer is cached by content
+        try:
+            return gguf_tokenizer(gguf)
+        finally:
+            gguf.close()
     except (ValueError, OSError, KeyError) as e:
         raise ModelUnavailable(f"cannot load the tokenizer of {source.name}: {e}") from None
 
@@ -179,6 +179,8 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     from ..decoder import vocabtrim
     from .lm import LM
 
+    if weights.startswith("native"):   # the lean decoder, on the file's own weights (memory/placement.py)
+        return _load_lean(source, weights.split()[-1], draft_vocab)
     dispatched = placement is not None and placement.dispatched
     key = (str(source.path), dtype_name(dtype), weights, draft_vocab,   # "auto" and "float32" are one model
            placement.kwargs if dispatched else ())
@@ -194,6 +196,18 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
         kernels = ", ".join(filter(None, [fast, vocabtrim.describe(keep, vocab)]))
         _LOADED[key] = LM(model, tokenizer, source.name, n_params=n_params, kernels=kernels, vocab=vocab,
                           keep_ids=keep, weights=weights)
+    return _LOADED[key].fresh()
+
+
+def _load_lean(source: Source, mode: str, draft_vocab: int):
+    """specx's lean decoder on a GGUF file or safetensors folder as it is (decoder/lm.py), memoised per process."""
+    from ..decoder.lm import load
+
+    key = (str(source.path), "native", mode, draft_vocab)
+    if key not in _LOADED:
+        lm = load(source.path, draft_vocab=draft_vocab, mode=mode)
+        lm.name = source.name
+        _LOADED[key] = lm
     return _LOADED[key].fresh()
 
 
