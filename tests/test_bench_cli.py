@@ -119,7 +119,8 @@ def test_files_are_written_saved_under_the_data_dir_and_the_table_goes_to_stdout
 def test_peer_rows_run_transformers_on_the_same_weights(cli_models, prompts_file, tmp_path):
     draft = make_folder(tmp_path / "draft", layers=1, seed=5)
     result = bench(str(cli_models["target"]), "-d", str(draft), "--prompts", prompts_file, "-n", "4", "-r", "1",
-                   "--peer", "hf", "--json", "-")
+                   "--peer", "hf", "--json", "-", "--dtype", "float32")   # transformers' models: specx's lean
+                                                                          # decoder has no generate()
     doc = json.loads(result.stdout)
     labels = [c["label"] for c in doc["configs"]]
     assert labels == ["none", "draft k=4 fixed", "hf-assisted", "hf-lookup"]
@@ -177,7 +178,7 @@ def test_assisted_generation_gets_the_drafter_with_every_output_row(cli_models, 
     monkeypatch.setattr(peers, "full_vocabulary", lambda *a: seen.append(real(*a)) or seen[-1])
     draft = make_folder(tmp_path / "draft", layers=1, seed=5)
     result = bench(str(cli_models["target"]), "-d", str(draft), "--prompts", prompts_file, "-n", "4", "-r", "1",
-                   "--no-warmup", "--peer", "hf-assisted", "--json", "-")
+                   "--no-warmup", "--peer", "hf-assisted", "--json", "-", "--dtype", "float32")
     labels = [c["label"] for c in json.loads(result.stdout)["configs"]]
     assert labels == ["none", "draft k=4 fixed", "hf-assisted"]
     head = seen[0].model.get_output_embeddings()
@@ -270,7 +271,7 @@ def test_real_model_bench_with_peers_matches_the_baseline(prompts_file, tmp_path
     prompts.write_text('[[prompt]]\ncategory = "rewrite"\ntext = "Repeat this list exactly: apple, banana, cherry, '
                        'date, elderberry, fig, grape."\n[[prompt]]\ncategory = "chat"\ntext = "Name a colour."\n')
     result = bench(str(model), "-d", "ngram", "--prompts", str(prompts), "-n", "24", "-r", "1", "--peer", "hf",
-                   "--json", "-")
+                   "--json", "-", "--dtype", "float32")   # transformers' modules: the hf peers run on them
     doc = json.loads(result.stdout)
     Draft202012Validator(SCHEMA).validate(doc)
     overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}

@@ -103,7 +103,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     room[CPU] -= RUNTIME_OVERHEAD            # the target's tokenizer and objects live in CPU memory
     if drafter is not None:
         drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom,
-                                                 req.draft_quant)
+                                                 req.draft_quant, req.dtype)
     ladder = _ladder(req, fast, compute, simulated, reasons, target)
     _check_largest(target, ladder, budget, fast)
     k = req.k
@@ -161,7 +161,7 @@ def _check_largest(target: Shape, ladder: list[Scheme], budget: dict, fast: str)
 
 
 def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str, reasons: list[str],
-                   headroom: dict, draft_quant: str = "auto") -> tuple:
+                   headroom: dict, draft_quant: str = "auto", dtype: str = "auto") -> tuple:
     """The drafter goes first onto the fastest device (it runs k times a round), whole or not at all;
     on the CPU in the weights it will run in (`draft_quant`, resolved as loading resolves it)."""
     act = DTYPE_BYTES[compute]
@@ -172,7 +172,7 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     gpu_short = fast == GPU and minimum > room[GPU]
     if fast == CPU or gpu_short:
         dev = CPU
-        scheme = file_scheme(drafter) if native(drafter, CPU, "auto", draft_quant) else \
+        scheme = file_scheme(drafter) if native(drafter, CPU, dtype, draft_quant) else \
             _cpu_drafter_scheme(drafter, draft_quant)
     if gpu_short:
         reasons.append(f"drafter: on the CPU in {_weights(scheme)}, since it needs {fmt_bytes(minimum)} and the "
