@@ -41,16 +41,16 @@ def _weight_bytes(model) -> int:
     return params + sum(m.weight_bytes for m in model.modules() if hasattr(m, "weight_bytes"))
 
 
-def specx_call(model: str, pair, config: Config, sampling: Sampling):
+def specx_call(pair, config: Config, sampling: Sampling):
     """A function (prompt, max_tokens) -> Sample running specx's stream on the prepared pair."""
     from ..api import stream
+    from ..options import RunOptions
 
     def go(prompt: Prompt, max_tokens: int) -> Sample:
         tokens: list[int] = []
-        generation = stream(model, prompt.text, pair=pair, max_tokens=max_tokens, temperature=sampling.temperature,
-                            top_p=sampling.top_p, top_k=sampling.top_k, seed=sampling.seed,
-                            draft_policy=config.policy, confidence=config.confidence,
-                            guard=config.tuned)
+        run = RunOptions(max_tokens, sampling, draft_policy=config.policy, confidence=config.confidence,
+                         guard=config.tuned)
+        generation = stream(pair, prompt.text, run)
         stats = None
         for event in generation:
             if isinstance(event, Round):
