@@ -139,18 +139,22 @@ def load_tokenizer(source: Source):
     """The tokenizer alone (no weights): from the folder, the converted copy, or the GGUF's metadata."""
     from transformers import AutoTokenizer
 
+    from ..progress import library_calls
+
     try:
         if source.kind == "hf":
             _check_hf_folder(source.path)
-            return AutoTokenizer.from_pretrained(source.path, trust_remote_code=False)
+            with library_calls():
+                return AutoTokenizer.from_pretrained(source.path, trust_remote_code=False)
         from .store import any_copy, check_gguf
 
         check_gguf(source.path)
         copy = any_copy(source.path)
-        if copy is not None:
-            return AutoTokenizer.from_pretrained(copy, trust_remote_code=False)
-        return AutoTokenizer.from_pretrained(source.path.parent, gguf_file=source.path.name,
-                                             trust_remote_code=False)
+        with library_calls():
+            if copy is not None:
+                return AutoTokenizer.from_pretrained(copy, trust_remote_code=False)
+            return AutoTokenizer.from_pretrained(source.path.parent, gguf_file=source.path.name,
+                                                 trust_remote_code=False)
     except (ValueError, OSError, KeyError) as e:
         raise ModelUnavailable(f"cannot load the tokenizer of {source.name}: {e}") from None
 
@@ -176,6 +180,7 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     `placement` (placement.Load with from_pretrained arguments): a device map, disk offload or a
     bitsandbytes quantization from the memory plan; such a model keeps transformers' own layers."""
     from ..cpu import fastpath
+    from ..progress import library_calls
     from . import vocabtrim
     from .lm import LM
 
@@ -183,24 +188,27 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     key = (str(source.path), dtype_name(dtype), weights, draft_vocab,   # "auto" and "float32" are one model
            placement.kwargs if dispatched else ())
     if key not in _LOADED:
-        model, tokenizer = _from_pretrained(source, dtype, placement.from_pretrained_kwargs() if dispatched else {})
+        folder = model_dir(source, dtype)   # a GGUF is converted once first (store.converted_copy)
+        with library_calls():
+            model, tokenizer = _from_pretrained(source, folder, dtype,
+                                                placement.from_pretrained_kwargs() if dispatched else {})
         n_params = sum(p.numel() for p in model.parameters())
         vocab = int(model.get_output_embeddings().weight.size(0))
         keep = None
         if draft_vocab:
             keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), vocab), draft_vocab)
             vocabtrim.trim_output_layer(model, keep)
-        fast = "kernels: transformers' own (placed by the memory plan)" if dispatched else fastpath.apply(model, weights)
+        with library_calls():   # packing the weights for specx's kernels calls torch's quantizers
+            fast = "kernels: transformers' own (placed by the memory plan)" if dispatched else fastpath.apply(model, weights)
         kernels = ", ".join(filter(None, [fast, vocabtrim.describe(keep, vocab)]))
         _LOADED[key] = LM(model, tokenizer, source.name, n_params=n_params, kernels=kernels, vocab=vocab,
                           keep_ids=keep, weights=weights)
     return _LOADED[key].fresh()
 
 
-def _from_pretrained(source: Source, dtype: str, placed: dict):
+def _from_pretrained(source: Source, folder: Path, dtype: str, placed: dict):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = model_dir(source, dtype)
     placed = {**placed, "dtype": torch_dtype(dtype)}
     try:
         model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, **placed)
