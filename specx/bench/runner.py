@@ -4,9 +4,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..engine.types import Sampling
 from .suite import Prompt
+
+if TYPE_CHECKING:
+    from ..options import ModelOptions
 
 WARMUP_TOKENS = 8
 
