@@ -138,7 +138,8 @@ def resolve(given: Mapping[str, object], *, tuned: bool = True, environ: Mapping
     keys = {n: v for n, v in given.items() if n in settings.KEYS}
     layered = settings.resolve(keys, environ=environ, config_path=config_path, preset=presets.defaults)
     values = {**{n: v for n, (v, _) in layered.items()}, **given}
-    sources = {**{n: s for n, (_, s) in layered.items()}, **{n: "flag" for n in given}}
+    sources = {**dict.fromkeys(MODEL_FIELDS + RUN_FIELDS, "built-in"), **{n: s for n, (_, s) in layered.items()},
+               **{n: "flag" for n in given}}
     if not values.get("model"):
         raise UsageError("no model given", "name one (a GGUF file, a model folder or a preset such as smollm2), "
                                            "or set a default: `specx config set model smollm2`")
