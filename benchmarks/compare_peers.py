@@ -150,25 +150,26 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
 
-    from specx.api import prepare, prompt_ids
+    from specx import load
+    from specx.api import prompt_ids
 
     methods = [m for m in args.methods.split(",") if m]
-    tokenizer_pair = prepare(args.target, "none", k=0, dtype=args.dtype)
+    tokenizer_pair = load(args.target, "none", k=0, dtype=args.dtype)
     eos = tokenizer_pair.target.eos_ids
     makers = {
         "hf_generate": lambda: hf_runner(dense_target()),
         "hf_assisted": lambda: hf_runner(dense_target(), assistant=dense(args.drafter, args.dtype)),
         "hf_lookup": lambda: hf_runner(dense_target(), lookup=10),
-        "specx_model": lambda: specx_runner(prepare(args.target, args.drafter, k=args.k, dtype=args.dtype),
+        "specx_model": lambda: specx_runner(load(args.target, args.drafter, k=args.k, dtype=args.dtype),
                                             args.policy),
-        "specx_ngram": lambda: specx_runner(prepare(args.target, "ngram", k=args.ngram_k, dtype=args.dtype),
+        "specx_ngram": lambda: specx_runner(load(args.target, "ngram", k=args.ngram_k, dtype=args.dtype),
                                             args.policy),
         "specx_none": lambda: specx_runner(tokenizer_pair),
-        "specx_fp16_model": lambda: specx_runner(prepare(args.target, args.drafter, k=args.k, quant="fp16"),
+        "specx_fp16_model": lambda: specx_runner(load(args.target, args.drafter, k=args.k, quant="fp16"),
                                                  args.policy),
-        "specx_fp16_ngram": lambda: specx_runner(prepare(args.target, "ngram", k=args.ngram_k, quant="fp16"),
+        "specx_fp16_ngram": lambda: specx_runner(load(args.target, "ngram", k=args.ngram_k, quant="fp16"),
                                                  args.policy),
-        "specx_fp16_none": lambda: specx_runner(prepare(args.target, "none", k=0, quant="fp16")),
+        "specx_fp16_none": lambda: specx_runner(load(args.target, "none", k=0, quant="fp16")),
         "llamacpp": lambda: llamacpp_runner(args.target, eos),
         "llamacpp_lookup": lambda: llamacpp_runner(args.target, eos, lookup=10),
     }

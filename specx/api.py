@@ -5,11 +5,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import UsageError
-from .state.limits import MAX_K, WEIGHTS, check as check_limit
+from .engine.prompt import prompt_ids  # noqa: F401  (the one way to a prompt's ids; bench and tests take it here)
 from .engine.types import Sampling
-
-GPU_ONLY_QUANT = ("nf4", "fp4")
+from .errors import UsageError
+from .options import ModelOptions, RunOptions
 
 
 @dataclass
@@ -65,10 +64,7 @@ def _say(notify: Callable[[str], None] | None, text: str) -> None:
         notify(text)
 
 
-def prepare(model: str, drafter: str = "auto", *, k: int | None = None, dtype: str = "auto",
-            draft_dtype: str | None = None, quant: str = "auto", draft_quant: str = "auto",
-            draft_vocab: int | None = None, mem_budget: str | None = None, allow_disk_offload: bool = False,
-            moe_offload: bool = False, notify: Callable[[str], None] | None = None) -> Pair:
+def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) -> Pair:
     """Resolve, plan memory for, and load the target and the drafter; the drafter's tokenizer is checked first.
 
     The memory plan (placement.py) sets the target's precision and placement: `quant` = auto keeps
@@ -88,22 +84,22 @@ def prepare(model: str, drafter: str = "auto", *, k: int | None = None, dtype: s
     from .policy.policy import DEFAULT_K, draft_cap
     from .policy.tuned import split_hybrid
 
-    chosen, k = k is not None, draft_cap(DEFAULT_K, "auto", False) if k is None else k   # None: the most any policy may take
-    check_limit("k", k)
-    source = resolve(model)
+    o, drafter = options, options.drafter
+    chosen, k = o.k is not None, draft_cap(DEFAULT_K, "auto", False) if o.k is None else o.k   # None: the most any policy may take
+    source = resolve(o.model)
     (choice, hybrid), auto_note = split_hybrid(drafter), ""
     if drafter == "auto" and k != 0:   # a picked model drafter also copies from the context where it can
         from .drafters.auto import pick
 
-        choice, auto_note = pick(source, dtype_name(dtype))
+        choice, auto_note = pick(source, dtype_name(o.dtype))
         hybrid = choice != "ngram"
     choice = "none" if k == 0 else choice
     draft_source = None if choice in ("none", "ngram") else resolve(choice)
     if draft_source is not None:
         target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
         check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
-    applied = plan_run(source, draft_source, k, dtype, quant, mem_budget, allow_disk_offload, moe_offload,
-                       draft_quant, notify)
+    applied = plan_run(source, draft_source, k, o.dtype, o.quant, o.mem_budget, o.allow_disk_offload,
+                       o.moe_offload, o.draft_quant, notify)
     _say(notify, applied.note)
     if applied.plan.k_cap < k and choice != "none":   # SpecMemo: speculation shrinks before the target moves
         _say(notify, f"note: k lowered from {k} to {applied.plan.k_cap}, the most this memory plan leaves room for")
@@ -121,8 +117,8 @@ def prepare(model: str, drafter: str = "auto", *, k: int | None = None, dtype: s
             pair.measured_key = measured.make_key(target, source.path, "ngram")
         return pair
     d = applied.drafter
-    draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (draft_dtype or dtype), d.weights,
-                       0 if d.dispatched else vocabtrim.choose_keep(draft_vocab, len(draft_tok)), placement=d)
+    draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (o.draft_dtype or o.dtype), d.weights,
+                       0 if d.dispatched else vocabtrim.choose_keep(o.draft_vocab, len(draft_tok)), placement=d)
     ratio = target.n_params / max(draft_lm.n_params, 1)
     if ratio < 1:
         _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "
@@ -139,23 +135,8 @@ def prepare(model: str, drafter: str = "auto", *, k: int | None = None, dtype: s
                                                draft_source.path), k_chosen=chosen)
 
 
-def prompt_ids(tokenizer, prompt: str, system: str | None = None, raw: bool = False) -> list[int]:
-    """Token ids of the prompt, through the chat template unless raw or the model has none."""
-    if not prompt.strip():
-        raise UsageError("the prompt is empty", "give a prompt as an argument or on stdin")
-    if not raw and getattr(tokenizer, "chat_template", None):
-        messages = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": prompt}]
-        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                            return_dict=False)
-        return list(ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids)
-    text = f"{system}\n\n{prompt}" if system else prompt
-    return tokenizer(text, add_special_tokens=True)["input_ids"]
-
-
-def validate(pair: Pair, ids: list[int], max_tokens: int, sampling: Sampling) -> None:
-    """Refuse impossible requests before any work: lengths, sampling parameters."""
-    check_options(max_tokens, sampling)
+def validate(pair: Pair, ids: list[int]) -> None:
+    """Refuse a prompt the models' contexts cannot hold, before any work."""
     limits = [("target", pair.target.max_context)] + ([("drafter", pair.drafter.max_context)] if pair.k else [])
     for who, limit in limits:
         if len(ids) >= limit:
@@ -163,65 +144,26 @@ def validate(pair: Pair, ids: list[int], max_tokens: int, sampling: Sampling) ->
                              "shorten the prompt")
 
 
-def check_options(max_tokens: int, sampling: Sampling, draft_policy: str = "auto",
-                  confidence: float = 0.4, quant: str = "auto", draft_quant: str = "auto",
-                  k: int | None = None, stop: tuple[str, ...] = ()) -> None:
-    """The checks that need no model: the CLI runs them before loading anything. Names and numbers first
-    (no torch: an option error is said at once), then whether this machine has the kernels asked for."""
-    from .policy.policy import POLICIES
-
-    for name, value in (("quant", quant), ("draft quant", draft_quant)):
-        if value not in WEIGHTS + (GPU_ONLY_QUANT if name == "quant" else ()):
-            raise UsageError(f"unknown weight precision {value!r} for --{name.replace(' ', '-')}",
-                             f"use one of: {', '.join(WEIGHTS + (GPU_ONLY_QUANT if name == 'quant' else ()))}")
-    if draft_policy not in POLICIES:
-        raise UsageError(f"unknown draft policy {draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
-    for name, value in (("confidence", confidence), ("max_tokens", max_tokens), ("k", k),
-                        ("temperature", sampling.temperature), ("top_p", sampling.top_p), ("top_k", sampling.top_k)):
-        check_limit(name, value)
-    if any(not s for s in stop):
-        raise UsageError("a stop string is empty: it would never stop anything", "give --stop a non-empty string")
-    from .cpu.fastpath import choose
-
-    if quant not in GPU_ONLY_QUANT:   # nf4/fp4 are bitsandbytes on CUDA: the memory plan checks them
-        choose(quant, "target")
-    choose(draft_quant, "drafter")
-
-
-def stream(model: "str | Pair", prompt: str, *, drafter: str = "auto", k: int | None = None, max_tokens: int = 512,
-           temperature: float = 0.0, top_p: float | None = None, top_k: int | None = None,
-           seed: int | None = None, system: str | None = None, stop: tuple[str, ...] = (),
-           raw: bool = False, dtype: str = "auto", notify: Callable[[str], None] | None = None,
-           stop_event: threading.Event | None = None, pair: Pair | None = None,
-           draft_policy: str = "auto", confidence: float = 0.4, quant: str = "auto",
-           draft_quant: str = "auto", draft_dtype: str | None = None, draft_vocab: int | None = None,
-           mem_budget: str | None = None, allow_disk_offload: bool = False, moe_offload: bool = False,
-           guard: bool = False):
+def stream(model: "Pair | ModelOptions", prompt: str, run: RunOptions = RunOptions(), *,
+           notify: Callable[[str], None] | None = None, stop_event: threading.Event | None = None):
     """Speculative generation as events: Round … Done. The output equals the target's own.
-    `model` may be a loaded Pair (`prepare`, `specx.load`): its models and measured costs are reused.
-    `guard`: the draft policy is a tuned one that `auto` chose (`specx run` sets it): it still turns
-    speculation off where it does not pay, as `auto` does."""
+    `model` is a loaded Pair (`prepare`, `specx.load`: its models and measured costs are reused) or
+    the options to load one with."""
     from .engine.loop import Generation
 
-    if isinstance(model, Pair):
-        model, pair = model.target.name, model
-
-    check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence)
-    pair = pair or prepare(model, drafter, k=k, dtype=dtype, draft_dtype=draft_dtype, quant=quant,
-                           draft_quant=draft_quant, draft_vocab=draft_vocab, mem_budget=mem_budget,
-                           allow_disk_offload=allow_disk_offload, moe_offload=moe_offload, notify=notify)
+    pair = model if isinstance(model, Pair) else prepare(model, notify)
     _say(notify, pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
-    sampling = Sampling(temperature, top_k or None, top_p, seed)
-    ids = prompt_ids(pair.target.tokenizer, prompt, system, raw)
-    validate(pair, ids, max_tokens, sampling)
-    policy = pair.policy(draft_policy, confidence, sampling, guard)
+    ids = prompt_ids(pair.target.tokenizer, prompt, run.system, run.raw)
+    validate(pair, ids)
+    sampling = run.sampling
+    policy = pair.policy(run.draft_policy, run.confidence, sampling, run.guard)
     if pair.note:
         _say(notify, pair.note)
-    return Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=max_tokens, sampling=sampling,
-                      stop_strings=tuple(stop), stop=stop_event, policy=policy,
-                      on_done=(lambda: pair.remember(sampling.greedy)) if draft_policy == "auto" else None)
+    return Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=run.max_tokens, sampling=sampling,
+                      stop_strings=run.stop, stop=stop_event, policy=policy,
+                      on_done=(lambda: pair.remember(sampling.greedy)) if run.draft_policy == "auto" else None)
 
 
-def generate(model: "str | Pair", prompt: str, **options) -> str:
+def generate(model: "Pair | ModelOptions", prompt: str, run: RunOptions = RunOptions(), **keywords) -> str:
     """The whole completion as one string."""
-    return "".join(getattr(event, "text", "") for event in stream(model, prompt, **options))
+    return "".join(getattr(event, "text", "") for event in stream(model, prompt, run, **keywords))

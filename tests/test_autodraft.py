@@ -108,7 +108,7 @@ def test_same_family_downloads_are_candidates_too(pulled):
 def test_prepare_explains_the_auto_choice(pulled):
     """`prepare(drafter="auto")` loads the chosen drafter, which also copies from the context, and its
     sentence states the ratio, the copying and the rule."""
-    from specx.api import prepare
+    from specx import load as prepare
     from specx.drafters.hybrid import HybridDrafter
 
     write_presets(pulled, ["x-small", "ngram"])
@@ -135,7 +135,7 @@ def test_downloadable_candidates_are_judged_by_config_and_tokenizer_only(online,
     """Online, a candidate not yet downloaded is checked from its config and tokenizer; its weights
     come only when it is chosen and loaded."""
     from specx import presets
-    from specx.api import prepare
+    from specx import load as prepare
 
     write_presets(presets.user_dir(), ["x-absent", "x-renamed", "x-small", "ngram"])
     name, why = choose()

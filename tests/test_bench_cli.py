@@ -73,7 +73,7 @@ def bench(*args):
 
 
 def test_json_on_stdout_validates_and_the_table_moves_to_stderr(cli_models, prompts_file):
-    result = bench(str(cli_models["target"]), "-d", "ngram", "-k", "2", "-k", "4", "--prompts", prompts_file,
+    result = bench(str(cli_models["target"]), "-d", "ngram", "--draft-policy", "fixed", "-k", "2", "-k", "4", "--prompts", prompts_file,
                    "-n", "6", "-r", "2", "--json", "-")
     doc = json.loads(result.stdout)
     Draft202012Validator.check_schema(SCHEMA)
@@ -104,8 +104,8 @@ def test_exact_configurations_and_decode_rates(cli_models, prompts_file):
 
 def test_files_are_written_saved_under_the_data_dir_and_the_table_goes_to_stdout(cli_models, prompts_file, tmp_path):
     out_json, out_csv = tmp_path / "r.json", tmp_path / "r.csv"
-    result = bench(str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1",
-                   "--no-warmup", "--json", str(out_json), "--csv", str(out_csv))
+    result = bench(str(cli_models["target"]), "-d", "ngram", "--draft-policy", "fixed", "--prompts", prompts_file,
+                   "-n", "4", "-r", "1", "--no-warmup", "--json", str(out_json), "--csv", str(out_csv))
     assert "overall" in result.stdout and "speedup" in result.stdout
     saved = list((paths.data_dir() / "bench").glob("*.json"))
     assert len(saved) == 1 and json.loads(saved[0].read_text()) == json.loads(out_json.read_text())
@@ -118,9 +118,8 @@ def test_files_are_written_saved_under_the_data_dir_and_the_table_goes_to_stdout
 
 def test_peer_rows_run_transformers_on_the_same_weights(cli_models, prompts_file, tmp_path):
     draft = make_folder(tmp_path / "draft", layers=1, seed=5)
-    result = bench(str(cli_models["target"]), "-d", str(draft), "--prompts", prompts_file, "-n", "4", "-r", "1",
-                   "--peer", "hf", "--json", "-", "--dtype", "float32")   # transformers' models: specx's lean
-                                                                          # decoder has no generate()
+    result = bench(str(cli_models["target"]), "-d", str(draft), "--draft-policy", "fixed", "--prompts", prompts_file, "-n", "4", "-r", "1",
+                   "--peer", "hf", "--json", "-", "--dtype", "float32")
     doc = json.loads(result.stdout)
     labels = [c["label"] for c in doc["configs"]]
     assert labels == ["none", "draft k=4 fixed", "hf-assisted", "hf-lookup"]
@@ -136,7 +135,7 @@ def test_stock_peer_rows_run_transformers_own_load_of_the_same_files(cli_models,
     from specx.bench import peers
 
     draft = make_folder(tmp_path / "draft", layers=1, seed=5)
-    result = bench(str(cli_models["target"]), "-d", str(draft), "--prompts", prompts_file, "-n", "4", "-r", "1",
+    result = bench(str(cli_models["target"]), "-d", str(draft), "--draft-policy", "fixed", "--prompts", prompts_file, "-n", "4", "-r", "1",
                    "--no-warmup", "--peer", "hf-stock", "--peer", "hf-stock-assisted", "--json", "-")
     doc = json.loads(result.stdout)
     labels = [c["label"] for c in doc["configs"]]
@@ -177,7 +176,7 @@ def test_assisted_generation_gets_the_drafter_with_every_output_row(cli_models, 
     real = peers.full_vocabulary
     monkeypatch.setattr(peers, "full_vocabulary", lambda *a: seen.append(real(*a)) or seen[-1])
     draft = make_folder(tmp_path / "draft", layers=1, seed=5)
-    result = bench(str(cli_models["target"]), "-d", str(draft), "--prompts", prompts_file, "-n", "4", "-r", "1",
+    result = bench(str(cli_models["target"]), "-d", str(draft), "--draft-policy", "fixed", "--prompts", prompts_file, "-n", "4", "-r", "1",
                    "--no-warmup", "--peer", "hf-assisted", "--json", "-", "--dtype", "float32")
     labels = [c["label"] for c in json.loads(result.stdout)["configs"]]
     assert labels == ["none", "draft k=4 fixed", "hf-assisted"]
@@ -270,8 +269,8 @@ def test_real_model_bench_with_peers_matches_the_baseline(prompts_file, tmp_path
     prompts = tmp_path / "real.toml"
     prompts.write_text('[[prompt]]\ncategory = "rewrite"\ntext = "Repeat this list exactly: apple, banana, cherry, '
                        'date, elderberry, fig, grape."\n[[prompt]]\ncategory = "chat"\ntext = "Name a colour."\n')
-    result = bench(str(model), "-d", "ngram", "--prompts", str(prompts), "-n", "24", "-r", "1", "--peer", "hf",
-                   "--json", "-", "--dtype", "float32")   # transformers' modules: the hf peers run on them
+    result = bench(str(model), "-d", "ngram", "--draft-policy", "fixed", "--prompts", str(prompts), "-n", "24", "-r", "1", "--peer", "hf",
+                   "--json", "-", "--dtype", "float32")
     doc = json.loads(result.stdout)
     Draft202012Validator(SCHEMA).validate(doc)
     overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
@@ -287,7 +286,7 @@ def test_real_model_stock_peer_loads_the_gguf_through_transformers_alone(prompts
     model = fixture_model("smollm2-135m")
     prompts = tmp_path / "real.toml"
     prompts.write_text('[[prompt]]\ncategory = "rewrite"\ntext = "Repeat this list exactly: apple, banana, cherry."\n')
-    result = bench(str(model), "-d", "ngram", "--prompts", str(prompts), "-n", "16", "-r", "1", "--no-warmup",
+    result = bench(str(model), "-d", "ngram", "--draft-policy", "fixed", "--prompts", str(prompts), "-n", "16", "-r", "1", "--no-warmup",
                    "--peer", "hf-stock-generate", "--peer", "hf-stock-lookup", "--json", "-")
     overall = {r["config"]: r for r in json.loads(result.stdout)["rows"] if r["category"] == "overall"}
     assert set(overall) == {"none", "ngram k=4 fixed", "hf-stock-generate", "hf-stock-lookup"}
@@ -303,3 +302,51 @@ def test_an_unwritable_data_dir_still_reports(cli_models, prompts_file, tmp_path
     result = bench(str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1",
                    "--no-warmup")
     assert "overall" in result.stdout and "warning: the result was not saved" in result.stderr
+
+
+def test_the_default_is_a_quick_look_at_what_specx_run_does(cli_models, prompts_file):
+    """With no drafter, policy, k or --config named, the rows are the baseline and what `specx run MODEL`
+    runs (drafter auto as it picks, policy auto, k as it takes it), and the bundled suite shrinks to its
+    first prompt per category (--full: all of it)."""
+    from specx.bench import suite
+    from specx.cli.bench import FULL_REPEATS, QUICK_REPEATS, plan
+    from specx.policy.policy import AUTO_K_MAX
+
+    target = str(cli_models["target"])
+    args = (None, None, None, 0.4, 8, QUICK_REPEATS, None, "auto", 0.0, 0, None, None)
+    _, configs, prompts, _, run = plan(target, *args)
+    assert [c.label for c in configs] == ["none", f"ngram k={AUTO_K_MAX} auto"]
+    assert [p.category for p in prompts] == suite.categories(suite.bundled()) and run.max_tokens == 8
+    assert plan(target, *args, full=True)[2] == suite.bundled() and QUICK_REPEATS < FULL_REPEATS
+    doc = json.loads(bench(target, "--prompts", prompts_file, "-n", "4", "-r", "1", "--no-warmup", "--json", "-").stdout)
+    assert [c["label"] for c in doc["configs"]] == ["none", f"ngram k={AUTO_K_MAX} auto"]
+
+
+def test_the_default_row_follows_the_settings_a_run_reads(cli_models):
+    """`draft_policy = "fixed"` in the config file: `specx run` drafts k=4 fixed, so the bench's row does."""
+    from specx.cli.bench import plan
+    from specx.state import settings
+
+    settings.write_config({"draft_policy": "fixed"})
+    _, configs, *_ = plan(str(cli_models["target"]), None, None, None, 0.4, 8, 1, None, "auto", 0.0, 0, None, None)
+    assert [c.label for c in configs] == ["none", "ngram k=4 fixed"]
+
+
+def test_the_time_left_counts_measured_runs_only(monkeypatch):
+    """Warm-ups are short and unmeasured: the estimate is the time per measured run times the runs left."""
+    import time
+
+    from specx.bench.runner import Sample
+    from specx.cli.bench import ProgressBar
+
+    now = [0.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    sample = Sample("none", "p", "code", 0, 8, 10.0)
+    with ProgressBar("bench", 4) as advance:   # stderr is not a terminal here: one line per measured run
+        bar = advance.__self__
+        now[0] = 1.0
+        advance("warm-up none", None)          # the clock restarts after the warm-ups
+        assert bar.left() == ""
+        now[0] = 11.0
+        advance("none", sample)
+        assert bar.left() == "~20s left"       # 10 s for one measured run, two runs left

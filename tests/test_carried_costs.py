@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from test_session import make_pair, tokens
 
-from specx.api import stream
+from specx import stream
 from specx.policy.costmodel import MODEL, CostModel
 from specx.policy.policy import WARMUP_K, DraftPolicy
 from specx.engine.types import Sampling
@@ -58,8 +58,8 @@ def test_answers_after_the_first_still_equal_plain_decoding(drafter):
     plain.k = 0
     prompt = "w25 w26 w27 w25 w26"
     for _ in range(3):
-        events = list(stream("tiny", prompt, pair=pair, max_tokens=24, draft_policy="auto", raw=True))
-        reference = list(stream("tiny", prompt, pair=plain, max_tokens=24, draft_policy="fixed", raw=True))
+        events = list(stream(pair, prompt, max_tokens=24, draft_policy="auto", raw=True))
+        reference = list(stream(plain, prompt, max_tokens=24, draft_policy="fixed", raw=True))
         assert tokens(events) == tokens(reference)
     assert pair.costs[True].verify_s   # the later answers did start from measured costs
 

@@ -122,7 +122,7 @@ class Interrupting:
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("json_out", [False, True])
 def test_keyboard_interrupt_out_of_torch(cli_models, capsys, json_out):
-    from specx.api import stream
+    from specx import stream
 
     generation = stream(str(cli_models["target"]), "w5 w9", drafter="ngram", max_tokens=200)
     code = consume(Interrupting(generation, after=5), Sink(json_out, True, False))
@@ -144,7 +144,7 @@ def test_keyboard_interrupt_out_of_torch(cli_models, capsys, json_out):
 @pytest.mark.usefixtures("one_thread")
 def test_graceful_sigint_in_process(cli_models, capsys):
     """The first SIGINT only sets the stop event: the round finishes, Done says `interrupted`, 130."""
-    from specx.api import stream
+    from specx import stream
 
     generation = stream(str(cli_models["target"]), "w5 w9", drafter="ngram", max_tokens=200)
 

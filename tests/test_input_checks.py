@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import ROOT, invoke, specx_env
 from specx import presets
 from specx.state import settings
-from specx.api import check_options
+from specx.options import RunOptions
 from specx.errors import UsageError
 from specx.engine.types import Sampling
 
@@ -24,7 +24,7 @@ from specx.engine.types import Sampling
 def test_nan_and_infinite_sampling_options_are_refused(sampling):
     """NaN passes `< 0` and `0 < p <= 1`-style checks written the other way round: refuse non-finite values."""
     with pytest.raises(UsageError):
-        check_options(16, sampling)
+        RunOptions(16, sampling)
 
 
 @pytest.mark.parametrize("key, value", [("temperature", "nan"), ("temperature", "inf"),
@@ -112,7 +112,7 @@ def test_every_bundled_preset_passes_the_checks():
 def test_a_wrongly_typed_tuned_entry_is_skipped_with_one_note(monkeypatch):
     """`"speedup": "fast"` in tuned.json: that entry is skipped with one note and the run goes on untuned
     (was: every run of that pair failed)."""
-    from specx.cli.tune import apply_tuned
+    from specx.options import tuned_layer
     from specx.policy import tuned
 
     key = tuned.TunedKey("sha256:aa", "ngram", "cpu: test, 1 threads", "float32")
@@ -122,7 +122,9 @@ def test_a_wrongly_typed_tuned_entry_is_skipped_with_one_note(monkeypatch):
     tuned.path().write_text(json.dumps(data))
     monkeypatch.setattr(tuned, "make_key", lambda *a, **kw: key)
     notes: list[str] = []
-    assert apply_tuned("m", "auto", 4, "auto", 0.4, "auto", 0.0, notes.append)[:4] == ("auto", 4, "auto", 0.4)
+    values = {"model": "m", "drafter": "auto", "k": 4, "draft_policy": "auto", "confidence": 0.4, "dtype": "auto",
+              "temperature": 0.0}
+    assert tuned_layer(values, set(), "none", notes.append) == {}   # nothing taken: ("auto", 4, "auto", 0.4) stay
     assert len(notes) == 1 and "speedup" in notes[0] and "skipped" in notes[0]
 
 

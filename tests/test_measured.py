@@ -7,7 +7,7 @@ import pytest
 from test_session import make_pair, tokens
 
 from specx.policy import measured
-from specx.api import stream
+from specx import stream
 from specx.policy.costmodel import MODEL, CostModel
 from specx.policy.policy import WARMUP_K, DraftPolicy
 from specx.engine.types import Sampling
@@ -108,23 +108,23 @@ def test_a_new_process_drafts_from_its_first_round_and_still_equals_plain_decodi
     plain.k = 0
     first.measured_key, first.k = KEY, 8
     prompt = "w25 w26 w27 w25 w26"
-    reference = tokens(stream("tiny", prompt, pair=plain, max_tokens=24, draft_policy="fixed", raw=True))
-    assert tokens(stream("tiny", prompt, pair=first, max_tokens=24, draft_policy="auto", raw=True)) == reference
+    reference = tokens(stream(plain, prompt, max_tokens=24, draft_policy="fixed", raw=True))
+    assert tokens(stream(first, prompt, max_tokens=24, draft_policy="auto", raw=True)) == reference
     later = make_pair("hybrid")          # the same models loaded again: nothing carried in memory
     later.measured_key, later.k = KEY, 8
     policy = later.policy("auto", 0.4, Sampling())
     assert policy.cost.draft_step_s is not None and policy.cost.verify_time(1) is not None
     assert policy.next_k() == later.k    # no warm-up draft (WARMUP_K) and no plain measuring round
     assert DraftPolicy("auto", later.k).next_k() == WARMUP_K < later.k   # what a first answer does without
-    assert tokens(stream("tiny", prompt, pair=later, max_tokens=24, draft_policy="auto", raw=True)) == reference
+    assert tokens(stream(later, prompt, max_tokens=24, draft_policy="auto", raw=True)) == reference
 
 
 def test_only_auto_answers_are_saved():
     pair = make_pair("model")
     pair.measured_key = KEY
-    list(stream("tiny", "w25 w26", pair=pair, max_tokens=8, draft_policy="fixed", raw=True))
+    list(stream(pair, "w25 w26", max_tokens=8, draft_policy="fixed", raw=True))
     assert measured.load(KEY, True) is None
-    list(stream("tiny", "w25 w26", pair=pair, max_tokens=8, draft_policy="auto", raw=True))
+    list(stream(pair, "w25 w26", max_tokens=8, draft_policy="auto", raw=True))
     assert measured.load(KEY, True) is not None
 
 
@@ -133,6 +133,6 @@ def test_the_answer_that_starts_from_saved_costs_says_so_once():
     pair, heard = make_pair("model"), []
     pair.measured_key = KEY
     for _ in range(2):
-        list(stream("tiny", "w25 w26", pair=pair, max_tokens=8, draft_policy="auto", raw=True, notify=heard.append))
+        list(stream(pair, "w25 w26", max_tokens=8, draft_policy="auto", raw=True, notify=heard.append))
     said = [h for h in heard if "an earlier run measured" in h]
     assert len(said) == 1 and "350 ms" in said[0] and str(measured.path()) in said[0]

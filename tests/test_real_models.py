@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from conftest import fixture_model
-from specx.api import prepare, prompt_ids, stream
+from specx import load as prepare, stream
+from specx.api import prompt_ids
 from specx.engine.types import Round
 
 pytestmark = pytest.mark.slow
@@ -90,7 +91,7 @@ def test_specx_equals_transformers_greedy(qwen_pair, hf_reference, drafter):
     report, stats = [], []
     for name, prompt in PROMPTS.items():
         ids, reference = hf_reference[0][name]
-        gen = stream("", prompt, max_tokens=NEW_TOKENS, pair=pair)
+        gen = stream(pair, prompt, max_tokens=NEW_TOKENS)
         got = [t for e in gen if isinstance(e, Round) for t in e.token_ids]
         stats.append(f"{name}: acceptance {gen.stats.acceptance_rate:.0%}, {gen.stats.decode_tok_s:.2f} tok/s")
         check_equal_or_near_tie(hf_reference[1], name, ids, reference, got, report)

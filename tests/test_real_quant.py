@@ -7,7 +7,8 @@ import torch
 
 from conftest import fixture_model
 from specx.models import resolve as models
-from specx.api import prepare, prompt_ids, stream
+from specx import load as prepare, stream
+from specx.api import prompt_ids
 from specx.engine.types import Round
 from test_real_models import PROMPTS, check_equal_or_near_tie
 
@@ -36,7 +37,7 @@ def test_quantized_target_speculation_equals_its_own_generate(quant):
                                  temperature=None, top_p=None, top_k=None)
         new = out[0, len(ids):].tolist()
         reference = new[:next((i for i, t in enumerate(new) if t in pair.target.eos_ids), len(new))]
-        gen = stream("", PROMPTS[name], max_tokens=NEW_TOKENS, pair=pair, draft_policy="fixed")
+        gen = stream(pair, PROMPTS[name], max_tokens=NEW_TOKENS, draft_policy="fixed")
         got = [t for e in gen if isinstance(e, Round) for t in e.token_ids]
         assert gen.stats.accepted > 0
         check_equal_or_near_tie(model, name, ids, reference, got, report)

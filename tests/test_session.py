@@ -148,12 +148,12 @@ def test_smollm2_chat_template_reuses_the_conversation():
 def test_a_pair_loaded_without_k_drafts_as_specx_run_does_without_k(policy, k):
     """`specx.load(model)` without k: auto may draft up to AUTO_K_MAX and the other policies take
     DEFAULT_K, as `specx run` without -k (auto was held to 4 in Python); a k given holds for all."""
-    from specx.api import stream
+    from specx import stream
     from specx.engine.types import Done
 
     pair = make_pair("model")
     pair.k, pair.k_chosen = AUTO_K_MAX, False          # what prepare(k=None) leaves
-    done = [e for e in stream("tiny", "w25 w26", pair=pair, max_tokens=6, draft_policy=policy, raw=True)
+    done = [e for e in stream(pair, "w25 w26", max_tokens=6, draft_policy=policy, raw=True)
             if isinstance(e, Done)]
     assert done[0].stats.k == k and pair.policy(policy, 0.4, Sampling()).k_max == k
     pair.k, pair.k_chosen = 8, True

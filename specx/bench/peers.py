@@ -41,16 +41,16 @@ def _weight_bytes(model) -> int:
     return params + sum(m.weight_bytes for m in model.modules() if hasattr(m, "weight_bytes"))
 
 
-def specx_call(model: str, pair, config: Config, sampling: Sampling):
+def specx_call(pair, config: Config, sampling: Sampling):
     """A function (prompt, max_tokens) -> Sample running specx's stream on the prepared pair."""
     from ..api import stream
+    from ..options import RunOptions
 
     def go(prompt: Prompt, max_tokens: int) -> Sample:
         tokens: list[int] = []
-        generation = stream(model, prompt.text, pair=pair, max_tokens=max_tokens, temperature=sampling.temperature,
-                            top_p=sampling.top_p, top_k=sampling.top_k, seed=sampling.seed,
-                            draft_policy=config.policy, confidence=config.confidence,
-                            guard=config.tuned)
+        run = RunOptions(max_tokens, sampling, draft_policy=config.policy, confidence=config.confidence,
+                         guard=config.tuned)
+        generation = stream(pair, prompt.text, run)
         stats = None
         for event in generation:
             if isinstance(event, Round):
@@ -127,12 +127,13 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str, model
         import torch
 
         from ..api import prompt_ids
+        from ..progress import quiet
 
         ids = torch.tensor([prompt_ids(tokenizer, prompt.text)], device=base.target.device)
         if assistant is not None:   # transformers adapts the draft length in place and keeps it across calls
             assistant.generation_config = copy.deepcopy(fresh_config)
         t = time.perf_counter()
-        with torch.inference_mode():
+        with torch.inference_mode(), quiet():
             out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_tokens,
                                  do_sample=False, temperature=None, top_p=None, top_k=None,
                                  pad_token_id=min(eos) if eos else None, **kwargs)
@@ -153,12 +154,14 @@ def stock_model(ref: str, dtype: str, device) -> object:
     from transformers import AutoModelForCausalLM
 
     from ..models.resolve import model_dir, resolve, torch_dtype
+    from ..progress import library_calls
 
     key = (ref, dtype, str(device))
     if key not in _STOCK:
         folder = model_dir(resolve(ref), dtype)
         try:
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype), trust_remote_code=False)
+            with library_calls():
+                model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype), trust_remote_code=False)
             _STOCK[key] = model.to(device).eval()
         except (RuntimeError, MemoryError) as e:   # torch's out-of-memory errors are RuntimeErrors
             if isinstance(e, RuntimeError) and "memory" not in str(e).lower():

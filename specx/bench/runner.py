@@ -4,9 +4,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..engine.types import Sampling
 from .suite import Prompt
+
+if TYPE_CHECKING:
+    from ..options import ModelOptions
 
 WARMUP_TOKENS = 8
 
@@ -119,16 +123,19 @@ def with_baseline(configs: list[Config]) -> list[Config]:
 class Runner:
     """Loads each configuration's pair once (weights are shared by specx's loader) and runs prompts."""
 
-    def __init__(self, model: str, configs: list[Config], prompts: list[Prompt], *, dtype: str = "auto",
-                 max_tokens: int = 128, sampling: Sampling = Sampling(), notify: Callable[[str], None] | None = None,
-                 quant: str = "auto"):
-        self.model, self.configs, self.prompts = model, with_baseline(configs), prompts
-        self.dtype, self.max_tokens, self.sampling, self.notify = dtype, max_tokens, sampling, notify
-        self.quant = quant
+    def __init__(self, model: "ModelOptions | str", configs: list[Config], prompts: list[Prompt], *,
+                 max_tokens: int = 128, sampling: Sampling = Sampling(), notify: Callable[[str], None] | None = None):
+        from ..options import ModelOptions
+
+        self.base = model if isinstance(model, ModelOptions) else ModelOptions(model)   # what every row loads
+        self.model, self.configs, self.prompts = self.base.model, with_baseline(configs), prompts
+        self.dtype, self.max_tokens, self.sampling, self.notify = self.base.dtype, max_tokens, sampling, notify
         self.calls: dict[str, Callable[[Prompt, int], Sample]] = {}
         self.measurements = Measurements(self.configs, prompts)
 
     def load(self) -> None:
+        from dataclasses import replace
+
         from ..api import prepare
         from .peers import describe_pair, peer_call, specx_call
 
@@ -136,9 +143,8 @@ class Runner:
         for c in self.configs:
             if c.peer:
                 continue
-            pairs[c] = pair = prepare(self.model, c.drafter, k=0 if c.baseline else c.k, dtype=self.dtype,
-                                      quant=self.quant, notify=self.notify)
-            self.calls[c.label] = specx_call(self.model, pair, c, self.sampling)
+            pairs[c] = pair = prepare(replace(self.base, drafter=c.drafter, k=0 if c.baseline else c.k), self.notify)
+            self.calls[c.label] = specx_call(pair, c, self.sampling)
             self.measurements.precision[c.label], self.measurements.weights_bytes[c.label] = \
                 describe_pair(pair, self.dtype)
         for c in self.configs:

@@ -12,6 +12,7 @@ from . import EXIT_CODES, app, output
 EXAMPLES = """\b
 Examples:
   specx bench smollm2
+  specx bench smollm2 --full
   specx bench ./target.gguf --drafter ./drafter.gguf --drafter ngram -k 2 -k 4 --repeats 5
   specx bench ./target.gguf -c tuned -c drafter=ngram,k=8,policy=auto --quant fp16
   specx bench ./target.gguf --drafter ./drafter.gguf --peer hf --json result.json --csv result.csv
@@ -24,12 +25,13 @@ Examples:
 def bench(
     model: Annotated[str, typer.Argument(help="Target: a GGUF file, a Hugging Face model folder, or a preset name.")] = "smollm2",
     drafter: Annotated[Optional[list[str]], typer.Option("--drafter", "-d", help="auto, ngram, or a model; repeat to compare several (the baseline `none` is always included).")] = None,
-    draft_policy: Annotated[Optional[list[str]], typer.Option("--draft-policy", help="fixed, heuristic, confidence, auto (cost-model k, 0 when drafting does not pay); repeatable.")] = None,
-    draft_tokens: Annotated[Optional[list[int]], typer.Option("--draft-tokens", "-k", help="Tokens drafted per round; repeatable (default 4; 16 for --draft-policy auto, its most).")] = None,
+    draft_policy: Annotated[Optional[list[str]], typer.Option("--draft-policy", help="fixed, heuristic, confidence, auto (cost-model k, 0 when drafting does not pay); repeatable (default: as `specx run`, auto).")] = None,
+    draft_tokens: Annotated[Optional[list[int]], typer.Option("--draft-tokens", "-k", help="Tokens drafted per round; repeatable (default: as `specx run` takes it: 16 for auto, its most; 4 for the others).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     config: Annotated[Optional[list[str]], typer.Option("--config", "-c", metavar="SPEC", help="One exact configuration, `drafter=D,k=K,policy=P[,confidence=C]`, or `tuned` (what `specx tune` saved for this model, run as `specx run` runs it: guarded, labelled `(tuned)`); repeatable, added to the --drafter × --draft-policy × -k grid.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 128,
-    repeats: Annotated[int, typer.Option("--repeats", "-r", help="Measured runs of every prompt and configuration.")] = 5,
+    repeats: Annotated[Optional[int], typer.Option("--repeats", "-r", help=f"Measured runs of every prompt and configuration (default {QUICK_REPEATS}; {FULL_REPEATS} with --full).")] = None,
+    full: Annotated[bool, typer.Option("--full", help="The whole bundled suite (4 prompts per category) instead of the quick look (the first prompt of each).")] = False,
     warmup: Annotated[bool, typer.Option("--warmup/--no-warmup", help="One short unmeasured run of every configuration first.")] = True,
     prompts: Annotated[Optional[str], typer.Option("--prompts", help="Your own prompts (TOML [[prompt]] tables or JSON; see docs/bench.md).")] = None,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
@@ -42,21 +44,21 @@ def bench(
     plot_path: Annotated[Optional[str], typer.Option("--plot", metavar="FILE.png", help="Speedup per category and acceptance by draft position (needs matplotlib: specx[bench]).")] = None,
     compare: Annotated[Optional[tuple[str, str]], typer.Option("--compare", metavar="A.json B.json", help="Show the difference between two saved results (nothing is run).")] = None,
 ) -> None:
-    """Benchmark speculative configurations against plain decoding on a bundled prompt suite."""
+    """Measure what `specx run` does (or the configurations named) against plain decoding on the bundled prompts."""
     if compare:
         return show_compare(*compare, json_path)
     from ..bench import suite
     from ..bench.runner import Runner
 
-    settings, configs, chosen = plan(model, drafter, draft_policy, draft_tokens, confidence, max_tokens, repeats,
-                                     prompts, dtype, temperature, seed, peer, plot_path, json_path, csv_path, quant,
-                                     config)
-    from ..engine.types import Sampling
-
-    runner = Runner(model, configs, chosen, dtype=dtype, max_tokens=max_tokens, quant=quant,
-                    sampling=Sampling(temperature, None, None, seed if temperature else None), notify=output.note)
+    repeats = repeats if repeats is not None else FULL_REPEATS if full else QUICK_REPEATS
+    settings, configs, chosen, base, run = plan(
+        model, drafter, draft_policy, draft_tokens, confidence, max_tokens, repeats, prompts, dtype, temperature,
+        seed, peer, plot_path, json_path, csv_path, quant, config, full)
+    runner = Runner(base, configs, chosen, max_tokens=run.max_tokens, sampling=run.sampling, notify=output.note)
     runner.load()
     total = len(runner.configs) * (repeats * len(chosen) + (1 if warmup else 0))
+    output.note(f"bench: {len(runner.configs)} configurations × {len(chosen)} prompts × {repeats} repeats, "
+                f"{max_tokens} new tokens each" + ("" if full or prompts else "; --full for the whole suite"))
     with ProgressBar("bench", total) as advance:
         m = runner.run(repeats, warmup, advance)
     finish(m, settings, model, json_path, csv_path, plot_path, suite)
@@ -64,25 +66,29 @@ def bench(
         raise typer.Exit(130)
 
 
+QUICK_REPEATS, FULL_REPEATS = 2, 5   # a quick look: one prompt per category, paired twice
+
+
 def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts, dtype, temperature, seed,
-         peers, plot_path, json_out=None, csv_out=None, quant="auto", specs=None):
-    """Every check that needs no model, then the configurations: drafters × policies × k, plus peers."""
+         peers, plot_path, json_out=None, csv_out=None, quant="auto", specs=None, full=False):
+    """Every check that needs no model, then the configurations: drafters × policies × k (by default
+    the one `specx run` takes), plus exact ones and peers; the options the rows share."""
     from ..bench import suite
     from ..bench.peers import peer_configs
     from ..bench.runner import Config, with_baseline
-    from ..api import MAX_K, check_options
     from ..errors import UsageError
     from ..models.resolve import dtype_name
-    from ..engine.types import Sampling
+    from ..options import resolve
+    from ..state.limits import MAX_K
 
-    from ..policy.policy import draft_cap
-
-    policies, ks = policies or ["fixed"], ks or []
-    for policy in policies:
-        check_options(max_tokens, Sampling(temperature), policy, confidence, quant)
+    shared = {"model": model, "dtype": dtype, "quant": quant, "temperature": temperature, "max_tokens": max_tokens,
+              "seed": seed if temperature else None}
+    base = resolve(shared, tuned=False)
+    k_for = {p: resolve({**shared, "draft_policy": p, "confidence": confidence}, tuned=False).model.k
+             for p in policies or ["auto"]}   # -k as `specx run` takes it with that policy (checked)
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1 (got {repeats})", "try --repeats 5")
-    for k in ks:
+    for k in ks or []:
         if not 1 <= k <= MAX_K:
             raise UsageError(f"-k must be between 1 and {MAX_K} in a benchmark (got {k})",
                              "the baseline (--drafter none) is always measured")
@@ -93,34 +99,49 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
     for dest in (json_out, csv_out, plot_path):
         if dest not in (None, "-") and not Path(dest).expanduser().parent.is_dir():
             raise UsageError(f"the folder of {dest} does not exist", "create it first, or write somewhere else")
-    chosen = suite.load(prompts)
-    exact = [parse_spec(s, model, dtype, temperature, quant) for s in specs or []]
-    names = [resolve_auto(model) if d == "auto" else d for d in (drafters or ([] if exact else ["auto"]))]
-    configs = with_baseline([Config(d, k, p, confidence) for d in names if d != "none" for p in policies
-                             for k in ks or [draft_cap(4, p, False)]]
-                            + exact)
+    chosen = suite.load(prompts) if prompts or full else suite.calibration(suite.bundled())
+    exact = [parse_spec(s, shared) for s in specs or []]
+    if drafters or policies or ks or exact:
+        names = [auto_drafter(model, dtype) if d == "auto" else d for d in (drafters or ([] if exact else ["auto"]))]
+        grid = [Config(d, k, p, confidence) for d in names if d != "none" for p in k_for for k in ks or [k_for[p]]]
+    else:
+        grid = [run_config(resolve(shared), dtype)]
+    configs = with_baseline(grid + exact)
     configs += peer_configs(peers or [], configs)
     from ..cpu.fastpath import choose
 
     settings = {"model": model, "dtype": dtype_name(dtype), "quant": choose(quant, "target"), "max_tokens": max_tokens, "repeats": repeats,
                 "mode": "greedy" if temperature == 0 else f"sampling t={temperature:g} seed={seed}",
-                "prompts": prompts or "bundled", "level": 0.9, "tok_s": "end to end (prefill included)"}
+                "prompts": prompts or ("bundled" if full else "bundled, first of each category"), "level": 0.9,
+                "tok_s": "end to end (prefill included)"}
     if specs and "tuned" in [x.strip() for x in specs]:
         settings["tuned"] = exact[[x.strip() for x in specs].index("tuned")].label
-    return settings, configs, chosen
+    return settings, configs, chosen, base.model, base.run
 
 
-def parse_spec(spec: str, model: str, dtype: str, temperature: float, quant: str):
-    """`drafter=D,k=K,policy=P[,confidence=C]` or `tuned` → a Config (checked like the flags)."""
+def run_config(options, dtype: str):
+    """The row `specx run MODEL` would run: its drafter (`auto` picked as it picks), k and policy, a tuned
+    one included (then guarded and labelled `(tuned)`, as `--config tuned`)."""
+    from ..bench.runner import BASELINE, Config
+
+    m, r = options.model, options.run
+    if m.drafter == "none" or m.k == 0:
+        return BASELINE
+    drafter = auto_drafter(m.model, dtype) if m.drafter == "auto" else m.drafter
+    return Config(drafter, m.k, r.draft_policy, r.confidence, tuned=options.sources["draft_policy"] == "tuned")
+
+
+def parse_spec(spec: str, shared: dict):
+    """`drafter=D,k=K,policy=P[,confidence=C]` or `tuned` → a Config (checked like the flags; k by
+    default as `specx run` takes it with that policy)."""
     from ..bench.runner import Config
-    from ..api import MAX_K, check_options
     from ..errors import UsageError
-    from ..policy.policy import draft_cap
-    from ..engine.types import Sampling
+    from ..options import resolve
+    from ..state.limits import MAX_K
 
     hint = "e.g. --config drafter=ngram,k=8,policy=auto or --config tuned"
     if spec.strip() == "tuned":
-        return tuned_config(model, dtype, temperature, quant)
+        return tuned_config(shared)
     fields = {}
     for part in filter(None, spec.split(",")):
         key, eq, value = part.partition("=")
@@ -130,40 +151,43 @@ def parse_spec(spec: str, model: str, dtype: str, temperature: float, quant: str
     if "drafter" not in fields:
         raise UsageError(f"--config {spec!r} names no drafter", hint)
     try:
-        policy = fields.get("policy", "fixed")
-        k = int(fields["k"]) if "k" in fields else draft_cap(4, policy, False)
-        conf = float(fields.get("confidence", 0.4))
+        policy, conf = fields.get("policy", "fixed"), float(fields.get("confidence", 0.4))
+        given = int(fields["k"]) if "k" in fields else None
     except ValueError:
         raise UsageError(f"--config {spec!r}: k must be an integer and confidence a number", hint) from None
-    check_options(1, Sampling(temperature), policy, conf)
+    k = resolve({**shared, "draft_policy": policy, "confidence": conf}, tuned=False).model.k if given is None else given
     if not 1 <= k <= MAX_K:
         raise UsageError(f"--config {spec!r}: k must be between 1 and {MAX_K}", hint)
-    drafter = resolve_auto(model) if fields["drafter"] == "auto" else fields["drafter"]
+    drafter = auto_drafter(shared["model"], shared["dtype"]) if fields["drafter"] == "auto" else fields["drafter"]
     return Config(drafter, k, policy, conf)
 
 
-def tuned_config(model: str, dtype: str, temperature: float, quant: str):
+def tuned_config(shared: dict):
+    """`--config tuned`: what `specx tune` saved for this model (any drafter), guarded as `specx run` runs it."""
     from ..bench.runner import BASELINE, Config
-    from ..policy import tuned
     from ..errors import UsageError
-    from ..cpu.fastpath import choose
+    from ..options import ModelOptions, check_machine
+    from ..policy import tuned
 
-    setting = tuned.lookup_tuned(tuned.make_key(model, None, dtype, temperature, choose(quant, "target")))
+    weights = check_machine(ModelOptions(shared["model"], quant=shared["quant"]))
+    setting = tuned.lookup_tuned(tuned.make_key(shared["model"], None, shared["dtype"], shared["temperature"], weights))
     if setting is None:
-        raise UsageError(f"no tuned setting for {model} with these --dtype/--quant/--temperature",
-                         f"run `specx tune {model}` first (with the same options)")
+        raise UsageError(f"no tuned setting for {shared['model']} with these --dtype/--quant/--temperature",
+                         f"run `specx tune {shared['model']}` first (with the same options)")
     output.note(f"tuned: {setting.describe()}")
     return BASELINE if setting.off else Config(setting.drafter, setting.k, setting.policy, setting.confidence,
                                                tuned=True)
 
 
-def resolve_auto(model: str) -> str:
-    """`auto`, as `specx run` reads it: the preset's model drafter, else ngram."""
-    from ..models.resolve import resolve
+def auto_drafter(model: str, dtype: str) -> str:
+    """`auto` as `specx run` picks it (drafters/auto.py): a model drafter that also copies from the
+    context (`MODEL+ngram`), else ngram."""
+    from ..drafters.auto import pick
+    from ..models.resolve import dtype_name, resolve
+    from ..policy.tuned import HYBRID
 
-    source = resolve(model)
-    drafters = source.preset.drafters if source.preset else ()
-    return next((d for d in drafters if d != "ngram"), "ngram")
+    choice, _ = pick(resolve(model), dtype_name(dtype))
+    return choice if choice == "ngram" else choice + HYBRID
 
 
 def finish(m, settings, model, json_path, csv_path, plot_path, suite) -> None:
@@ -220,32 +244,60 @@ def show_compare(a: str, b: str, json_path: str | None) -> None:
 
 
 class ProgressBar:
-    """A Rich progress bar on stderr (transient on a terminal, absent when stderr is not one)."""
+    """Progress on stderr with the time left: a transient Rich bar on a terminal, else one line per
+    measured run. The estimate is the time per run so far times the runs left (every configuration
+    runs every prompt, so the mix ahead is the mix behind); warm-ups (short, unmeasured) are left out."""
 
     def __init__(self, what: str, total: int):
-        self.what, self.total, self.bar, self.done = what, total, None, 0
+        self.what, self.total, self.bar, self.done, self.measured = what, total, None, 0, 0
 
     def __enter__(self):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        import time
+
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from . import live
 
+        self.start = time.monotonic()
         if live.wants_live(sys.stderr):
             self.bar = Progress(TextColumn(f"{self.what} {{task.description}}"), BarColumn(), MofNCompleteColumn(),
-                                TimeRemainingColumn(), console=live.stderr_console(), transient=True)
+                                TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=live.stderr_console(),
+                                transient=True)
             self.bar.__enter__()
-            self.task = self.bar.add_task("", total=self.total)
+            self.task = self.bar.add_task("", total=self.total, left="")
         return self.advance
 
+    def left(self) -> str:
+        """`~2m10s left` once a measured run is done; empty before."""
+        import time
+
+        if not self.measured:
+            return ""
+        return f"~{duration((time.monotonic() - self.start) / self.measured * (self.total - self.done))} left"
+
     def advance(self, label: str, sample) -> None:
+        import time
+
         self.done += 1
+        if sample is None:   # a warm-up: the clock for the estimate starts after the last one
+            self.start = time.monotonic()
+        else:
+            self.measured += 1
         if self.bar:
-            self.bar.update(self.task, advance=1, description=label)
+            self.bar.update(self.task, advance=1, description=label, left=self.left())
         elif sample is not None:   # not a terminal: one line per measured run
             output.note(f"{self.what} {self.done}/{self.total} {label} · {sample.category}/{sample.prompt} · "
-                        f"{sample.new_tokens} tokens · {sample.tok_s:.2f} tok/s")
+                        f"{sample.new_tokens} tokens · {sample.tok_s:.2f} tok/s · {self.left()}")
 
     def __exit__(self, *exc):
         if self.bar:
             self.bar.__exit__(*exc)
         return False
+
+
+def duration(seconds: float) -> str:
+    """`45s`, `3m05s`, `1h02m`."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    return f"{s // 60}m{s % 60:02d}s" if s < 3600 else f"{s // 3600}h{s % 3600 // 60:02d}m"

@@ -39,28 +39,23 @@ def chat(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object per turn on stdout.")] = False,
 ) -> None:
     """Chat with a model: each turn prefills only its new tokens. Stdin piped: one message per line."""
-    from ..api import check_options, prepare
-    from ..errors import UsageError
-    from ..policy.policy import draft_cap
+    from ..api import prepare
     from ..engine.session import ChatSession
-    from ..engine.types import Sampling
-    from .defaults import EXPLICIT, fill
+    from .defaults import resolve
 
-    o = fill(ctx, dict(locals()), prompt_param=None, notify=output.note)
-    if not o["model"]:
-        raise UsageError("no model given", "e.g. `specx chat smollm2`, or set a default: `specx config set model smollm2`")
-    sampling = Sampling(o["temperature"], o["top_k"] or None, o["top_p"], seed)
-    check_options(o["max_tokens"], sampling, o["draft_policy"], o["confidence"], k=o["draft_tokens"])
-    notify = output.warnings_only if o["no_stats"] else output.note
-    k = draft_cap(o["draft_tokens"], o["draft_policy"], "draft_tokens" in o[EXPLICIT])   # as `specx run`
-    pair = prepare(o["model"], o["drafter"], k=k, dtype=o["dtype"], notify=notify)
+    options, _ = resolve(ctx, dict(locals()), prompt_param=None, notify=output.note)
+    m, r = options.model, options.run
+    notify = output.note if options.stats else output.warnings_only
+    for line in options.notes:
+        notify(line)
+    pair = prepare(m, notify)
     notify(pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
-    session = ChatSession(pair, system=system, max_tokens=o["max_tokens"], sampling=sampling,
-                          draft_policy=o["draft_policy"], confidence=o["confidence"], notify=output.note)
+    session = ChatSession(pair, system=r.system, max_tokens=r.max_tokens, sampling=r.sampling,
+                          draft_policy=r.draft_policy, confidence=r.confidence, guard=r.guard, notify=output.note)
     if sys.stdin is not None and sys.stdin.isatty():
-        code = terminal(session, o["model"], not o["no_stats"])
+        code = terminal(session, m.model, options.stats)
     else:
-        code = piped(session, json_out, not o["no_stats"])
+        code = piped(session, json_out, options.stats)
     if code:
         raise typer.Exit(code)
 

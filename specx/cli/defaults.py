@@ -1,28 +1,32 @@
-"""Fill the options a user did not type from SPECX_* variables, the config file, tuned values, presets."""
+"""A command's options: what was typed on the command line, then options.resolve for the rest."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 from .. import presets
-from ..state import settings
 
-# command parameter → settings key (no_stats is the negation of `stats`)
+# command parameter → option (options.py); no_stats is the negation of `stats`
 PARAMS = {"model": "model", "drafter": "drafter", "draft_tokens": "k", "draft_policy": "draft_policy",
           "confidence": "confidence", "max_tokens": "max_tokens", "temperature": "temperature",
-          "top_p": "top_p", "top_k": "top_k", "dtype": "dtype", "no_stats": "stats"}
-
-EXPLICIT = "__explicit__"   # fill() lists here the options set by flag, SPECX_* or the config file
-
-# issue 7 (`specx tune`) plugs its lookup in here: (model, settings so far) -> {key: value}
-lookup_tuned: settings.Tuned | None = None
+          "top_p": "top_p", "top_k": "top_k", "dtype": "dtype", "no_stats": "stats", "quant": "quant",
+          "draft_dtype": "draft_dtype", "draft_quant": "draft_quant", "draft_vocab": "draft_vocab",
+          "mem_budget": "mem_budget", "allow_disk_offload": "allow_disk_offload", "moe_offload": "moe_offload",
+          "seed": "seed", "system": "system", "stop": "stop", "raw": "raw"}
 
 
-def _given(ctx, name: str) -> bool:
+def given(ctx, params: dict) -> dict:
+    """The options typed on the command line (option name → value); the rest are left to the layers."""
     from typer._click.core import ParameterSource
 
-    source = ctx.get_parameter_source(name)
-    return source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+    out = {}
+    for p, name in PARAMS.items():
+        source = ctx.get_parameter_source(p) if p in params else None
+        if source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+            out[name] = (not params[p]) if p == "no_stats" else params[p]
+    if out.get("stop") is not None:
+        out["stop"] = tuple(out["stop"])
+    return out
 
 
 def looks_like_model(ref: str) -> bool:
@@ -33,41 +37,37 @@ def looks_like_model(ref: str) -> bool:
             or ref in presets.bundled())
 
 
-def fill(ctx, params: dict, prompt_param: str | None = "prompt", notify=None) -> dict:
-    """`params` (the command's arguments) with every option not on the command line resolved.
+def resolve(ctx, params: dict, prompt_param: str | None = "prompt", notify=None, tuned: bool = True):
+    """(the command's Options, its prompt words). With a configured model, `specx run "PROMPT"` means that
+    model: a lone positional that is not a model (an existing path or a preset name) is the prompt, and
+    the choice is said on stderr."""
+    from .. import options
+    from ..state import settings
 
-    With a configured model, `specx run "PROMPT"` means that model: a lone positional that is not a
-    model (an existing path or a preset name) is the prompt, and the choice is said on stderr."""
-    params = dict(params)
-    flags = {key: params[p] for p, key in PARAMS.items() if p in params and _given(ctx, p)}
-    if "no_stats" in params and "stats" in flags:
-        flags["stats"] = not params["no_stats"]
-    flags.pop("model", None)
-    model = params.get("model")
+    typed = {n: v for n, v in given(ctx, params).items() if n != "model"}
+    model, prompt = params.get("model"), params.get(prompt_param) if prompt_param else None
     configured, source = settings.resolve({}, tuned=None)["model"]
     if prompt_param and model is not None and configured and not looks_like_model(model) \
-            and (not params.get(prompt_param) or model == "-"):   # `specx run "PROMPT"`, `specx run - "PROMPT"`
-        params[prompt_param], model = [model, *(params.get(prompt_param) or ())], None
-    if not model and configured:
-        model = configured
-        if notify:
-            notify(f"model: {configured} (the default from the {where(source)})")
-    params["model"] = model
-    values = settings.resolve({**flags, "model": model} if model else flags, tuned=lookup_tuned,
-                              preset=presets.defaults)
-    for p, key in PARAMS.items():
-        if p in params and p != "model" and not _given(ctx, p):
-            value, _ = values[key]
-            params[p] = (not value) if p == "no_stats" else value
-    apply_color(values["color"][0])
-    params[EXPLICIT] = {p for p, key in PARAMS.items()   # outrank tuned values (`specx tune`)
-                        if p in params and values[key][1] in ("flag", "environment", "config")}
-    return params
+            and (not prompt or model == "-"):   # `specx run "PROMPT"`, `specx run - "PROMPT"`
+        prompt, model = [model, *(prompt or ())], None
+    if model:
+        typed["model"] = model
+    elif configured and notify:
+        notify(f"model: {configured} (the default from the {where(source)})")
+    resolved = options.resolve(typed, tuned=tuned)
+    apply_color(resolved.color)
+    return resolved, prompt
 
 
 def where(source: str) -> str:
-    return {"environment": "environment (SPECX_MODEL)", "config": f"config file {settings.config_file()}"}.get(
+    return {"environment": "environment (SPECX_MODEL)", "config": f"config file {settings_file()}"}.get(
         source, source)
+
+
+def settings_file():
+    from ..state import settings
+
+    return settings.config_file()
 
 
 def apply_color(choice: str) -> None:

@@ -20,11 +20,12 @@ Examples:
 
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def plan(
+    ctx: typer.Context,
     model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.")],
     drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (the preset's model drafter), none, ngram, a model, or MODEL+ngram.")] = "auto",
     mem_budget: Annotated[Optional[str], typer.Option("--mem-budget", help="Simulate budgets, e.g. gpu=6GiB,cpu=16GiB[,disk=100GB]; gpu=0 plans without a GPU. Unnamed ones are detected.")] = None,
     context: Annotated[Optional[int], typer.Option("--context", help="Tokens of context to plan for (default: min(model limit, 4096)).")] = None,
-    draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round.")] = 4,
+    draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", show_default=False, help="Tokens drafted per round (default: as `specx run` takes it: up to 16 under its auto policy).")] = 4,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto: bfloat16 on GPU, float32 on CPU).")] = "auto",
     quant: Annotated[str, typer.Option(help="auto (quantize only when needed), none, int8, nf4, fp4 (GPU), or a registered CPU backend.")] = "auto",
     draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU, as `specx run` takes them: auto (= int8dyn where available), none, fp16, int8, int4, int8dyn.")] = "auto",
@@ -32,22 +33,21 @@ def plan(
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
     """Plan memory for a target and its drafter from their configs alone (no weights are loaded)."""
-    from ..errors import UsageError
     from ..memory import plan_for
     from ..memory.planner import PlanRefused
     from ..models.resolve import resolve
     from ..policy.tuned import split_hybrid
+    from .defaults import resolve as resolve_options
 
-    if draft_tokens < 0 or draft_tokens > 64:
-        raise UsageError(f"draft tokens must be between 0 and 64 (got {draft_tokens})", "try -k 4")
-    source = resolve(model)
-    choice = split_hybrid(drafter)[0]   # MODEL+ngram: copying costs no memory beyond the model's
-    if drafter == "auto":
+    m = resolve_options(ctx, dict(locals()), prompt_param=None)[0].model   # as `specx run` would take them
+    source = resolve(m.model)
+    choice = split_hybrid(m.drafter)[0]   # MODEL+ngram: copying costs no memory beyond the model's
+    if m.drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
-    draft_source = None if choice in ("none", "ngram") or draft_tokens == 0 else resolve(choice)
+    draft_source = None if choice in ("none", "ngram") or m.k == 0 else resolve(choice)
     try:
-        result = plan_for(source, draft_source, context, draft_tokens, mem_budget, dtype, quant, allow_disk_offload,
-                          draft_quant)
+        result = plan_for(source, draft_source, context, m.k, m.mem_budget, m.dtype, m.quant, m.allow_disk_offload,
+                          m.draft_quant)
     except PlanRefused as e:
         output.note(e.table)
         raise

@@ -53,39 +53,16 @@ def run(
     color_drafted: Annotated[bool, typer.Option("--color-drafted", help="On a colour terminal, tint the text that came from the drafter.")] = False,
 ) -> None:
     """Generate text with speculative decoding; the output is exactly what the target alone would give."""
-    from ..api import check_options, stream
-    from ..engine.types import Sampling
-    from .defaults import EXPLICIT, fill
+    from ..api import stream
+    from .defaults import resolve
 
-    filled = fill(ctx, dict(locals()), notify=output.note)  # flags > SPECX_* > config > tuned > preset
-    model, prompt, drafter, draft_tokens, draft_policy, confidence, max_tokens, dtype, temperature, top_p, \
-        top_k, no_stats = (filled[n] for n in ("model", "prompt", "drafter", "draft_tokens", "draft_policy",
-                                               "confidence", "max_tokens", "dtype", "temperature", "top_p",
-                                               "top_k", "no_stats"))
-    check_options(max_tokens, Sampling(temperature, top_k or None, top_p, seed), draft_policy, confidence,
-                  quant, draft_quant, draft_tokens, tuple(stop or ()))   # before stdin, torch or the model
+    options, prompt = resolve(ctx, dict(locals()), notify=output.note)   # checked before stdin is read
     text = read_prompt(prompt)
-    from ..api import GPU_ONLY_QUANT
-    from ..cpu.fastpath import choose
-    from .tune import apply_tuned   # flags > tuned (`specx tune`) > built-in defaults
-
-    from ..policy.policy import draft_cap
-
-    asked_auto = draft_policy == "auto"   # a tuned policy taken in its place runs guarded (DraftPolicy.guard)
-    drafter, draft_tokens, draft_policy, confidence, k_chosen = apply_tuned(
-        model, drafter, draft_tokens, draft_policy, confidence, dtype, temperature,
-        output.warnings_only if no_stats else output.note, filled[EXPLICIT],
-        quant if quant in GPU_ONLY_QUANT else choose(quant, "target"))
-    draft_tokens = draft_cap(draft_tokens, draft_policy, k_chosen)
-    generation = stream(model, text, drafter=drafter, k=draft_tokens, max_tokens=max_tokens,
-                        temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, system=system,
-                        stop=tuple(stop or ()), raw=raw, dtype=dtype, draft_policy=draft_policy,
-                        confidence=confidence, quant=quant, draft_quant=draft_quant,
-                        draft_dtype=draft_dtype, draft_vocab=draft_vocab, mem_budget=mem_budget,
-                        allow_disk_offload=allow_disk_offload, moe_offload=moe_offload,
-                        notify=output.warnings_only if no_stats else output.note,
-                        guard=asked_auto)
-    code = consume(generation, Sink(json_out, not no_stats, color_drafted))
+    notify = output.note if options.stats else output.warnings_only
+    for line in options.notes:
+        notify(line)
+    generation = stream(options.model, text, options.run, notify=notify)
+    code = consume(generation, Sink(json_out, options.stats, color_drafted))
     if code:
         raise typer.Exit(code)
 

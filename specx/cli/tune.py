@@ -53,24 +53,22 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     from ..bench import report, suite
     from ..bench.runner import Runner
     from ..bench.tune import candidates, choose, trials
-    from ..policy import tuned
-    from ..api import check_options
     from ..errors import UsageError
-    from ..engine.types import Sampling
-    from .bench import ProgressBar, resolve_auto
+    from ..options import check_machine, resolve
+    from ..policy import tuned
+    from .bench import ProgressBar, auto_drafter
 
-    from ..cpu.fastpath import choose as choose_weights
-
-    check_options(max_tokens, Sampling(temperature), quant=quant)
-    ref = resolve_auto(model) if drafter == "auto" else drafter
+    options = resolve({"model": model, "drafter": drafter, "dtype": dtype, "quant": quant, "max_tokens": max_tokens,
+                       "temperature": temperature, "seed": 0 if temperature else None}, tuned=False)
+    ref = auto_drafter(model, dtype) if drafter == "auto" else drafter
     if ref == "none":
         raise UsageError("there is nothing to tune without a drafter", "give --drafter ngram or a drafter model")
     ref = _absolute(ref)
-    key = tuned.make_key(model, ref, dtype, temperature, choose_weights(quant, "target"))
+    key = tuned.make_key(model, ref, dtype, temperature, check_machine(options.model))
     chosen = suite.load(prompts) if prompts else suite.calibration(suite.bundled())
     configs = candidates(ref)
-    runner = Runner(model, configs, chosen, dtype=dtype, max_tokens=max_tokens, quant=quant,
-                    sampling=Sampling(temperature, None, None, 0 if temperature else None), notify=output.note)
+    runner = Runner(options.model, configs, chosen, max_tokens=max_tokens, sampling=options.run.sampling,
+                    notify=output.note)
     runner.load()
     output.note(f"tuning {len(runner.configs)} configurations (the baseline included) on {len(chosen)} prompts, "
                 f"{repeats} repeats, {max_tokens} new tokens each")
@@ -142,59 +140,6 @@ def _described(setting) -> str:
         return f"(unreadable: {e})"
 
 
-# ---- `specx run` reads the tuned setting ------------------------------------------------------------
-
-RUN_OPTIONS = ("drafter", "draft_tokens", "draft_policy", "confidence")
-
-
-def explicit_options() -> set[str]:
-    """The options of the running command that the user set (command line or environment), not defaults."""
-    try:
-        from typer._click.globals import get_current_context
-    except ImportError:  # pragma: no cover  (older typer: plain click)
-        from click import get_current_context
-    ctx = get_current_context(silent=True)
-    if ctx is None:
-        return set()
-    return {name for name in RUN_OPTIONS
-            if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")}
-
-
-def apply_tuned(model: str, drafter: str, k: int, policy: str, confidence: float, dtype: str,
-                temperature: float, notify=output.note, explicit: set[str] = frozenset(),
-                quant: str = "none") -> tuple[str, int, str, float, bool]:
-    """Flags > environment > config > tuned > built-in: a tuned setting fills what the user left unset
-    (`explicit`: options set by flag, SPECX_* or the config file), and says so. The last value says
-    whether k is the user's or the tuned one (else `auto` may draft past it: policy.draft_cap)."""
-    from ..policy import tuned
-
-    explicit = explicit_options() | set(explicit)
-    chosen = "draft_tokens" in explicit
-    if drafter == "none" or (chosen and k == 0) or not tuned.load_entries():
-        return drafter, k, policy, confidence, chosen
-    wanted = None if drafter == "auto" else drafter
-    if wanted and wanted != "ngram" and Path(wanted).expanduser().exists():
-        wanted = str(Path(wanted).expanduser().resolve())
-    setting = tuned.lookup_tuned(tuned.make_key(model, wanted, dtype, temperature, quant), notify)
-    if setting is None or not _usable(setting.drafter):
-        return drafter, k, policy, confidence, chosen
-    if setting.off:
-        if wanted is not None:
-            notify(f"note: tuning found this drafter slower than plain decoding ({setting.describe()}); "
-                   f"using it because --drafter was given")
-            return drafter, k, policy, confidence, chosen
-        notify(f"tuned: {setting.describe()}; --drafter or -k overrides it")
-        return "none", 0, policy, confidence, True
-    overridden = [o for o in ("draft_tokens", "draft_policy", "confidence") if o in explicit]
-    k = k if "draft_tokens" in explicit else setting.k
-    policy = policy if "draft_policy" in explicit else setting.policy
-    confidence = confidence if "confidence" in explicit else setting.confidence
-    flags = ", ".join("-k" if o == "draft_tokens" else "--" + o.replace("_", "-") for o in overridden)
-    kept = f"; {flags} from the command line override{'s' * (len(overridden) == 1)} it" if overridden else ""
-    notify(f"tuned: {setting.describe()}{kept}")
-    return (setting.drafter if wanted is None else drafter), k, policy, confidence, True
-
-
 def _absolute(ref: str) -> str:
     """A drafter given as a path, made absolute (MODEL+ngram keeps its suffix)."""
     from ..policy import tuned
@@ -203,11 +148,3 @@ def _absolute(ref: str) -> str:
     if base != "ngram" and Path(base).expanduser().exists():
         base = str(Path(base).expanduser().resolve())
     return base + ("+ngram" if hybrid else "")
-
-
-def _usable(ref: str) -> bool:
-    """A tuned drafter that is a path must still be there (presets and ngram always are)."""
-    from ..policy import tuned
-
-    ref = tuned.split_hybrid(ref)[0]
-    return ref in ("none", "ngram") or "/" not in ref or Path(ref).exists()

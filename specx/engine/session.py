@@ -33,6 +33,7 @@ class ChatSession:
     sampling: Sampling = field(default_factory=Sampling)
     draft_policy: str = "fixed"
     confidence: float = 0.4
+    guard: bool = False                           # a tuned policy that `auto` chose (as `specx run`)
     notify: Callable[[str], None] | None = None
     messages: list[dict] = field(default_factory=list)   # user/assistant turns (no system)
     turns: list[TurnRecord] = field(default_factory=list)
@@ -45,14 +46,9 @@ class ChatSession:
 
     def render(self, messages: list[dict]) -> list[int]:
         """Token ids of system + messages, ending with the assistant's generation prompt."""
-        tok = self.pair.target.tokenizer
-        system = [{"role": "system", "content": self.system}] if self.system else []
-        if getattr(tok, "chat_template", None):
-            ids = tok.apply_chat_template(system + messages, add_generation_prompt=True, tokenize=True,
-                                          return_dict=False)
-            return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
-        text = "\n\n".join(m["content"] for m in system + messages)
-        return tok(text, add_special_tokens=True)["input_ids"]
+        from .prompt import prompt_ids
+
+        return prompt_ids(self.pair.target.tokenizer, messages, self.system)
 
     def _fit(self, messages: list[dict]) -> tuple[list[dict], list[int]]:
         """Drop the oldest turns until the prompt leaves room for an answer."""
@@ -101,7 +97,7 @@ class Turn:
         pair = session.pair
         self.session, self.user, self.messages, self.ids, self.stop = session, user, messages, ids, stop
         self.reuse = min(common_prefix(ids, session.cached), len(ids) - 1)
-        policy = pair.policy(session.draft_policy, session.confidence, session.sampling)
+        policy = pair.policy(session.draft_policy, session.confidence, session.sampling, session.guard)
         self.generation = Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=session.max_tokens,
                                      sampling=session.sampling, stop=stop, reuse=self.reuse, policy=policy,
                                      on_done=(lambda: pair.remember(session.sampling.greedy))

@@ -6,6 +6,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ..progress import quiet
+
 
 @dataclass
 class LM:
@@ -79,8 +81,9 @@ class LM:
         """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
         t = time.perf_counter()
         x = torch.tensor([ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=x, **{_cache_argument(self.model): self.cache}, use_cache=True,
-                         logits_to_keep=1 if last_only else 0)
+        with quiet():
+            out = self.model(input_ids=x, **{_cache_argument(self.model): self.cache}, use_cache=True,
+                             logits_to_keep=1 if last_only else 0)
         logits = out.logits[0]
         if x.device.type == "cuda":   # kernels run asynchronously: time them, not their launch
             torch.cuda.synchronize(x.device)

@@ -139,10 +139,13 @@ def load_tokenizer(source: Source):
     """The tokenizer alone (no weights): from the folder, or from the GGUF's metadata (decoder/tokenizer.py)."""
     from transformers import AutoTokenizer
 
+    from ..progress import library_calls
+
     try:
         if source.kind == "hf":
             _check_hf_folder(source.path)
-            return AutoTokenizer.from_pretrained(source.path, trust_remote_code=False)
+            with library_calls():
+                return AutoTokenizer.from_pretrained(source.path, trust_remote_code=False)
         from ..decoder.gguf_file import open_gguf
         from ..decoder.tokenizer import load_tokenizer as gguf_tokenizer
 
@@ -177,6 +180,7 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     bitsandbytes quantization from the memory plan; such a model keeps transformers' own layers."""
     from ..cpu import fastpath
     from ..decoder import vocabtrim
+    from ..progress import library_calls
     from .lm import LM
 
     if weights.startswith("native"):   # the lean decoder, on the file's own weights (memory/placement.py)
@@ -185,14 +189,18 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     key = (str(source.path), dtype_name(dtype), weights, draft_vocab,   # "auto" and "float32" are one model
            placement.kwargs if dispatched else ())
     if key not in _LOADED:
-        model, tokenizer = _from_pretrained(source, dtype, placement.from_pretrained_kwargs() if dispatched else {})
+        folder = model_dir(source, dtype)   # a GGUF is converted once first (store.converted_copy)
+        with library_calls():
+            model, tokenizer = _from_pretrained(source, folder, dtype,
+                                                placement.from_pretrained_kwargs() if dispatched else {})
         n_params = sum(p.numel() for p in model.parameters())
         vocab = int(model.get_output_embeddings().weight.size(0))
         keep = None
         if draft_vocab:
             keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), vocab), draft_vocab)
             vocabtrim.trim_output_layer(model, keep)
-        fast = "kernels: transformers' own (placed by the memory plan)" if dispatched else fastpath.apply(model, weights)
+        with library_calls():   # packing the weights for specx's kernels calls torch's quantizers
+            fast = "kernels: transformers' own (placed by the memory plan)" if dispatched else fastpath.apply(model, weights)
         kernels = ", ".join(filter(None, [fast, vocabtrim.describe(keep, vocab)]))
         _LOADED[key] = LM(model, tokenizer, source.name, n_params=n_params, kernels=kernels, vocab=vocab,
                           keep_ids=keep, weights=weights)
@@ -202,19 +210,20 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
 def _load_lean(source: Source, mode: str, draft_vocab: int):
     """specx's lean decoder on a GGUF file or safetensors folder as it is (decoder/lm.py), memoised per process."""
     from ..decoder.lm import load
+    from ..progress import library_calls
 
     key = (str(source.path), "native", mode, draft_vocab)
     if key not in _LOADED:
-        lm = load(source.path, draft_vocab=draft_vocab, mode=mode)
+        with library_calls():
+            lm = load(source.path, draft_vocab=draft_vocab, mode=mode)
         lm.name = source.name
         _LOADED[key] = lm
     return _LOADED[key].fresh()
 
 
-def _from_pretrained(source: Source, dtype: str, placed: dict):
+def _from_pretrained(source: Source, folder: Path, dtype: str, placed: dict):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = model_dir(source, dtype)
     placed = {**placed, "dtype": torch_dtype(dtype)}
     try:
         model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, **placed)

