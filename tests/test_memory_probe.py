@@ -75,3 +75,16 @@ def test_detect_uses_overrides_and_says_so():
 
 def test_disk_free_walks_up_to_an_existing_folder(tmp_path):
     assert probe.disk_free(tmp_path / "not" / "yet") > 0
+
+
+def test_peak_memory_is_this_process_s_own_not_a_parent_s():
+    """VmHWM is read from the status text; a child of a big process reports its own peak (ru_maxrss
+    survives exec on Linux, so a test runner's peak once showed up as a small run's)."""
+    assert probe.parse_hwm("Name:\tpython\nVmHWM:\t  2048 kB\nVmRSS:\t 1024 kB\n") == 2048 * 1024
+    assert probe.parse_hwm("Name:\tpython\n") is None
+    import subprocess, sys
+    big = "b = bytearray(600 * 2**20); b[::4096] = b'x' * len(b[::4096]); import subprocess, sys; " \
+          "print(subprocess.run([sys.executable, '-c', 'from specx.memory.probe import peak_rss_bytes; " \
+          "print(peak_rss_bytes())'], capture_output=True, text=True, check=True).stdout)"
+    child = int(subprocess.run([sys.executable, "-c", big], capture_output=True, text=True, check=True).stdout)
+    assert 0 < child < 400 * 2**20

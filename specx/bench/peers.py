@@ -8,11 +8,11 @@ linear layers, the drafter in the bench's dtype too), so they measure what specx
 from __future__ import annotations
 
 import copy
-import resource
 import time
 
 from ..errors import InsufficientResources, UsageError
 from ..engine.types import Done, Round, Sampling
+from ..memory.probe import peak_rss_bytes
 from ..policy.tuned import split_hybrid
 from .runner import Config, Sample
 from .suite import Prompt
@@ -140,7 +140,7 @@ def peer_call(config: Config, pairs: dict, sampling: Sampling, dtype: str, model
         total = time.perf_counter() - t
         new = out[0, ids.shape[1]:].tolist()
         new = new[:next((i for i, tok in enumerate(new) if tok in eos), len(new))]
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        peak = peak_rss_bytes()
         return Sample(config.label, prompt.name, prompt.category, 0, len(new), total, peak_bytes=peak,
                       tokens=tuple(new))
     return go, f"{precision}; transformers generate", weights

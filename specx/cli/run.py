@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import resource
 import signal
 import sys
 import threading
@@ -11,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..memory.probe import peak_rss_bytes
 from . import EXIT_CODES, app, live, output
 from .completion import complete_drafter, complete_model
 from .prompt import read_prompt
@@ -162,7 +162,7 @@ def interrupted(generation, sink: Sink) -> int:
     generation.stop.set()
     stats = generation.stats
     stats.total_s = stats.total_s or stats.prefill_s + stats.decode_s
-    stats.peak_bytes = stats.peak_bytes or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    stats.peak_bytes = stats.peak_bytes or peak_rss_bytes()
     try:
         sink.done("interrupted", stats)
     except output.OutputError as e:

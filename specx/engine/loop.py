@@ -1,7 +1,6 @@
 """The speculative loop: propose k, verify k+1 in one target pass, accept a prefix, rewind, report."""
 from __future__ import annotations
 
-import resource
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +11,7 @@ from .sampling import warp
 from .verify import verify_greedy, verify_sampled
 from .detok import TextStream
 from .draft import Ask, Draft
+from ..memory.probe import peak_rss_bytes
 from ..policy.policy import DraftPolicy
 from .types import Done, Event, Round, Sampling, Stats
 
@@ -81,7 +81,7 @@ class Generation:
 
     def _resources(self) -> None:
         """Peak memory (RSS; CUDA's allocator peak when a model is on a GPU) and the expert cache's counters."""
-        self.stats.peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        self.stats.peak_bytes = peak_rss_bytes()
         if self.target.device.type == "cuda":
             self.stats.gpu_peak_bytes = int(torch.cuda.max_memory_allocated())
         cache = getattr(self.target, "experts", None)

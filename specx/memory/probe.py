@@ -195,3 +195,25 @@ def detect(override: dict[str, int] | None = None) -> Budgets:
     if override and len(override) < 3:
         source = f"{', '.join(sorted(override))} from --mem-budget, the rest detected"
     return Budgets(gpu, cpu, disk, source, name or "")
+
+
+def parse_hwm(status: str) -> int | None:
+    """Bytes of `VmHWM` in a /proc/<pid>/status text, None when absent."""
+    match = re.search(r"^VmHWM:\s+(\d+)\s+kB", status, re.M)
+    return int(match.group(1)) * 1024 if match else None
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory. Linux's `VmHWM` is reset by exec, whereas `ru_maxrss` is not:
+    a process started from a large one (a test runner, a shell script under a big parent) would otherwise
+    report its parent's peak. Elsewhere `ru_maxrss` (kB on Linux, bytes on macOS)."""
+    try:
+        hwm = parse_hwm(Path("/proc/self/status").read_text())
+    except OSError:
+        hwm = None
+    if hwm is not None:
+        return hwm
+    import resource
+    import sys
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
