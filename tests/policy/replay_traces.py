@@ -215,8 +215,8 @@ TRACES = [
 def build_policy(name: str, k: int, confidence: float, cost, guard: bool):
     """The policy the code under test builds for these options."""
     try:
-        from specx.policy import make
-    except ImportError:   # the code these decisions were recorded with
+        from specx.policy.policy import make
+    except ImportError:   # the code these decisions were recorded with (commit b9a8fc8)
         from specx.policy.policy import DraftPolicy
 
         return DraftPolicy(name, k, confidence, cost=cost, guard=guard)
