@@ -71,7 +71,7 @@ def run(
 
     from ..policy.policy import draft_cap
 
-    asked_auto = draft_policy == "auto"   # a tuned policy taken in its place runs guarded (DraftPolicy.guard)
+    asked_auto = draft_policy == "auto"   # a tuned policy taken in its place runs guarded (policy.Guarded)
     drafter, draft_tokens, draft_policy, confidence, k_chosen = apply_tuned(
         model, drafter, draft_tokens, draft_policy, confidence, dtype, temperature,
         output.warnings_only if no_stats else output.note, filled[EXPLICIT],
