@@ -62,12 +62,12 @@ def hf_runner(model, assistant=None, lookup=None):
 
 def specx_runner(pair, policy: str = "fixed"):
     from specx.engine.loop import Generation
-    from specx.policy.policy import DraftPolicy
+    from specx.policy.policy import make
     from specx.engine.types import Round, Sampling
 
     def go(ids, n):
         gen = Generation(pair.target, pair.drafter, ids, k=pair.k, max_tokens=n, sampling=Sampling(),
-                         policy=DraftPolicy(policy, pair.k))
+                         policy=make(policy, pair.k))
         return [t for e in gen if isinstance(e, Round) for t in e.token_ids]
     return go
 

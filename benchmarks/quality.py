@@ -38,14 +38,14 @@ def reference_continuations(lm, prompts, tokens: int):
     from specx.api import prompt_ids
     from specx.drafters.ngram import NgramDrafter
     from specx.engine.loop import Generation
-    from specx.policy.policy import DraftPolicy
+    from specx.policy.policy import make
     from specx.engine.types import Round, Sampling
 
     out = []
     for prompt in prompts:
         ids = prompt_ids(lm.tokenizer, prompt.text)
         gen = Generation(lm, NgramDrafter(), ids, k=8, max_tokens=tokens, sampling=Sampling(),
-                         policy=DraftPolicy("fixed", 8))   # exact: equals plain greedy, only faster
+                         policy=make("fixed", 8))   # exact: equals plain greedy, only faster
         new = [t for e in gen if isinstance(e, Round) for t in e.token_ids]
         out.append((ids, new))
     return out

@@ -25,12 +25,12 @@ class Pair:
     k_chosen: bool = True              # False: k was not given (prepare(k=None)), so it depends on the policy
 
     def policy(self, name: str, confidence: float, sampling: Sampling, guard: bool = False):
-        """One answer's draft policy (`guard`: a tuned policy that `auto` chose, DraftPolicy). `auto`
+        """One answer's draft policy (`guard`: a tuned policy that `auto` chose, policy.Guarded). `auto`
         starts from what this pair's previous answer with the same kind of sampling measured (verify
         costs, drafting step, calibration), else from what an earlier process saved for this pair and
         machine (measured.py): the first rounds draft at once instead of measuring. `note` then says so."""
         from .policy.costmodel import CostModel
-        from .policy.policy import DraftPolicy
+        from .policy.policy import make
 
         cfg = self.target.model.config
         moe = bool(getattr(cfg, "num_local_experts", 0) or getattr(cfg, "num_experts", 0))
@@ -42,7 +42,7 @@ class Pair:
         cost = CostModel.following(previous, moe=moe)
         if name == "auto":
             self.costs[sampling.greedy] = cost
-        return DraftPolicy(name, self.draft_tokens(name), confidence, cost=cost, guard=guard)
+        return make(name, self.draft_tokens(name), confidence, cost, guard=guard)
 
     def draft_tokens(self, policy: str) -> int:
         """The k a policy runs with: the one given to prepare, else what `specx run` takes without -k

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specx.policy.costmodel import CostModel
 from specx.engine.draft import Ask, NoDrafter
 from specx.drafters.model import ModelDrafter
 from specx.drafters.hybrid import HybridDrafter
@@ -248,31 +247,6 @@ def test_the_drafters_prompt_pass_stays_out_of_the_decoding_forward_time(make_lm
     assert stats.forward_s < 100.0 and 0.0 <= stats.overhead_share <= 1.0
 
 
-@pytest.mark.parametrize("policy, prompt_len, read_s, sits_out", [
-    ("auto", 20, 1.0, True), ("auto", 8, 1.0, False), ("fixed", 20, 1.0, False), ("auto", 20, 1e-9, False)])
-def test_under_auto_a_hybrid_sits_its_model_out_of_a_prompt_over_twice_its_window_too_dear_to_read(
-        make_lm, monkeypatch, policy, prompt_len, read_s, sits_out):
-    """Under `auto` a hybrid whose model would see less than half of a prompt (window 4, more than
-    8 unread tokens), too dear to read whole, only copies for that answer, never runs its model, and
-    says so in a notice; a shorter prompt, another policy, or reading that fits the budget keeps
-    the model. The output is the target's own either way."""
-    from specx.policy.policy import DraftPolicy
-
-    target = make_lm("qwen2", seed=1)
-    draft_lm = make_lm("qwen2", seed=2, layers=1)
-    hybrid = HybridDrafter(NgramDrafter(), ModelDrafter(draft_lm, target.vocab_size, target.vocab_size, 4))
-    hybrid.model.read_s = read_s   # seconds per token read, against a budget of 1 s
-    monkeypatch.setattr(CostModel, "read_budget", lambda self, tokens: 1.0)
-    prompt = [0] + [20 + i % 7 for i in range(prompt_len - 1)]
-    events = list(Generation(target, hybrid, prompt, k=4, max_tokens=16, sampling=Sampling(),
-                             policy=DraftPolicy(policy, 4)))
-    tokens = [t for e in events if isinstance(e, Round) for t in e.token_ids]
-    notices = events[-1].stats.notices
-    assert tokens == plain_greedy(target.model, prompt, 16, eos=1)
-    assert hybrid.copies_only is sits_out and (draft_lm.forward_s == 0) is sits_out
-    assert any("copies only for this answer" in n for n in notices) is sits_out
-
-
 def test_a_drafter_measures_what_reading_costs_on_a_spare_cache_and_reads_whole_what_fits(make_lm):
     """With nothing measured, deciding whether a long prompt fits the budget times one read of
     READ_PROBE tokens on a spare cache (its own cache is untouched); a prompt that fits is then read
@@ -289,29 +263,6 @@ def test_a_drafter_measures_what_reading_costs_on_a_spare_cache_and_reads_whole_
     drafter.prefill(prompt)
     assert drafter.held == prompt[-5:-1] and drafter.read_s == measured                       # window only
     assert drafter.plan(prompt + [1], reuse=len(prompt), budget=0.0) is False                 # 1 unread token
-
-
-def test_the_drafters_prompt_budget_is_priced_at_the_costs_measured_before_the_answer(make_lm):
-    """The budget a drafter's prompt pass gets comes from the costs carried into the answer, not
-    from its first plain step (which often runs slow): here that step is ~1000× faster than the
-    carried one, and would have priced drafting at nothing."""
-    from specx.policy.policy import DraftPolicy
-
-    class Recorder(NoDrafter):
-        budgets: list = []
-
-        def sit_out(self, seq, reuse=0, budget=None):
-            self.budgets.append(budget)
-            return ""
-
-    def carried():
-        return CostModel(verify_s={1: 0.19, 2: 0.22}, draft_step_s=0.031)
-
-    policy = DraftPolicy("auto", 4, cost=carried())
-    list(Generation(make_lm("llama", seed=1), Recorder(), PROMPTS[0], k=4, max_tokens=8,
-                    sampling=Sampling(), policy=policy))
-    assert Recorder.budgets == [pytest.approx(carried().read_budget(7))] and Recorder.budgets[0] > 0
-    assert policy.cost.verify_s[1] < 0.19 and not policy.cost.read_budget(7)
 
 
 def test_a_forward_through_transformers_warns_nothing(make_lm):

@@ -162,17 +162,19 @@ def test_run_uses_the_tuned_setting_and_flags_override_it(cli_models):
 
 @pytest.mark.usefixtures("one_thread")
 def test_a_tuned_policy_runs_guarded_unless_the_user_chose_the_policy(cli_models, monkeypatch):
-    """What `auto` takes from the tune may still turn speculation off (DraftPolicy.guard); a policy
+    """What `auto` takes from the tune may still turn speculation off (policy.Guarded); a policy
     given by flag is run as given."""
     from specx.policy import policy as policies
+    from specx.policy.guarded import Guarded
 
-    made, real = [], policies.DraftPolicy
+    made, real = [], policies.make
 
     def recording(*args, **kwargs):
-        made.append(kwargs.get("guard"))
-        return real(*args, **kwargs)
+        policy = real(*args, **kwargs)
+        made.append(isinstance(policy, Guarded))
+        return policy
 
-    monkeypatch.setattr(policies, "DraftPolicy", recording)
+    monkeypatch.setattr(policies, "make", recording)
     target = str(cli_models["target"])
     tuned.record(tuned.make_key(target, "ngram"),
                  TunedSetting("ngram", 3, "confidence", 0.6, tuned_at="2026-11-23T04:00:00Z", speedup=1.5), [])

@@ -25,7 +25,7 @@ class Config:
     policy: str = "fixed"
     confidence: float = 0.4
     peer: str = ""
-    tuned: bool = False      # `--config tuned`: run as `specx run` runs it (the policy guarded, DraftPolicy)
+    tuned: bool = False      # `--config tuned`: run as `specx run` runs it (the policy guarded: policy.Guarded)
 
     @property
     def baseline(self) -> bool:

@@ -11,19 +11,16 @@ class HybridDrafter(NoDrafter):
     """A model drafter that copies instead wherever the context already holds the continuation.
 
     Each round the n-gram lookup goes first: a match of MIN_MATCH tokens or more (a copy it follows
-    counts its whole run) or a copy resumed past a replaced token is drafted for free, cut by the
-    policy's `trim`; otherwise, or where nothing of it is left, the model drafts (shorter matches are
-    common words in prose, which the model guesses better). The model's cache catches up on the
-    copied tokens in its next forward (one pass over several tokens).
+    counts its whole run) or a copy resumed past a replaced token is drafted for free; otherwise, or
+    where the policy's trim leaves nothing of it (the loop then asks `instead`), the model drafts
+    (shorter matches are common words in prose, which the model guesses better). The model's cache
+    catches up on the copied tokens in its next forward (one pass over several tokens).
 
     `sit_out` (asked by `--draft-policy auto` before each answer): where the model would see less than
     half of what it has not read (a prompt over twice its CPU window) and reading all of it costs
     more than the policy's budget (ModelDrafter.plan), it sits the answer out and only copies: it
-    would draft from a fragment (a long passage's tail, without the instruction before it). Fixture
-    pair, float32, 48 tokens, three benches on the AVX2 dev CPU (reading a token: ~17 ms): on a
-    163-token summarisation prompt the hybrid reading 64 tokens ran 0.89–0.93× plain and copying
-    alone 0.96–1.01×; on shorter prompts the hybrid won (chat, 48 tokens: 1.36× vs 1.02×; math, 85:
-    1.41× vs 1.04×; a 123-token rewrite lost to copying alone: 1.52–1.98× vs 2.01–2.14×)."""
+    would draft from a fragment (a long passage's tail, without the instruction before it), which
+    lost to copying alone where shorter prompts won (benchmarks/results/2026-11-24-sitout)."""
 
     MIN_MATCH = 3
 
@@ -61,7 +58,15 @@ class HybridDrafter(NoDrafter):
         self.copied = bool(copy.tokens) and (evidence == "resume" or evidence >= self.MIN_MATCH)
         if self.copied or self.copies_only:
             return copy
-        self.lookup.start = self.lookup.pointer = None   # the model drafts: no copy is being followed
+        return self._model_drafts(seq, ask)
+
+    def instead(self, seq: list[int], ask: Ask) -> Draft | None:
+        """The policy cut the copy to nothing: the model drafts (unless it sits this answer out)."""
+        return None if self.copies_only else self._model_drafts(seq, ask)
+
+    def _model_drafts(self, seq: list[int], ask: Ask) -> Draft:
+        self.copied = False
+        self.lookup.start = self.lookup.pointer = None   # no copy is being followed
         return self.model.propose(seq, ask)
 
     def commit(self, drafted: int, accepted: int) -> None:

@@ -43,9 +43,9 @@ class ModelDrafter(NoDrafter):
     def reads_all(self, unread: int, budget: float | None) -> bool:
         """Whether reading `unread` tokens at once costs at most `budget` seconds (what drafting is
         expected to save over the answer, CostModel.read_budget; None: not priced, so no).
-        Reading a token cost the fixture 0.5B drafter (int8dyn) ~1/13 of a drafting step on an
-        AVX-512 CPU (2.3 ms against 31 ms) but ~1/3 on the AVX2 one (~17 ms), so what it costs is
-        measured, once: READ_PROBE tokens on a spare cache (then again on every long prompt read)."""
+        What reading a token costs against a drafting step differs several-fold between CPUs
+        (benchmarks/results/2026-11-25-read), so it is measured, once: READ_PROBE tokens on a spare
+        cache (then again on every long prompt read)."""
         if budget is None or not unread:
             return False
         if self.read_s is None:
@@ -58,9 +58,8 @@ class ModelDrafter(NoDrafter):
         """Asked before an answer by `auto` (and by a tuned policy auto chose), with the seconds its
         prompt pass may cost: it reads the whole prompt where that fits, else its last `window`
         tokens, and sits out (drafts nothing: the target decodes plainly) where those would be less
-        than half of it. Fixture pair, fp16 target, 163-token summarisation prompt, reading 64: the
-        tuned `confidence 0.7` ran 0.93× plain (rowgemm fp16; fbgemm 0.97×), its drafting rounds
-        0.95× and its prompt pass 0.75 s. The sentence that says it sits out, or ""."""
+        than half of it: drafting from a long prompt's tail lost to plain decoding
+        (benchmarks/results/2026-11-25-guard). The sentence that says it sits out, or ""."""
         self._rest = self.plan(seq, reuse, budget)
         return f"drafter: off for this answer: {self.too_little(seq, reuse)}" if self._rest else ""
 
@@ -112,8 +111,7 @@ class ModelDrafter(NoDrafter):
         """The tokens of seq its cache lacks. More than this answer's window of them (a long prompt,
         a long stretch of plain decoding): it starts afresh on the last `window`, since where reading
         a token costs a third of a drafting step the far context tells a small drafter little that
-        the n-gram lookup does not copy anyway (measured: float32 1.5B target, 163-token prompt,
-        2.7 s → 1.1 s)."""
+        the n-gram lookup does not copy anyway (benchmarks/results/2026-11-24-firstplain)."""
         unread = len(seq) - self.offset - len(self.held)
         if self.reading and unread > self.reading:
             self.lm.reset()
@@ -130,12 +128,15 @@ class ModelDrafter(NoDrafter):
         self.lm.crop(length)
 
     def propose(self, seq: list[int], ask: Ask) -> Draft:
+        """Up to ask.model_limit tokens, ending early at the policy's stops (Ask.stops): after a token
+        it gives less than the confidence floor, or once the chance that all its tokens are accepted
+        falls below the floor for that many (a further token would likely be drafted for nothing)."""
         if self.resting:
             return Draft([], None)
-        ids, tokens, probs, confidences, survivals = self._unread(seq), [], [], [], []
+        ids, tokens, probs, confidences, survival = self._unread(seq), [], [], [], 1.0
         self.base = len(seq) - self.offset
-        sampling = ask.sampling
-        scored = ask.min_confidence is not None or ask.min_survival is not None
+        sampling, stops = ask.sampling, ask.stops
+        scored = stops.scored
         for _ in range(ask.model_limit):
             if ask.stop is not None and ask.stop.is_set():
                 break
@@ -153,17 +154,14 @@ class ModelDrafter(NoDrafter):
             if confidence is not None:
                 confidences.append(confidence)
             ids = [token]
-            if ask.min_confidence is not None and confidence < ask.min_confidence:
+            if stops.min_confidence is not None and confidence < stops.min_confidence:
                 break  # the drafter doubts this token: let the target speak sooner
-            if ask.min_survival is not None:
-                chance = ask.calibrate(confidence) if ask.calibrate else confidence
-                survivals.append(chance * (survivals[-1] if survivals else 1.0))
-                floor = ask.min_survival(tuple(survivals)) if callable(ask.min_survival) else ask.min_survival
-                if floor is not None and survivals[-1] < floor:
+            if stops.floors is not None:
+                survival *= stops.chance(confidence)
+                floor = stops.floor(len(tokens))
+                if floor is not None and survival < floor:
                     break  # a further token would likely be drafted for nothing
-        draft = Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences),
-                      made=len(tokens))
-        return draft if ask.trim is None else ask.trim(draft)   # auto: sends the target only what pays to verify
+        return Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences), made=len(tokens))
 
     def _logits(self, ids: list[int]) -> torch.Tensor:
         """(1, V') scores for the next token over what this drafter may propose."""

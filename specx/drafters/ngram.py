@@ -70,8 +70,7 @@ class NgramDrafter(NoDrafter):
             return Draft([], None)
         n = min(ask.k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else ask.k
         copied = [self.edits.get(t, t) for t in seq[self.start:self.start + n]]
-        copy = Draft(copied, None, evidence_kind(self.evidence))
-        return copy if ask.trim is None else ask.trim(copy)
+        return Draft(copied, None, evidence_kind(self.evidence))
 
     def commit(self, drafted: int, accepted: int) -> None:
         # The target's own token either continues the copy or replaces source token start+accepted;

@@ -1,14 +1,14 @@
 """What a drafter proposes (`Draft`), what the loop asks of it each round (`Ask`), and the drafter that
 proposes nothing (`NoDrafter`: plain decoding through the same loop). Every drafter follows NoDrafter's
-protocol: prefill, propose, commit."""
+protocol: prefill, propose (and `instead`, where the policy cut a copy to nothing), commit."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from threading import Event
 
 import torch
 
+from ..policy.base import NO_STOPS, Stops
 from .types import Sampling
 
 
@@ -19,7 +19,7 @@ class Draft:
     source: str = "model"       # a model's draft, or a free copy from the context and its evidence
                                 # ("match3", "match8", "resume", …): the auto policy learns each apart
     confidences: tuple[float, ...] = ()   # a model drafter's probability of each drafted token
-    made: int | None = None     # tokens the drafter produced before the policy cut the draft (None: all sent)
+    made: int | None = None     # tokens a model drafter produced (the policy may send fewer: Policy.trim)
 
     @property
     def lookup(self) -> bool:
@@ -28,18 +28,14 @@ class Draft:
 
 @dataclass(frozen=True)
 class Ask:
-    """What the loop asks of a drafter this round."""
+    """What the loop asks of a drafter this round: plain data, no callables."""
 
     k: int                                  # the most tokens a draft may have (a copy from the context)
     sampling: Sampling = field(default_factory=Sampling)
     generator: torch.Generator | None = None
     stop: Event | None = None               # set: end the draft now (Ctrl-C)
-    min_confidence: float | None = None     # a model drafter stops after a token it gives less
-    min_survival: float | Callable[[tuple[float, ...]], float | None] | None = None   # ... or once its tokens'
-    #   chance of all being accepted falls below this (or below what it returns for their running chances)
-    calibrate: Callable[[float], float] | None = None   # that chance per token from its confidence (else c)
     model_k: int | None = None              # the most a model drafter may draft (None: k)
-    trim: Callable[[Draft], Draft] | None = None   # the policy's cut of a draft (auto), applied last
+    stops: Stops = NO_STOPS                 # where a model drafter ends its draft early (the policy's numbers)
 
     @property
     def model_limit(self) -> int:
@@ -58,6 +54,11 @@ class NoDrafter:
 
     def propose(self, seq: list[int], ask: Ask) -> Draft:
         return Draft([], None)
+
+    def instead(self, seq: list[int], ask: Ask) -> Draft | None:
+        """Another draft for this round, asked where the policy cut this drafter's copy to nothing
+        (a hybrid's model drafts then); None: it has none."""
+        return None
 
     def commit(self, drafted: int, accepted: int) -> None:
         pass

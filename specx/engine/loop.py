@@ -12,7 +12,8 @@ from .verify import verify_greedy, verify_sampled
 from .detok import TextStream
 from .draft import Ask, Draft
 from ..memory.probe import peak_rss_bytes
-from ..policy.policy import DraftPolicy
+from ..policy.base import Policy
+from ..policy.policy import make
 from .types import Done, Event, Round, Sampling, Stats
 
 
@@ -21,15 +22,15 @@ class Generation:
 
     def __init__(self, target, drafter, prompt_ids: list[int], *, k: int, max_tokens: int,
                  sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None,
-                 policy: DraftPolicy | None = None, reuse: int = 0, on_done: Callable[[], None] | None = None):
+                 policy: Policy | None = None, reuse: int = 0, on_done: Callable[[], None] | None = None):
         self.target, self.drafter, self.prompt = target, drafter, list(prompt_ids)
         self.reuse = reuse  # the first `reuse` prompt tokens may already be cached (chat turns)
         self.on_done = on_done   # called once the run ends (the pair keeps what it measured)
         self.k, self.max_tokens, self.sampling = k, max_tokens, sampling
-        self.policy = policy or DraftPolicy("fixed", k)
+        self.policy = policy or make("fixed", k)
         # What a model drafter's pass over the whole prompt may cost, priced at the costs measured
-        # before this answer: its first plain step often runs slow (fbgemm fp16: 130–151 ms against
-        # 86), which made drafting look paying where it lost (summarisation: 0.74× plain).
+        # before this answer: its first plain step often runs slow, which made drafting look paying
+        # where it lost (benchmarks/results/2026-11-25-read).
         self.read_budget = self.policy.cost.read_budget(max_tokens - 1)
         self.text = TextStream(target.tokenizer, stop_strings)
         self.stop = stop or threading.Event()
@@ -93,7 +94,7 @@ class Generation:
 
     def _notice(self) -> str:
         """A policy decision the user must hear about (speculation turned off or on), once."""
-        notice, self.policy.notice = self.policy.notice, ""
+        notice = self.policy.take_notice()
         if notice:
             self.stats.notices.append(notice)
         return notice
@@ -116,15 +117,26 @@ class Generation:
         before the answer), else its last window of it, and may sit the answer out, a hybrid's model
         likewise, which then only copies (said in a notice). Returns the seconds it spent in forwards."""
         t, forward = time.perf_counter(), self._forward_s()
-        if (self.policy.name == "auto" or self.policy.guard) and hasattr(self.drafter, "sit_out"):
+        if self.policy.adaptive and hasattr(self.drafter, "sit_out"):
             self.policy.notice = self.policy.notice or self.drafter.sit_out(seq, self.reuse, self.read_budget)
         self.drafter.prefill(seq, self.reuse)
         self.stats.prefill_s += time.perf_counter() - t
         return self._forward_s() - forward
 
-    def _propose(self, seq: list[int], k: int, model_k: int):
-        """The drafter's draft; none in the first round, which is plain (see _prefill_drafter)."""
-        return self.drafter.propose(seq, self._ask(k, model_k)) if self.stats.rounds else Draft([], None)
+    def _propose(self, seq: list[int], k: int, model_k: int) -> Draft:
+        """The drafter's draft as the policy trims it (auto: a copy to what its evidence earned, a
+        model's draft to what is worth verifying); where a copy is cut to nothing, the drafter's other
+        draft if it has one (a hybrid's model), trimmed too. None in the first round, which is plain
+        (see _prefill_drafter)."""
+        if not self.stats.rounds:
+            return Draft([], None)
+        ask = self._ask(k, model_k)
+        proposed = self.drafter.propose(seq, ask)
+        draft = self.policy.trim(proposed)
+        if proposed.lookup and proposed.tokens and not draft.tokens:
+            other = self.drafter.instead(seq, ask)
+            draft = draft if other is None else self.policy.trim(other)
+        return draft
 
     def _round_k(self, length: int) -> tuple[int, int]:
         """How far a draft may go this round (a copy from the context), and how far a model drafter
@@ -136,10 +148,8 @@ class Generation:
         return min(max(model_k, self.policy.copy_k), cap), model_k
 
     def _ask(self, k: int, model_k: int) -> Ask:
-        """This round's request: the policy's stops, and its `trim` (auto cuts copies to what their
-        evidence earned and a model's draft to what is worth verifying)."""
-        return Ask(k, self.sampling, self.generator, self.stop, self.policy.min_confidence,
-                   self.policy.min_survival, self.policy.calibrate, model_k, self.policy.trim)
+        """This round's request, with the policy's stops for a model drafter as numbers."""
+        return Ask(k, self.sampling, self.generator, self.stop, model_k, self.policy.stops(model_k))
 
     def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:
         tokens = torch.tensor(draft.tokens, dtype=torch.long)

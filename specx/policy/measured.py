@@ -3,8 +3,8 @@
 A loaded pair carries what one answer measured into the next (`CostModel.following`); this file
 carries it across processes: the target's verify time per forward size, the drafter's step and its
 confidence calibration, per model pair, machine, precision and kind of sampling. Without it every new
-process spends its first drafting round on a short warm-up draft (0.3–0.8 s on
-the CPU dev machine where long drafts pay). What was learned of a text (acceptance) is never kept.
+process spends its first drafting round on a short warm-up draft (benchmarks/results/2026-11-24-measured).
+What was learned of a text (acceptance) is never kept.
 
 `measured.json` lives in the user state dir; writers lock, merge and replace it atomically; it is a
 cache: an unreadable file or entry reads as nothing, a failed write is skipped, and deleting the file

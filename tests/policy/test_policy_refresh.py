@@ -3,12 +3,17 @@ from __future__ import annotations
 
 import pytest
 
-from specx.policy import policy as policies
-from specx.policy.costmodel import DECAY, CostModel
-from specx.policy.policy import REFRESH_ROUNDS, DraftPolicy
+from dataclasses import replace
+
+from specx.policy.base import Policy
+from specx.policy.costmodel import CostModel
+from specx.policy.knobs import KNOBS
+from specx.policy.policy import make
+
+DECAY, REFRESH_ROUNDS = KNOBS.decay, KNOBS.refresh_rounds
 
 
-def drive(policy: DraftPolicy, n: int, plain_s: float, tokens: list[int], round_s: float) -> list[int]:
+def drive(policy: Policy, n: int, plain_s: float, tokens: list[int], round_s: float) -> list[int]:
     """n rounds as the loop runs them: a plain round takes `plain_s`; drafting rounds draft 2 tokens,
     take `round_s` (a third drafting) and give tokens[i % len(tokens)]."""
     ks = []
@@ -23,8 +28,8 @@ def drive(policy: DraftPolicy, n: int, plain_s: float, tokens: list[int], round_
     return ks
 
 
-def started(name: str, guard: bool = False) -> DraftPolicy:
-    policy = DraftPolicy(name, 4, 0.7, guard=guard)
+def started(name: str, guard: bool = False, knobs=KNOBS) -> Policy:
+    policy = make(name, 4, 0.7, CostModel(knobs=knobs), guard=guard)
     policy.update(0, 0, 0.0, 0.100)   # the loop's first round is plain
     return policy
 
@@ -39,7 +44,7 @@ def test_a_forward_timed_long_ago_gives_way_to_a_new_time_at_once():
     old.observe(0, 0, 0.0, 0.070)
     assert recent.verify_s[1] == pytest.approx(DECAY * 0.100 + (1 - DECAY) * 0.070)   # a round ago: 15%
     assert old.verify_s[1] == pytest.approx(DECAY ** 11 * 0.100 + (1 - DECAY ** 11) * 0.070)
-    assert CostModel.following(old).age(1) == policies.REFRESH_ROUNDS   # carried over: as old as a refresh
+    assert CostModel.following(old).age(1) == REFRESH_ROUNDS   # carried over: as old as a refresh
 
 
 def test_while_drafting_leads_plain_decoding_by_little_plain_decoding_is_timed_again_on_schedule():
@@ -56,7 +61,7 @@ def test_drafting_that_leads_by_far_is_never_interrupted():
 
 
 @pytest.mark.parametrize("name, guard", [("auto", False), ("confidence", True)])
-def test_drafting_stops_once_plain_decoding_has_sped_up_mid_answer(name, guard, monkeypatch):
+def test_drafting_stops_once_plain_decoding_has_sped_up_mid_answer(name, guard):
     """Drafting paid while a plain step took 100 ms; the machine speeds plain steps up to 70 ms and
     leaves longer forwards as they were (as fbgemm fp16 did on a shared AVX-512 CPU): the next
     time plain decoding is timed shows drafting losing, and it goes off with a notice."""
@@ -66,8 +71,8 @@ def test_drafting_stops_once_plain_decoding_has_sped_up_mid_answer(name, guard, 
     drive(policy, 2 * REFRESH_ROUNDS + 2, 0.070, tokens=[3, 1], round_s=0.17)
     assert policy.off and policy.notice.startswith("speculation off")
 
-    stale = started(name, guard)                          # the same answer never timing plain decoding
-    monkeypatch.setattr(policies, "REFRESH_ROUNDS", 10 ** 6)  # again keeps drafting at a loss
+    never = replace(KNOBS, refresh_rounds=10 ** 6)   # the same answer never timing plain decoding
+    stale = started(name, guard, never)              # again keeps drafting at a loss
     drive(stale, 12, 0.100, tokens=[3, 1], round_s=0.17)
     drive(stale, 2 * REFRESH_ROUNDS + 2, 0.070, tokens=[3, 1], round_s=0.17)
     assert not stale.off

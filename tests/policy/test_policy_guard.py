@@ -5,24 +5,30 @@ import time
 
 import pytest
 
-from specx.policy.costmodel import CostModel
-from specx.engine.draft import Draft, NoDrafter
+from test_loop import plain_greedy
+
 from specx.drafters.model import ModelDrafter
+from specx.engine.draft import Draft, NoDrafter
 from specx.engine.loop import Generation
-from specx.policy.policy import GUARD_ROUNDS, PROBE_GAP, REFRESH_ROUNDS, DraftPolicy
 from specx.engine.types import Round, Sampling
-from tests.test_loop import plain_greedy
+from specx.policy.base import Policy
+from specx.policy.costmodel import CostModel
+from specx.policy.guarded import Guarded
+from specx.policy.knobs import KNOBS
+from specx.policy.policy import make
+
+GUARD_ROUNDS, PROBE_GAP, REFRESH_ROUNDS = KNOBS.guard_rounds, KNOBS.probe_gap, KNOBS.refresh_rounds
 
 PLAIN_S = 0.100   # a plain step: 10 tok/s
 
 
-def guarded(name: str = "confidence", guard: bool = True) -> DraftPolicy:
-    policy = DraftPolicy(name, 4, 0.7, guard=guard)
+def guarded(name: str = "confidence", guard: bool = True) -> Policy:
+    policy = make(name, 4, 0.7, guard=guard)
     policy.update(0, 0, 0.0, PLAIN_S)   # the loop's first round is plain: it measures what drafting must beat
     return policy
 
 
-def rounds(policy: DraftPolicy, n: int, tokens: int, seconds: float) -> list[int]:
+def rounds(policy: Policy, n: int, tokens: int, seconds: float) -> list[int]:
     """n rounds as the loop runs them: a drafting round gives `tokens` in `seconds`, a plain one 1 in PLAIN_S."""
     ks = []
     for _ in range(n):
@@ -64,8 +70,9 @@ def test_a_tuned_policy_that_keeps_up_stays_on(tokens, seconds):
 
 def test_a_policy_the_user_chose_is_never_turned_off():
     for policy in (guarded("confidence", guard=False), guarded("heuristic", guard=False)):
-        assert all(rounds(policy, 30, tokens=1, seconds=0.5)) and not policy.off and not policy.notice
-    assert DraftPolicy("auto", 4, guard=True).guard is False   # auto has its own switch
+        assert all(rounds(policy, 30, tokens=1, seconds=0.5)) and not getattr(policy, "off", False)
+        assert not policy.notice and not policy.adaptive
+    assert not isinstance(make("auto", 4, guard=True), Guarded)   # auto has its own switch
 
 
 class SlowGuess(NoDrafter):
@@ -85,7 +92,7 @@ def test_a_guarded_policy_falls_back_to_plain_decoding_with_identical_output(mak
     drafter = SlowGuess()
     prompt = [0, 11, 12, 13]
     events = list(Generation(target, drafter, prompt, k=4, max_tokens=40, sampling=Sampling(),
-                             policy=DraftPolicy("fixed", 4, guard=True)))
+                             policy=make("fixed", 4, guard=True)))
     tokens = [t for e in events if isinstance(e, Round) for t in e.token_ids]
     stats = events[-1].stats
     assert tokens == plain_greedy(target.model, prompt, 40, eos=1)
@@ -111,7 +118,7 @@ def test_a_model_drafter_sits_out_a_prompt_over_twice_its_window_too_dear_to_rea
     monkeypatch.setattr(CostModel, "read_budget", lambda self, tokens: 1.0)
     prompt = [0] + [20 + i % 7 for i in range(prompt_len - 1)]
     events = list(Generation(target, drafter, prompt, k=4, max_tokens=12, sampling=Sampling(),
-                             policy=DraftPolicy(policy, 4, guard=guard)))
+                             policy=make(policy, 4, guard=guard)))
     tokens = [t for e in events if isinstance(e, Round) for t in e.token_ids]
     stats = events[-1].stats
     assert tokens == plain_greedy(target.model, prompt, 12, eos=1)

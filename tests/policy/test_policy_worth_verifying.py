@@ -8,7 +8,7 @@ from specx.policy.costmodel import MODEL, Calibration, CostModel
 from specx.engine.draft import Draft
 from specx.drafters.model import ModelDrafter
 from specx.engine.loop import Generation
-from specx.policy.policy import DraftPolicy
+from specx.policy.policy import make
 from specx.engine.types import Round, Sampling
 
 CPU = {1: 0.35, 2: 0.70, 5: 0.80, 17: 1.00}   # float32 verify seconds by tokens per forward (dev CPU shape)
@@ -46,7 +46,7 @@ def test_calibration_learns_acceptance_per_confidence_bin():
 
 
 def test_the_policy_cuts_tokens_probabilities_and_confidences_alike():
-    policy = DraftPolicy("auto", 16)
+    policy = make("auto", 16)
     policy.cost.verify_s.update({1: 0.35, 2: 0.70, 3: 0.72, 4: 0.74})
     draft = Draft([7, 8, 9], torch.rand(3, 96), confidences=(0.99, 0.99, 0.05), made=3)
     cut = policy.trim(draft)
@@ -54,11 +54,11 @@ def test_the_policy_cuts_tokens_probabilities_and_confidences_alike():
     assert cut.made == 3 and cut.source == MODEL
     nothing = policy.trim(Draft([7], torch.rand(1, 96), confidences=(0.3,), made=1))
     assert nothing.tokens == [] and nothing.probs is None
-    assert DraftPolicy("confidence", 4).trim(draft) is draft
+    assert make("confidence", 4).trim(draft) is draft
 
 
 def test_a_dropped_draft_counts_against_the_drafter_and_its_time_per_token_made():
-    policy = DraftPolicy("auto", 16)
+    policy = make("auto", 16)
     policy.update(0, 0, 0.3, 0.35, MODEL, made=3, confidences=(0.3, 0.2, 0.1))
     track = policy.cost.track(MODEL)
     assert track.tries == 1 and track.rejected == 1 and track.accepted == 0
@@ -71,7 +71,7 @@ def test_dropped_drafts_keep_the_output_and_turn_drafting_off(make_lm):
     target's own, and auto soon stops drafting."""
     target, draft = make_lm("llama", seed=21), make_lm("llama", seed=22, layers=1)
     prompt = [0, 5, 9, 12, 5, 9]
-    policy = DraftPolicy("auto", 8)
+    policy = make("auto", 8)
     policy.update(0, 0, 0.0, CPU[1])
     policy.update(4, 0, 0.4, CPU[5], MODEL, made=4)
     policy.cost.verify_s.update(CPU)

@@ -6,7 +6,8 @@ from test_session import make_pair, tokens
 
 from specx import stream
 from specx.policy.costmodel import MODEL, CostModel
-from specx.policy.policy import WARMUP_K, DraftPolicy
+from specx.policy.knobs import KNOBS
+from specx.policy.policy import make
 from specx.engine.types import Sampling
 
 GREEDY, SAMPLED = Sampling(), Sampling(temperature=0.8, seed=1)
@@ -32,11 +33,11 @@ def test_a_following_model_keeps_costs_and_calibration_and_forgets_the_text():
 
 
 def test_with_costs_measured_the_first_rounds_draft_without_warm_up_or_plain_round():
-    fresh = DraftPolicy("auto", 16)
-    assert fresh.next_k() == WARMUP_K
+    fresh = make("auto", 16)
+    assert fresh.next_k() == KNOBS.warmup_k
     fresh.update(4, 4, 0.32, 0.7, made=4)
     assert fresh.next_k() == 0                      # the plain round that measures what drafting must beat
-    carried = DraftPolicy("auto", 16, cost=CostModel.following(measured()))
+    carried = make("auto", 16, cost=CostModel.following(measured()))
     assert carried.next_k() == 16
     carried.update(3, 3, 0.24, 0.6, made=3)
     assert carried.next_k() == 16

@@ -9,7 +9,8 @@ from test_session import make_pair, tokens
 from specx.policy import measured
 from specx import stream
 from specx.policy.costmodel import MODEL, CostModel
-from specx.policy.policy import WARMUP_K, DraftPolicy
+from specx.policy.knobs import KNOBS
+from specx.policy.policy import make
 from specx.engine.types import Sampling
 
 KEY = {"target": "t|1", "drafter": "d|2|hybrid", "device": "cpu: test, 2 threads"}
@@ -114,8 +115,8 @@ def test_a_new_process_drafts_from_its_first_round_and_still_equals_plain_decodi
     later.measured_key, later.k = KEY, 8
     policy = later.policy("auto", 0.4, Sampling())
     assert policy.cost.draft_step_s is not None and policy.cost.verify_time(1) is not None
-    assert policy.next_k() == later.k    # no warm-up draft (WARMUP_K) and no plain measuring round
-    assert DraftPolicy("auto", later.k).next_k() == WARMUP_K < later.k   # what a first answer does without
+    assert policy.next_k() == later.k    # no warm-up draft (KNOBS.warmup_k) and no plain measuring round
+    assert make("auto", later.k).next_k() == KNOBS.warmup_k < later.k   # what a first answer does without
     assert tokens(stream(later, prompt, max_tokens=24, draft_policy="auto", raw=True)) == reference
 
 

@@ -1,66 +1,18 @@
-"""Draft-length policies: how k moves, where the confidence policy stops, and that output never changes."""
+"""auto: the cost model, SmartSpec's k = 0, trimming, the drafter's stops; the output never changes."""
 from __future__ import annotations
 
 import math
 
 import pytest
-
-from specx.engine.draft import Ask
+from test_policy_screens import run
 
 from specx.drafters.model import ModelDrafter
+from specx.engine.draft import Ask
 from specx.engine.loop import Generation
-from specx.policy.policy import DraftPolicy
 from specx.engine.types import Round, Sampling
-
-
-def test_heuristic_moves_k_as_transformers_does():
-    """+2 after a fully accepted round, −1 otherwise, never below 1; rounds with no draft change nothing."""
-    p = DraftPolicy("heuristic", 4)
-    steps = []
-    for drafted, accepted in ((4, 4), (6, 6), (8, 3), (7, 0), (6, 6), (0, 0), (8, 1)):
-        p.update(drafted, accepted)
-        steps.append(p.next_k())
-    assert steps == [6, 8, 7, 6, 8, 8, 7]
-    low = DraftPolicy("heuristic", 1)
-    low.update(1, 0)
-    assert low.next_k() == 1
-
-
-def test_fixed_and_confidence_keep_k():
-    """fixed and confidence always offer k; only confidence sets a drafter threshold."""
-    for name in ("fixed", "confidence"):
-        p = DraftPolicy(name, 5, 0.3)
-        p.update(5, 0)
-        assert p.next_k() == 5
-    assert DraftPolicy("fixed", 5).min_confidence is None
-    assert DraftPolicy("confidence", 5, 0.3).min_confidence == 0.3
-    with pytest.raises(ValueError):
-        DraftPolicy("bogus", 4)
-
-
-def run(make_lm, policy, k=6, n=30):
-    target, draft = make_lm("llama", seed=21), make_lm("llama", seed=22, layers=1)
-    gen = Generation(target, ModelDrafter(draft, 96, 96), [0, 5, 9, 12, 5, 9], k=k, max_tokens=n,
-                     sampling=Sampling(), policy=policy)
-    events = list(gen)
-    return [t for e in events if isinstance(e, Round) for t in e.token_ids], events
-
-
-def test_confidence_policy_stops_drafting_at_the_threshold(make_lm):
-    """With a threshold above every probability, a round drafts one token at most; with ~0, up to k."""
-    _, events = run(make_lm, DraftPolicy("confidence", 6, 0.999999))
-    drafted = {e.drafted for e in events if isinstance(e, Round) and e.token_ids}
-    assert 1 in drafted and drafted <= {0, 1}  # 0 only where the token budget leaves no room to draft
-    _, events = run(make_lm, DraftPolicy("confidence", 6, 1e-12))
-    drafted = [e.drafted for e in events if isinstance(e, Round) and e.token_ids]
-    assert max(drafted) == 6
-
-
-def test_policies_never_change_the_output(make_lm):
-    """Every policy, and k = 0, gives the same greedy tokens."""
-    outputs = [run(make_lm, DraftPolicy(name, 4, 0.5))[0] for name in ("fixed", "heuristic", "confidence", "auto")]
-    plain, _ = run(make_lm, DraftPolicy("fixed", 0), k=0)
-    assert outputs[0] == outputs[1] == outputs[2] == outputs[3] == plain
+from specx.policy.base import Stops
+from specx.policy.knobs import KNOBS
+from specx.policy.policy import make
 
 
 # --- auto: the cost model and SmartSpec's k = 0 ------------------------------------------------
@@ -99,7 +51,7 @@ def test_plain_decoding_cost_is_measured_never_extrapolated():
     from specx.policy.costmodel import CostModel
 
     assert CostModel(verify_s={2: 0.55, 17: 0.9}).verify_time(1) is None
-    policy = DraftPolicy("auto", 4)
+    policy = make("auto", 4)
     policy.update(4, 1, 0.2, 0.6)
     policy.update(1, 1, 0.05, 0.5)
     assert policy.next_k() == 0
@@ -129,10 +81,11 @@ def _drive(policy, rounds, draft_step_s, verify_s, acceptance):
 
 def test_auto_turns_drafting_off_says_so_and_probes_on_schedule():
     """Expensive drafts: after warm-up, one plain round and enough evidence, k = 0 with a notice; probes
-    PROBE_GAP plain rounds later, then twice that."""
-    from specx.policy.policy import MIN_JUDGED, PROBE_GAP, WARMUP_K, WARMUP_ROUNDS
+    probe_gap plain rounds later, then twice that."""
+    MIN_JUDGED, PROBE_GAP = KNOBS.min_judged, KNOBS.probe_gap
+    WARMUP_K, WARMUP_ROUNDS = KNOBS.warmup_k, KNOBS.warmup_rounds
 
-    policy = DraftPolicy("auto", 4)
+    policy = make("auto", 4)
     ks = _drive(policy, 70, 0.08, lambda n: 0.1 + 0.05 * (n - 1), 0.5)
     assert ks[:WARMUP_ROUNDS] == [min(4, WARMUP_K)] * WARMUP_ROUNDS and ks[WARMUP_ROUNDS] == 0
     assert policy.off and policy.notice.startswith("speculation off")
@@ -143,10 +96,10 @@ def test_auto_turns_drafting_off_says_so_and_probes_on_schedule():
 
 
 def test_auto_keeps_drafting_when_it_pays_and_turns_back_on():
-    policy = DraftPolicy("auto", 4)
+    policy = make("auto", 4)
     ks = _drive(policy, 20, 0.002, lambda n: 0.1 + 0.01 * (n - 1), 1.0)
     assert not policy.off and ks[-1] == 4 and ks.count(0) == 1   # the one plain measuring round
-    off = DraftPolicy("auto", 4)
+    off = make("auto", 4)
     verify = lambda n: 0.1 + 0.01 * (n - 1)   # noqa: E731  (the same machine costs throughout)
     _drive(off, 24, 0.05, verify, 0.0)
     assert off.off
@@ -169,10 +122,10 @@ def test_auto_falls_back_to_plain_decoding_with_identical_output(make_lm):
     """k = 0 through the same loop: the output is unchanged, the decision is in the stats and events."""
     target, draft = make_lm("llama", seed=21), make_lm("llama", seed=22, layers=1)
     gen = Generation(target, SlowDrafter(draft, 96, 96), [0, 5, 9, 12, 5, 9], k=4, max_tokens=40,
-                     sampling=Sampling(), policy=DraftPolicy("auto", 4))
+                     sampling=Sampling(), policy=make("auto", 4))
     events = list(gen)
     tokens = [t for e in events if isinstance(e, Round) for t in e.token_ids]
-    plain, _ = run(make_lm, DraftPolicy("fixed", 0), k=0, n=40)
+    plain, _ = run(make_lm, make("fixed", 0), k=0, n=40)
     assert tokens == plain
     assert any(e.notice.startswith("speculation off") for e in events if isinstance(e, Round))
     assert gen.stats.notices and sum(1 for e in events if isinstance(e, Round) and e.drafted == 0) > 20
@@ -204,9 +157,9 @@ def test_positions_never_drafted_inherit_the_rate_of_the_one_before():
 
 def test_a_probe_waits_for_a_round_in_which_the_drafter_proposes():
     """The n-gram drafter often has nothing to offer: a round without drafts is not a failed probe."""
-    from specx.policy.policy import PROBE_GAP
+    PROBE_GAP = KNOBS.probe_gap
 
-    policy = DraftPolicy("auto", 4)
+    policy = make("auto", 4)
     for _ in range(40):
         _drive(policy, 1, 0.08, lambda n: 0.1 + 0.05 * (n - 1), 0.0)
         if policy.off:
@@ -243,7 +196,7 @@ def test_auto_trims_each_copy_to_what_its_evidence_has_earned():
     tokens would double the forward for nothing); the model's drafts are never cut."""
     from specx.engine.draft import Draft
 
-    policy = DraftPolicy("auto", 16)
+    policy = make("auto", 16)
     verify = lambda n: 0.4 + 0.03 * (n - 1)   # noqa: E731  (a CPU: 17 tokens ≈ 2.2× one)
     policy.update(0, 0, 0.0, verify(1))
     for _ in range(6):
@@ -253,11 +206,11 @@ def test_auto_trims_each_copy_to_what_its_evidence_has_earned():
     assert policy.trim(Draft(tokens, None, "match8")).tokens == tokens
     assert policy.trim(Draft(tokens, None, "match3")).tokens == []
     assert policy.trim(Draft(tokens, None, "model")).tokens == tokens
-    assert DraftPolicy("fixed", 16).trim(Draft(tokens, None, "match3")).tokens == tokens
+    assert make("fixed", 16).trim(Draft(tokens, None, "match3")).tokens == tokens
 
 
 def _cpu_policy():
-    policy = DraftPolicy("auto", 16)
+    policy = make("auto", 16)
     for n, seconds in ((1, 0.41), (2, 0.55), (5, 0.71), (17, 0.89)):   # measured: float32, 2 cores
         policy.update(n - 1, 0, 0.0, seconds, "match1")
     policy.cost.tracks.clear()
@@ -288,7 +241,7 @@ def test_short_matches_are_drafted_where_verifying_is_nearly_free():
     """On a GPU a forward of 17 tokens costs about what one does: even a 15% guess pays there."""
     from specx.engine.draft import Draft
 
-    gpu = DraftPolicy("auto", 16)
+    gpu = make("auto", 16)
     for n in (1, 17):
         gpu.update(n - 1, 0, 0.0, 0.020 + 0.0001 * n)
     gpu.cost.tracks.clear()
@@ -297,7 +250,7 @@ def test_short_matches_are_drafted_where_verifying_is_nearly_free():
 
 def test_drafting_must_promise_a_margin_over_plain_decoding():
     """What the estimate leaves out is paid anyway: a draft that promises 2% more is not worth it."""
-    from specx.policy.costmodel import MARGIN
+    MARGIN = KNOBS.margin
 
     model = _pooled(0.0, 0.0, verify_s={1: 0.100, 2: 0.147}, draft_step_s=0.0)
     even = model.rate(1) / model.rate(0)
@@ -309,12 +262,12 @@ def test_where_drafting_pays_the_model_drafts_up_to_k_and_stops_itself():
     the drafter goes up to k_max and its confidence and survival stops end the draft (position-wise
     rates held code drafts at 5 while every round of 5 was accepted: position 6 was never judged
     again after one rejection)."""
-    policy = DraftPolicy("auto", 16)
+    policy = make("auto", 16)
     verify = lambda n: 0.4 + 0.03 * (n - 1)   # noqa: E731  (a CPU: 17 tokens ≈ 2.2× one)
     policy.update(0, 0, 0.0, verify(1))
     policy.update(6, 5, 6 * 0.06, verify(7))
     assert 1 <= policy.cost.best_k(16) < 8 and policy.cost.break_even() == pytest.approx(0.06 / 0.4)
-    assert policy.min_survival((0.9,)) > policy.cost.break_even()   # the verify share counts too
+    assert policy.stops(16).floors[0] > policy.cost.break_even()   # the verify share counts too
     assert policy.next_k() == 16
 
 
@@ -324,7 +277,7 @@ def test_after_a_copy_accepted_whole_the_next_copy_of_its_kind_goes_twice_as_far
     ends that."""
     from specx.engine.draft import Draft
 
-    policy = DraftPolicy("auto", 16)
+    policy = make("auto", 16)
     verify = lambda n: 0.4 + 0.03 * (n - 1)   # noqa: E731
     policy.update(0, 0, 0.0, verify(1))
     policy.update(8, 2, 0.0, verify(9), "match3")
@@ -344,13 +297,13 @@ def test_the_model_drafter_stops_when_its_draft_would_likely_be_wasted(make_lm):
 
     assert CostModel(verify_s={1: 0.4}, draft_step_s=0.08).break_even() == pytest.approx(0.2)
     assert CostModel(verify_s={2: 0.4}, draft_step_s=0.08).break_even() is None
-    assert DraftPolicy("fixed", 4).min_survival is None
+    assert make("fixed", 4).stops(4).floors is None
     drafter = ModelDrafter(make_lm("llama", seed=22, layers=1), 96, 96)
     seq = [0, 5, 9, 12, 5, 9]
     drafter.prefill(seq)
-    assert len(drafter.propose(seq, Ask(6, min_survival=0.5)).tokens) == 1
+    assert len(drafter.propose(seq, Ask(6, stops=Stops(floors=(0.5,) * 6))).tokens) == 1
     drafter.prefill(seq)
-    assert len(drafter.propose(seq, Ask(6, min_survival=1e-30)).tokens) == 6
+    assert len(drafter.propose(seq, Ask(6, stops=Stops(floors=(1e-30,) * 6))).tokens) == 6
 
 
 def test_the_survival_floor_prices_a_further_token_at_its_draft_step_and_verify_share():
@@ -359,35 +312,46 @@ def test_the_survival_floor_prices_a_further_token_at_its_draft_step_and_verify_
     from specx.policy.costmodel import CostModel
 
     flat = CostModel(verify_s={1: 0.4, 2: 0.4, 3: 0.4}, draft_step_s=0.08)
-    assert flat.survival_floor((0.1,)) == pytest.approx(flat.break_even()) == pytest.approx(0.2)
+    assert flat.survival_floor(1) == pytest.approx(flat.break_even()) == pytest.approx(0.2)
     steep = CostModel(verify_s={1: 0.4, 2: 0.44, 3: 0.48, 5: 0.5}, draft_step_s=0.08)
-    assert steep.survival_floor((0.9,)) == pytest.approx((0.08 + 0.04) / 0.4)        # 2 → 3 tokens
-    assert steep.survival_floor((0.9, 0.8, 0.7)) == pytest.approx((0.08 + 0.01) / 0.4)   # 4 → 5
-    assert CostModel(verify_s={1: 0.4}, draft_step_s=0.08).survival_floor((0.5,)) == pytest.approx(0.2)
-    assert CostModel(verify_s={2: 0.4}, draft_step_s=0.08).survival_floor((0.5,)) is None
+    assert steep.survival_floor(1) == pytest.approx((0.08 + 0.04) / 0.4)        # 2 → 3 tokens
+    assert steep.survival_floor(3) == pytest.approx((0.08 + 0.01) / 0.4)   # 4 → 5
+    assert CostModel(verify_s={1: 0.4}, draft_step_s=0.08).survival_floor(1) == pytest.approx(0.2)
+    assert CostModel(verify_s={2: 0.4}, draft_step_s=0.08).survival_floor(1) is None
 
 
-def test_a_drafter_asks_the_policy_for_the_floor_of_its_running_chances(make_lm):
-    """The survival floor may depend on the draft so far: the drafter passes the running chances."""
+def test_a_drafter_holds_the_running_chance_of_its_draft_to_the_floor_for_its_length(make_lm):
+    """The survival floor depends on the draft so far: after its m-th token the drafter compares the
+    running chance that all m are accepted (the product of their chances, falling) with floors[m − 1]."""
     drafter = ModelDrafter(make_lm("llama", seed=22, layers=1), 96, 96)
     seq = [0, 5, 9, 12, 5, 9]
-    seen = []
     drafter.prefill(seq)
-    floor = lambda survivals: seen.append(survivals) or (0.0 if len(survivals) < 3 else 1.0)  # noqa: E731
-    assert len(drafter.propose(seq, Ask(6, min_survival=floor)).tokens) == 3
-    assert [len(s) for s in seen] == [1, 2, 3] and all(a >= b for a, b in zip(seen[2], seen[2][1:]))
+    assert len(drafter.propose(seq, Ask(6, stops=Stops(floors=(0.0, 0.0, 1.0, 1.0, 1.0, 1.0)))).tokens) == 3
+    drafter.prefill(seq)
+    whole = drafter.propose(seq, Ask(6, stops=Stops(floors=(0.0,) * 6))).confidences
+    running = [math.prod(whole[:m]) for m in range(1, 7)]
+    assert len(whole) == 6 and all(a >= b for a, b in zip(running, running[1:]))
+    for m in (1, 3, 5):
+        at = tuple(running[m - 1] * (1 + 1e-9) if i == m - 1 else 0.0 for i in range(6))
+        below = tuple(running[m - 1] * (1 - 1e-9) if i == m - 1 else 0.0 for i in range(6))
+        drafter.prefill(seq)
+        assert len(drafter.propose(seq, Ask(6, stops=Stops(floors=at))).tokens) == m
+        drafter.prefill(seq)
+        assert len(drafter.propose(seq, Ask(6, stops=Stops(floors=below))).tokens) == 6
 
 
 def test_the_survival_stop_reads_confidences_through_the_measured_calibration(make_lm):
     """A drafter whose doubtful tokens are measured to be accepted drafts on past its raw confidences
     (the same tiny drafter as above stops after one token uncalibrated)."""
-    policy = DraftPolicy("auto", 6)
+    policy = make("auto", 6)
     policy.cost.calibration.add((0.01, 0.1, 0.3, 0.5) * 50, 200)
-    assert policy.calibrate(0.01) > 0.95 and DraftPolicy("fixed", 6).calibrate is None
+    calibration = policy.stops(6).calibration
+    assert calibration.acceptance(0.01) > 0.95 and make("fixed", 6).stops(6).calibration is None
+    assert calibration.acceptance(0.01) == policy.cost.calibration.acceptance(0.01)   # the same numbers
     drafter = ModelDrafter(make_lm("llama", seed=22, layers=1), 96, 96)
     seq = [0, 5, 9, 12, 5, 9]
     drafter.prefill(seq)
-    assert len(drafter.propose(seq, Ask(6, min_survival=0.5, calibrate=policy.calibrate)).tokens) == 6
+    assert len(drafter.propose(seq, Ask(6, stops=Stops(floors=(0.5,) * 6, calibration=calibration))).tokens) == 6
 
 
 def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
@@ -402,7 +366,7 @@ def test_copies_may_go_the_full_length_while_the_model_drafter_is_off(make_lm):
             self.asks.append((ask.k, ask.model_k))
             return Draft([], None)
 
-    policy = DraftPolicy("auto", 16)
+    policy = make("auto", 16)
     policy.update(4, 0, 0.4, 0.5)
     policy.update(0, 0, 0.0, 0.4)
     policy.off, policy.gap = True, 1000
@@ -429,7 +393,9 @@ def test_the_drafters_prompt_pass_may_cost_what_drafting_is_expected_to_save():
     """read_budget: the share of READ_ANSWER plain tokens at most that drafting saves beyond MARGIN at
     the measured costs and the prior acceptance (float32-like costs: ~7%); nothing where drafting does not pay
     (fp16-like: a drafting step 40% of a plain one), None before the costs are measured."""
-    from specx.policy.costmodel import READ_ANSWER, CostModel
+    from specx.policy.costmodel import CostModel
+
+    READ_ANSWER = KNOBS.read_answer
 
     assert CostModel().read_budget(64) is None
     assert CostModel(verify_s={1: 0.19}, draft_step_s=0.031).read_budget(64) is None
