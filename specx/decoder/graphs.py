@@ -48,6 +48,7 @@ class Graphs:
         self.stream = torch.cuda.Stream(decoder.device)
         self.rows: dict[int, _Rows] = {}
         self.graphs: dict[tuple[int, int], torch.cuda.CUDAGraph] = {}
+        self.timed: list | None = None   # a list: each replay appends its (start, end) CUDA events (benchmarks)
 
     @property
     def captured(self) -> list[int]:
@@ -77,8 +78,14 @@ class Graphs:
         graph = self.graphs.get(key)
         if graph is None:
             self.graphs[key] = self._capture(buf, *key)
-        else:
+        elif self.timed is None:
             graph.replay()
+        else:
+            events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            events[0].record()
+            graph.replay()
+            events[1].record()
+            self.timed.append(events)
         cache.length = start + rows
         return buf.logits
 

@@ -1,0 +1,136 @@
+"""The dense decoder (specx/decoder/dense.py) on tiny random models of each family: within float noise of
+transformers' model and of the CPU lean decoder (model.Decoder) in float32, through prefill, cached decode,
+crop, a token tree and a skip set; and DenseLM drives the engine to plain decoding's tokens."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from test_decoder import FAMILIES, SEQ, VOCAB, hf_model, ids, near, reference, save
+from specx.cpu import attention
+from specx.decoder import dense
+from specx.decoder.dense_lm import DenseLM, load
+from specx.decoder.lm import load as load_lean
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def trio(request, tmp_path_factory):
+    """(transformers model, the CPU LeanLM, a float32 DenseLM on the CPU) of one family."""
+    model = hf_model(request.param)
+    folder = save(model, tmp_path_factory.mktemp(request.param))
+    return model, load_lean(folder), load(folder, "cpu", "float32")
+
+
+def test_prefill_matches_transformers_and_the_cpu_decoder(trio):
+    """One forward over a whole sequence: every position within float noise of transformers' and model.Decoder's."""
+    model, lean, lm = trio
+    lean.reset(), lm.reset()
+    got = lm.forward(ids())
+    near(got, reference(model, ids()))
+    near(got, lean.forward(ids()))
+
+
+def test_cached_decode_and_crop_match_transformers(trio):
+    """Prefill, decode token by token, crop back and feed chunks again: every position matches transformers'
+    forward over the whole sequence (the static cache, its length and sliding windows included)."""
+    model, _, lm = trio
+    tokens, want = ids(1), reference(model, ids(1))
+    lm.reset()
+    near(torch.cat([lm.forward(tokens[:20])] + [lm.forward([t]) for t in tokens[20:]]), want)
+    lm.crop(25)
+    assert lm.cached == 25
+    near(torch.cat([lm.forward(tokens[i:i + 5]) for i in range(25, SEQ, 5)]), want[25:])
+
+
+def test_a_token_tree_row_equals_its_branch_decoded_as_a_line(trio):
+    """Siblings b and c after a (c sees a, not b; both at one position): c's logits are those of a, c in a line."""
+    _, _, lm = trio
+    prefix, (a, b, c) = ids(4, 12), ids(5, 3)
+    mask = torch.tensor([[0, 0, 0], [1, 0, 0], [1, 0, 0]], dtype=torch.bool)
+    lm.reset()
+    lm.forward(prefix)
+    tree = lm.model.forward(lm.cache, [a, b, c], positions=torch.tensor([12, 13, 13]), mask=mask)
+    lm.crop(12)
+    line = lm.forward([a, c])
+    near(tree[[0, 2]], line)
+
+
+def test_skipping_a_layer_matches_the_cpu_decoder_skipping_it(trio):
+    """The skip set leaves the same layers out as model.Decoder.forward's."""
+    _, lean, lm = trio
+    lean.reset(), lm.reset()
+    near(lm.model.forward(lm.cache, ids(6), skip={1}), lean.model.forward(lean.cache, ids(6), skip={1}))
+
+
+def test_last_only_is_the_last_row(trio):
+    _, _, lm = trio
+    lm.reset()
+    every = lm.forward(ids(3))
+    lm.reset()
+    assert torch.equal(lm.forward(ids(3), last_only=True), every[-1:])
+
+
+def test_dense_lm_has_what_the_engine_reads(trio):
+    """fresh() shares the weights, with a cache of its own; the attributes LeanLM offers."""
+    _, lean, lm = trio
+    lm.reset()
+    lm.forward(ids(9, 5))
+    other = lm.fresh()
+    assert other.model is lm.model and other.cached == 0 and lm.cached == 5
+    assert (lm.vocab_size, lm.eos_ids, lm.device.type, lm.max_context) == (VOCAB, {1}, "cpu", lean.max_context)
+    assert lm.n_params > 0 and lm.weights == "F32" and "specx" in lm.kernels
+
+
+def test_dense_lm_runs_the_speculative_engine_losslessly(trio):
+    """The engine on a DenseLM: n-gram speculation gives plain decoding's tokens."""
+    from specx.drafters.model import NoDrafter
+    from specx.drafters.ngram import NgramDrafter
+    from specx.engine.loop import Generation
+    from specx.engine.types import Round, Sampling
+
+    _, _, lm = trio
+    prompt = [0] + ids(10, 8) * 2
+
+    def tokens(drafter, k):
+        events = Generation(lm.fresh(), drafter, prompt, k=k, max_tokens=24, sampling=Sampling())
+        return [t for e in events if isinstance(e, Round) for t in e.token_ids]
+
+    plain = tokens(NoDrafter(), 0)
+    assert len(plain) > 0 and tokens(NgramDrafter(), 4) == plain
+
+
+def test_a_full_cache_refuses_more_tokens(trio):
+    from specx.decoder.model import ContextFull
+
+    _, _, lm = trio
+    small = dataclasses.replace(lm, model=dense.DenseDecoder(lm.model.config, lm.model.weights, context=30),
+                                cache=None)
+    small.forward(ids(7, 28))
+    with pytest.raises(ContextFull):
+        small.forward(ids(8, 3))
+    assert small.cached == 28
+
+
+@pytest.mark.parametrize("window", [0, 3])
+def test_visible_slots_are_the_cpu_attentions(window):
+    """dense.visible over a span equals cpu/attention.visible on the filled slots (tree mask, shared
+    positions, sliding window) and hides every slot after them."""
+    g = torch.Generator().manual_seed(window)
+    start, rows, span = 7, 5, 16
+    tree = torch.rand(rows, rows, generator=g) < 0.5
+    positions = start + torch.tensor([0, 1, 1, 2, 3])
+    want = attention.visible(rows, start, window, tree, positions)
+    got = dense.visible(torch.tensor([start]), positions, dense.tree_mask(rows, tree, "cpu"), span, window)
+    assert torch.equal(got[:, :start + rows], want) and not got[:, start + rows:].any()
+
+
+def test_random_weights_have_the_configs_shapes(trio):
+    """random_weights (the device benchmark's models) fit the decoder and give finite logits."""
+    _, _, lm = trio
+    c = lm.model.config
+    w = dense.random_weights(c, torch.float32, "cpu")
+    assert [m.shape for m in w.matrices()] == [m.shape for m in lm.model.weights.matrices()]
+    decoder = dense.DenseDecoder(c, w, 64)
+    assert torch.isfinite(decoder.forward(decoder.new_cache(), ids(11, 9))).all()
