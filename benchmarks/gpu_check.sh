@@ -80,7 +80,7 @@ bench)
   say bench
   timeout ${BENCH_S:-300} specx bench $M/target --prompts .gpu/prompts5.json -n ${BENCH_N:-64} -r ${BENCH_R:-3} \
       -c drafter=$M/drafter,policy=auto -c drafter=$M/target-first4,policy=auto -c drafter=$M/target-first4,k=4,policy=fixed \
-      -c drafter=ngram,policy=auto --peer hf-assisted --json "$OUT/bench.json" 2>&1 | tail -60 ;;
+      -c drafter=ngram,policy=auto --peer hf-stock-assisted --json "$OUT/bench.json" 2>&1 | tail -60 ;;
 lean)   # the dense decoder with CUDA graphs: random weights made on the GPU, report + $OUT/gpu_lean.json
   say "lean: benchmarks/gpu_lean.py"
   timeout ${LEAN_S:-360} python3 benchmarks/gpu_lean.py --budget-s ${LEAN_BUDGET_S:-330} --json "$OUT/gpu_lean.json" 2>&1 \

@@ -134,3 +134,35 @@ def test_random_weights_have_the_configs_shapes(trio):
     assert [m.shape for m in w.matrices()] == [m.shape for m in lm.model.weights.matrices()]
     decoder = dense.DenseDecoder(c, w, 64)
     assert torch.isfinite(decoder.forward(decoder.new_cache(), ids(11, 9))).all()
+
+
+def _model_plan(devices, dtype="bfloat16", quant="none"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(devices=devices, dtype=dtype, quant=quant, context=64, native="", role="target")
+
+
+def test_a_half_precision_plan_on_one_gpu_loads_the_cuda_decoder(tmp_path):
+    """placement._load: wholly on one GPU in bfloat16/float16 without bitsandbytes, a family the lean decoder
+    runs → the dense decoder at the plan's context; a CPU split, nf4, float32 or no source keeps transformers'."""
+    from specx.memory.placement import _dense_on_gpu, _load
+    from specx.models.resolve import Source
+
+    source = Source("hf", save(hf_model("qwen2"), tmp_path / "m"), "m")
+    assert _load(_model_plan(("cuda:0",)), None, "target", "none", source).weights == "dense cuda:0 bfloat16 64"
+    assert _load(_model_plan(("cuda:0",), "float16"), None, "drafter", "auto", source).weights.startswith("dense")
+    for plan in (_model_plan(("cuda:0", "cpu")), _model_plan(("cuda:0",), quant="nf4"),
+                 _model_plan(("cuda:0",), "float32")):
+        assert not _dense_on_gpu(plan, source), plan
+    assert not _dense_on_gpu(_model_plan(("cuda:0",)), None)
+
+
+def test_load_lm_reads_a_dense_load(tmp_path):
+    """models.resolve.load_lm with a "dense DEVICE DTYPE CONTEXT" load gives a DenseLM of that context,
+    memoised (fresh handles on one model)."""
+    from specx.models.resolve import Source, load_lm
+
+    source = Source("hf", save(hf_model("qwen2"), tmp_path / "m"), "m")
+    a, b = (load_lm(source, "auto", "dense cpu float32 64") for _ in range(2))
+    assert isinstance(a, DenseLM) and a.max_context == 64 and a.model is b.model and a is not b
+    assert a.name == "m" and "dense decoder" in a.kernels

@@ -178,6 +178,19 @@ class DenseDecoder:
             x = x + (m if lw.post_ffn_norm is None else rmsnorm(m, lw.post_ffn_norm, c.rms_norm_eps))
         return torch.nn.functional.linear(rmsnorm(x, w.norm, c.rms_norm_eps), w.output)
 
+    # what code written for a transformers model reads from `lm.model` (bench/peers.py)
+    def parameters(self):
+        """Every tensor the decoder holds, once (a tied output layer is the embedding)."""
+        w = self.weights
+        yield from w.matrices()
+        for lw in w.layers:
+            yield from (t for t in (lw.attn_norm, lw.qkv_bias, lw.o_bias, lw.ffn_norm, lw.q_norm, lw.k_norm,
+                                    lw.post_attn_norm, lw.post_ffn_norm) if t is not None)
+        yield w.norm
+
+    def modules(self):
+        yield self
+
     def _window(self, i: int) -> int:
         return (self.config.sliding_window or 0) if self.config.is_sliding(i) else 0
 

@@ -127,4 +127,5 @@ def describe(lm: DenseLM, formats: str) -> str:
         where = f"on {torch.cuda.get_device_name(lm.device)}"
         graphs = f", CUDA graphs for T=1..{MAX_ROWS} (each captured on first use)" if lm.use_graphs else \
             ", no CUDA graphs (eager)"
-    return f"kernels: specx CUDA decoder, {dtype} weights {where} (the file's {formats} dequantized once){graphs}"
+    name = "CUDA" if lm.device.type == "cuda" else "dense"
+    return f"kernels: specx {name} decoder, {dtype} weights {where} (the file's {formats} dequantized once){graphs}"
