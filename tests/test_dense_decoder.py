@@ -166,3 +166,41 @@ def test_load_lm_reads_a_dense_load(tmp_path):
     a, b = (load_lm(source, "auto", "dense cpu float32 64") for _ in range(2))
     assert isinstance(a, DenseLM) and a.max_context == 64 and a.model is b.model and a is not b
     assert a.name == "m" and "dense decoder" in a.kernels
+
+
+def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
+    """graphs.Graphs without a GPU: its static inputs per T, spans, tree-mask reset and shared logits, with
+    capture replaced by a stand-in that re-runs the captured step, equal eager forwards on a second cache."""
+    from specx.decoder import graphs
+
+    class Replay:
+        def __init__(self, step):
+            self.replay = step
+
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Stream", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "Event", lambda *a, **k: type("E", (), {"record": lambda s: None, "synchronize": lambda s: None})())
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
+
+    def capture(self, buf, rows, slots):
+        step = self._step(buf, rows, slots)
+        step()
+        return Replay(step)
+
+    monkeypatch.setattr(graphs.Graphs, "_capture", capture)
+    monkeypatch.setattr(graphs, "MIN_SPAN", 16)
+    _, _, lm = trio
+    tokens = ids(12, 60)
+    mask = torch.tensor([[0, 0, 0], [1, 0, 0], [1, 0, 0]], dtype=torch.bool)
+    graphed, eager = lm.model.new_cache(), lm.model.new_cache()
+    g = graphs.Graphs(lm.model, graphed)
+    at = 0
+    for rows, tree in ((9, None), (1, None), (3, mask), (3, None), (1, None), (5, None), (17, None), (1, None),
+                       (3, None), (3, mask), (5, None), (1, None)):
+        chunk, pos = tokens[at:at + rows], (torch.tensor([at, at + 1, at + 1]) if tree is not None else None)
+        assert torch.equal(g.forward(chunk, pos, tree), lm.model.forward(eager, chunk, pos, tree)), (rows, at)
+        assert graphed.length == eager.length
+        at += rows if tree is None else 2
+        for cache in (graphed, eager):
+            cache.crop(at)
+    assert g.captured == [1, 3, 5, 9, 17] and len(g.graphs) > 5   # spans 16, 32 and 64

@@ -89,14 +89,19 @@ class Graphs:
         cache.length = start + rows
         return buf.logits
 
-    def _capture(self, buf: _Rows, rows: int, slots: int) -> torch.cuda.CUDAGraph:
-        """Warm up on the side stream (which computes this call's logits: a step
-        writes the same cache slots and logits each time), then capture the same call."""
+    def _step(self, buf: _Rows, rows: int, slots: int):
+        """The forward a graph holds: from the static inputs of T = rows into its static logits."""
         ids, positions, start = buf.inputs[:rows], buf.inputs[rows:2 * rows], buf.inputs[2 * rows:]
 
         def step():
             buf.logits.copy_(self.decoder.step(self.cache, ids, positions, start, buf.tree, slots))
 
+        return step
+
+    def _capture(self, buf: _Rows, rows: int, slots: int) -> torch.cuda.CUDAGraph:
+        """Warm up on the side stream (which computes this call's logits: a step
+        writes the same cache slots and logits each time), then capture the same call."""
+        step = self._step(buf, rows, slots)
         self.stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(self.stream):
             for _ in range(WARMUPS):
