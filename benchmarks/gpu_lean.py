@@ -13,8 +13,8 @@ be passed): a) 1.5B plain decode, eager vs graphs, and a speculative round's hos
 after 4 steps of the 0.5B drafter: round wall time minus the graphs' GPU time); b) forward cost at
 T = 1, 2, 5, 9, 17 (1.5B, 8B) and the 8B's decode bandwidth against a device copy's; c) bitsandbytes nf4 and
 int8 linear cost on the 8B's layer shapes, with the kernels the profiler sees; d) self-drafting with the 8B's
-first N layers: cost relative to the full model; e) engine/loop.py driving them (plain, drafted). GPU times are CUDA events around graph replays, medians
-of REPS after warm-up."""
+first N layers: cost relative to the full model; e) engine/loop.py driving them (plain, drafted).
+GPU times are CUDA events around graph replays, medians of REPS after warm-up."""
 from __future__ import annotations
 
 import argparse
@@ -333,7 +333,7 @@ def sec_c(env):
             if kind != "bf16":
                 lin.weight.data.normal_(0, in_f ** -0.5)
             layer.append(lin.to(env.device).eval())
-        costs, names = {}, {}
+        costs, names, streams = {}, {}, {}
         for t in ROWS:
             x = torch.randn(t, 4096, dtype=torch.bfloat16, device=env.device)
             x_down = torch.randn(t, 14336, dtype=torch.bfloat16, device=env.device)
@@ -344,14 +344,34 @@ def sec_c(env):
                         lin(x if in_f == 4096 else x_down)
 
             costs[t], names[t] = kernel_time(run, env)
-        res[kind] = {"layer_ms": costs, "T5_over_T1": costs[5] / costs[1], "kernels_T1": names[1],
-                     "kernels_T5": names[5]}
-        say(f"{kind:5s} 8B layer (7 linears) kernel ms at T={list(ROWS)}: " + ", ".join(f"{v:.3f}" for v in costs.values())
-            + f"  T=5/T=1 {costs[5] / costs[1]:.2f}")
+            streams[t] = stream_time(run, env)
+            if not costs[t]:   # the profiler saw no kernel time: the stream's time it is (launch gaps included)
+                costs[t], names[t] = streams[t], names[t] + " (profiler: no kernel time; stream time)"
+        res[kind] = {"layer_ms": costs, "stream_ms": streams, "T5_over_T1": costs[5] / costs[1],
+                     "kernels_T1": names[1], "kernels_T5": names[5]}
+        say(f"{kind:5s} 8B layer (7 linears) kernel ms at T={list(ROWS)}: "
+            + ", ".join(f"{v:.3f}" for v in costs.values()) + f"  T=5/T=1 {costs[5] / costs[1]:.2f}")
+        say(f"      stream ms (back-to-back calls, launch gaps included): "
+            + ", ".join(f"{v:.3f}" for v in streams.values()))
         say(f"      kernels T=1: {names[1]}")
         say(f"      kernels T=5: {names[5]}")
         del layer
     return res
+
+
+def stream_time(fn, env, reps: int = REPS) -> float:
+    """ms per call of `reps` calls queued back to back between two CUDA events."""
+    import torch
+
+    for _ in range(WARM):
+        fn()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(reps):
+        fn()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / reps
 
 
 def kernel_time(fn, env, reps: int = REPS) -> tuple[float, str]:

@@ -179,7 +179,8 @@ def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: None)
     monkeypatch.setattr(torch.cuda, "Stream", lambda *a: None)
-    monkeypatch.setattr(torch.cuda, "Event", lambda *a, **k: type("E", (), {"record": lambda s: None, "synchronize": lambda s: None})())
+    event = type("Event", (), {"record": lambda self: None, "synchronize": lambda self: None})
+    monkeypatch.setattr(torch.cuda, "Event", lambda *a, **k: event())
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
 
     def capture(self, buf, rows, slots):
