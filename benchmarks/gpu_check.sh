@@ -6,7 +6,8 @@
 #   .gpu/  tokenizer/ (the fixture Qwen tokenizer), target.config.json, drafter.config.json, prompts5.json
 # Both are made on the dev machine by the step `prepare` (list them in .git/info/exclude; the device
 # run carries them: carry [".whl", ".gpu"]).
-# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench)
+# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench lean)
+# The dense decoder with CUDA graphs alone (issue 38): OUT=dir bash benchmarks/gpu_check.sh setup lean  (≤ 6 min)
 set -u
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
 M=/tmp/gpu-models
@@ -79,6 +80,12 @@ bench)
   say bench
   timeout ${BENCH_S:-300} specx bench $M/target --prompts .gpu/prompts5.json -n ${BENCH_N:-64} -r ${BENCH_R:-3} \
       -c drafter=$M/drafter,policy=auto -c drafter=$M/target-first4,policy=auto -c drafter=$M/target-first4,k=4,policy=fixed \
-      -c drafter=ngram,policy=auto --peer hf-assisted --json "$OUT/bench.json" 2>&1 | tail -60 ;;
+      -c drafter=ngram,policy=auto --peer hf-stock-assisted --json "$OUT/bench.json" 2>&1 | tail -60 ;;
+lean)   # the dense decoder with CUDA graphs: random weights made on the GPU, report + $OUT/gpu_lean.json
+  say "lean: benchmarks/gpu_lean.py"
+  timeout ${LEAN_S:-360} python3 benchmarks/gpu_lean.py --budget-s ${LEAN_BUDGET_S:-330} --json "$OUT/gpu_lean.json" 2>&1 \
+      | grep -v Warning | tail -60
+  say "lean: gpu tests of the dense decoder"
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dense_gpu.py 2>&1 | tail -8 ;;
 esac; done
 say done

@@ -17,6 +17,7 @@ BNB = ("int8", "nf4", "fp4")
 # The lean decoder's activation mode (cpu/quant.py) per role when not asked: a drafter never changes the output,
 # so it takes the faster int8 activations; the target keeps float32 activations unless asked (--quant q8).
 NATIVE_MODE = {"target": "f32", "drafter": "q8"}
+DENSE_DTYPES = ("bfloat16", "float16")   # on one GPU, these run on specx's CUDA decoder (_dense_on_gpu)
 MOE_SLACK = 2          # --moe-offload without a planned budget: room for the experts of this many tokens
 
 
@@ -72,7 +73,7 @@ def _describe(model_plan, load: Load) -> str:
     if model_plan.native:
         return f"{model_plan.role} {model_plan.native} {model_plan.share()}"
     precision = model_plan.quant if model_plan.quant in BNB and _on_gpu(model_plan) else (
-        load.weights if load.weights != "none" else load.dtype)
+        load.weights if load.weights != "none" and not load.weights.startswith("dense") else load.dtype)
     return f"{model_plan.role} {precision} {model_plan.share()}"
 
 
@@ -94,8 +95,8 @@ def plan_run(source, draft_source, k: int, dtype: str, quant: str, mem_budget: s
             notify(e.table)
         raise
     _check_devices(plan)
-    target = _load(plan.target, plan, "target", quant)
-    drafter = _load(plan.drafter, plan, "drafter", draft_quant) if plan.drafter else None
+    target = _load(plan.target, plan, "target", quant, source)
+    drafter = _load(plan.drafter, plan, "drafter", draft_quant, draft_source) if plan.drafter else None
     moe = plan.expert_cache_bytes
     if moe_offload and not moe:
         moe = -1   # sized after loading, from the model's own experts
@@ -112,8 +113,10 @@ def _check_devices(plan) -> None:
                          "drop gpu=… from --mem-budget to run on the CPU (`specx plan` simulates GPUs)")
 
 
-def _load(model_plan, plan, role: str, quant: str) -> Load:
+def _load(model_plan, plan, role: str, quant: str, source=None) -> Load:
     devices = model_plan.devices
+    if _dense_on_gpu(model_plan, source):
+        return Load(model_plan.dtype, f"dense {devices[0]} {model_plan.dtype} {model_plan.context}")
     if not _on_gpu(model_plan) and "disk" not in devices and model_plan.native:
         mode = "f32" if quant == "none" else "q8" if quant == "q8" else NATIVE_MODE[role]
         return Load(model_plan.dtype, f"native {mode}")
@@ -136,6 +139,19 @@ def _load(model_plan, plan, role: str, quant: str) -> Load:
             value = (model_plan.quant, model_plan.dtype, "cpu" in devices)
         frozen.append((key, value))
     return Load(model_plan.dtype, "none", tuple(frozen))
+
+
+def _dense_on_gpu(model_plan, source) -> bool:
+    """Whether specx's CUDA decoder (decoder/dense.py, CUDA graphs) runs this model: wholly on one GPU, in
+    bfloat16/float16 without bitsandbytes, of a family the lean decoder runs. Anything else keeps
+    transformers' model (device maps, offload, bitsandbytes, float32, other families)."""
+    if source is None or model_plan.quant != "none" or model_plan.dtype not in DENSE_DTYPES:
+        return False
+    if len(model_plan.devices) != 1 or not model_plan.devices[0].startswith("cuda"):
+        return False
+    from ..decoder.support import reason
+
+    return reason(source.path) == ""
 
 
 def _default_weights(quant: str, role: str) -> str:
