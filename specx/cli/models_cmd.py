@@ -51,13 +51,13 @@ def pull(name: NAME,
 
     from ..errors import Interrupted
 
-    entry = catalog.lookup(name)
+    entry = catalog.for_run(name, output.note)
     try:
         pulled = [_pull_one(entry)]
         drafter = next((d for d in entry.preset.drafters if d != "ngram"), None) if entry.preset else None
         if drafter and not no_drafter:
             output.note(f"drafter: pulling {drafter}, the first drafter candidate of {entry.preset.name}")
-            pulled.append(_pull_one(catalog.lookup(drafter)))
+            pulled.append(_pull_one(catalog.for_run(drafter, output.note)))
     except KeyboardInterrupt:
         raise Interrupted("download interrupted", f"nothing half-written was kept; run `specx pull {name}` again") from None
     if json_out:

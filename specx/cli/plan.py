@@ -36,18 +36,22 @@ def plan(
     from ..memory import plan_for
     from ..memory.planner import PlanRefused
     from ..models.resolve import resolve
+    from ..memory.placement import variants
+    from ..models.variant import Ask
     from ..policy.tuned import split_hybrid
+    from ..state.limits import runtime_quant
     from .defaults import resolve as resolve_options
 
     m = resolve_options(ctx, dict(locals()), prompt_param=None)[0].model   # as `specx run` would take them
-    source = resolve(m.model)
+    source = resolve(m.model, Ask(m.quant, m.dtype, m.mem_budget))
     choice = split_hybrid(m.drafter)[0]   # MODEL+ngram: copying costs no memory beyond the model's
     if m.drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
-    draft_source = None if choice in ("none", "ngram") or m.k == 0 else resolve(choice)
+    draft_source = None if choice in ("none", "ngram") or m.k == 0 else \
+        resolve(choice, Ask(m.draft_quant, m.draft_dtype or m.dtype, m.mem_budget))
     try:
-        result = plan_for(source, draft_source, context, m.k, m.mem_budget, m.dtype, m.quant, m.allow_disk_offload,
-                          m.draft_quant)
+        result = plan_for(source, draft_source, context, m.k, m.mem_budget, m.dtype, runtime_quant(m.quant),
+                          m.allow_disk_offload, runtime_quant(m.draft_quant))
     except PlanRefused as e:
         output.note(e.table)
         raise
@@ -55,7 +59,7 @@ def plan(
         sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n")
         return
     sys.stdout.write(render(result) + "\n")
-    for reason in result.reasons:
+    for reason in variants(source, draft_source) + list(result.reasons):
         output.note(reason)
 
 

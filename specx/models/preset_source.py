@@ -30,13 +30,11 @@ def hub_target(preset: presets.Preset, quant: str = ""):
     """(HubRef or None, known sha256 by file) for a preset and an optional GGUF variant."""
     from . import hub
 
+    from .variant import lookup
+
     quant = quant or preset.default_quant
     if quant:
-        match = {q.lower(): q for q in preset.quants}.get(quant.lower())
-        if match is None:
-            raise ModelUnavailable(f"preset {preset.name} has no variant {quant!r}",
-                                   f"known: {', '.join(preset.quants) or 'none (safetensors only)'}")
-        q = preset.quants[match]
+        q = preset.quants[lookup(preset, quant)]
         return hub.HubRef(q.repo, q.file), ({q.file: q.sha256} if q.sha256 else {})
     if not preset.target.repo:
         return None, {}
