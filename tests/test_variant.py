@@ -3,6 +3,7 @@ types priced from a config before the file is local (memory/gguf_price.py)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ from cli_helpers import make_folder
 from conftest import fixture_model
 from fakehub import FakeHub, Repo
 from specx.errors import InsufficientResources, UsageError
-from specx.models.variant import FLOAT, Ask, choose
+from specx.presets import TargetSpec
+from specx.memory.variant import FLOAT, Ask, choose
 
 COMMIT = "1" * 40
 GiB = 2**30
@@ -55,11 +57,14 @@ def test_an_unknown_variant_is_a_usage_error_listing_the_presets():
 
 
 def test_cuda_or_a_runtime_precision_keeps_the_float_checkpoint():
-    """With CUDA, a dtype, or a runtime precision other than the file's own, the float checkpoint (as before)."""
+    """With CUDA, a dtype, or a runtime precision other than the file's own, the float checkpoint (as before);
+    a preset of GGUF files only takes one of them anyway."""
     assert pick(preset(), gpu=True) == FLOAT
     assert pick(preset(), Ask(dtype="float32")) == FLOAT
     assert pick(preset(), Ask("int8")) == FLOAT
     assert pick(preset(quants=())) == FLOAT
+    gguf_only = replace(preset(), target=TargetSpec())
+    assert pick(gguf_only, gpu=True).name == "Q4_K_M"
     assert pick(preset(), Ask("none")).name == pick(preset(), Ask("q8")).name == "Q4_K_M"
 
 
@@ -122,6 +127,19 @@ def test_more_bits_go_to_half_the_layers():
         assert abs(sum(use_more_bits(i, n) for i in range(n)) - n / 2) <= 1
 
 
+def test_tensor_types_follow_llama_cpp_mixtures():
+    """The head takes Q6_K unless the file's type is larger; rows that are not whole 256-value blocks take a
+    32-value type; only the _M mixtures give V and FFN-down more bits."""
+    from specx.memory.gguf_price import tensor_type
+
+    assert tensor_type("Q4_K_M", "head", None, 24, 1536) == "Q6_K"
+    assert tensor_type("Q8_0", "head", None, 24, 1536) == "Q8_0"
+    assert tensor_type("Q4_K_M", "head", None, 24, 896) == "Q8_0"
+    assert tensor_type("Q4_K_M", "model.layers.0.mlp.down_proj", 0, 24, 4864) == "Q6_K"
+    assert tensor_type("Q4_K_S", "model.layers.0.mlp.down_proj", 0, 24, 4864) == "Q4_K"
+    assert tensor_type("Q4_K_M", "model.layers.5.self_attn.q_proj", 5, 24, 896) == "Q5_0"
+
+
 # ---- against a fake Hub ----------------------------------------------------------------------------
 
 def gguf_bytes(path: Path, pad: int = 0) -> bytes:
@@ -179,7 +197,7 @@ def downloaded(hub) -> list[str]:
 def test_a_preset_resolves_to_its_gguf_without_cuda(hf_here, monkeypatch):
     """No CUDA: `mine` is the Q4_K_M file (only it is downloaded) and the source says why; --quant Q8_0 that file."""
     from specx.memory.placement import variants
-    from specx.models.resolve import resolve
+    from specx.memory.variant import source_for as resolve
 
     budgets(monkeypatch)
     source = resolve("mine", Ask())
@@ -194,7 +212,7 @@ def test_a_preset_resolves_to_its_gguf_without_cuda(hf_here, monkeypatch):
 
 def test_with_cuda_a_preset_resolves_to_its_float_checkpoint(hf_here, monkeypatch):
     """A GPU in the budget probe: the float checkpoint, as before; `--quant Q4_K_M` still asks for the GGUF."""
-    from specx.models.resolve import resolve
+    from specx.memory.variant import source_for as resolve
 
     budgets(monkeypatch, gpu=8 * GiB)
     source = resolve("mine", Ask())
@@ -205,7 +223,7 @@ def test_with_cuda_a_preset_resolves_to_its_float_checkpoint(hf_here, monkeypatc
 def test_the_hub_listing_prices_a_variant_before_its_download(hf_here, monkeypatch):
     """Q4_K_M's listed size over the CPU budget: the smaller Q4_0 is taken, and Q4_K_M is never downloaded."""
     from specx.memory.footprint import RUNTIME_OVERHEAD
-    from specx.models.resolve import resolve
+    from specx.memory.variant import source_for as resolve
 
     files = hf_here.repos["tiny-org/tiny-GGUF"].files
     budgets(monkeypatch, cpu=RUNTIME_OVERHEAD + (len(files["tiny-Q4_0.gguf"]) + len(files["tiny-Q4_K_M.gguf"])) // 2)
@@ -228,8 +246,20 @@ def test_the_memory_sentence_names_the_variant(tmp_path):
 
 def test_a_variant_name_for_a_file_is_a_usage_error(tmp_path):
     """--quant Q4_K_M with a model file or folder: exit 2 (only a preset lists variants)."""
-    from specx.models.resolve import resolve
+    from specx.memory.variant import source_for as resolve
 
     with pytest.raises(UsageError) as info:
         resolve(str(make_folder(tmp_path / "m", layers=1)), Ask("Q4_K_M"))
     assert info.value.exit_code == 2 and "not a preset" in info.value.message
+
+
+def test_pull_takes_the_file_a_run_would(hf_here, monkeypatch):
+    """`specx pull mine` pulls the variant `specx run mine` takes: Q4_K_M without CUDA, the checkpoint with it."""
+    from specx.memory.variant import entry_for
+
+    budgets(monkeypatch)
+    said = []
+    assert entry_for("mine", said.append).label == "mine:Q4_K_M" and said == ["mine: Q4_K_M (the preset's GGUF: no CUDA)"]
+    assert entry_for("mine:Q8_0").label == "mine:Q8_0"
+    budgets(monkeypatch, gpu=8 * GiB)
+    assert entry_for("mine").label == "mine"

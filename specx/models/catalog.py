@@ -44,24 +44,6 @@ def lookup(name: str) -> Entry:
     return Entry(name, preset, ref, sha)
 
 
-def for_run(name: str, notify=None) -> Entry:
-    """What `specx run NAME` would take on this machine: for a bare preset name (or preset file) with GGUF
-    variants and no CUDA, the variant models/variant.py picks (said through `notify`); else `lookup`."""
-    from .preset_source import hub_target
-    from .variant import Ask, pick
-
-    entry = lookup(name)
-    bare = presets.is_preset_file(Path(name).expanduser()) or not any(c in name for c in "/:")
-    if entry.preset is None or not bare or not entry.preset.quants:
-        return entry
-    variant = pick(entry.preset, "", Ask())
-    if not variant.name or variant.name == entry.preset.default_quant:
-        return entry
-    if notify:
-        notify(f"{entry.preset.name}: {variant.why}")
-    return Entry(f"{entry.preset.name}:{variant.name}", entry.preset, *hub_target(entry.preset, variant.name))
-
-
 def _preset_for_repo(repo: str) -> presets.Preset | None:
     """The preset whose target is this repo (gives a Hub ref its drafter candidates and family)."""
     return next((p for p in presets.all_presets().values() if p.target.repo.lower() == repo.lower()), None)

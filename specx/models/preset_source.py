@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import presets
-from ..errors import ModelUnavailable
+from ..errors import ModelUnavailable, UsageError
 from .resolve import Source, _hub_source as hub_source
 
 
@@ -30,8 +30,6 @@ def hub_target(preset: presets.Preset, quant: str = ""):
     """(HubRef or None, known sha256 by file) for a preset and an optional GGUF variant."""
     from . import hub
 
-    from .variant import lookup
-
     quant = quant or preset.default_quant
     if quant:
         q = preset.quants[lookup(preset, quant)]
@@ -39,6 +37,16 @@ def hub_target(preset: presets.Preset, quant: str = ""):
     if not preset.target.repo:
         return None, {}
     return hub.HubRef(preset.target.repo, "", preset.target.revision), dict(preset.target.sha256)
+
+
+def lookup(preset: presets.Preset, name: str) -> str:
+    """The preset's own spelling of a variant name (case-insensitive); an unknown one is a usage error."""
+    match = {q.lower(): q for q in preset.quants}.get(name.lower())
+    if match is None:
+        raise UsageError(f"preset {preset.name} has no GGUF variant {name!r}",
+                         f"its variants: {', '.join(preset.quants)}" if preset.quants else
+                         f"{preset.name} lists none (its float checkpoint only): drop the variant name")
+    return match
 
 
 def from_mirror(preset: presets.Preset, mirror: presets.Mirror) -> Source:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import presets
@@ -20,43 +20,45 @@ class Source:
     path: Path
     name: str
     preset: presets.Preset | None = None
-    variant: str = ""    # why a preset's GGUF variant was taken (models/variant.py), said in the memory sentence
+    variant: str = ""    # which preset GGUF variant a run took and why (memory/variant.py), for the memory sentence
 
 
-def resolve(ref: str, ask=None) -> Source:
+def resolve(ref: str, variant: str = "") -> Source:
     """An existing path wins, then a preset name (`NAME[:QUANT]`; a .toml path is a preset file),
     then a Hub repo `org/name[:quant][@revision]` (downloaded once, then used offline).
-    `ask` (variant.Ask: --quant, --dtype, --mem-budget; default all auto) picks a preset's file:
-    its float checkpoint or one of its GGUF variants (models/variant.py)."""
-    from .variant import Ask
-
-    ask = ask or Ask()
+    `variant`: the preset's GGUF variant a run takes (memory/variant.py chooses it), over a `:QUANT` suffix."""
+    preset, suffix = preset_of(ref)
+    if preset is not None:
+        return _from_preset(preset, variant or suffix)
+    if variant:
+        raise UsageError(f"--quant {variant} picks one of a preset's GGUF variants, and {ref} is not a preset",
+                         "a GGUF file runs as it is (drop --quant); for a Hub repo write org/name:" + variant)
     path = Path(ref).expanduser()
     if path.exists():
-        _say_if_shadowing(ref, path)
-        if presets.is_preset_file(path):
-            return _from_preset(presets.parse(path.read_text(encoding="utf-8"), str(path)), "", ask)
-        _no_variant(ref, ask)
         return _from_path(path)
     if ref.endswith((".gguf", ".toml")) or os.sep in ref and not _looks_like_repo(ref):
         raise ModelUnavailable(f"model file or folder not found: {ref}", "check the path")
     from . import hub
 
-    hub_ref = hub.parse_ref(ref) if _looks_like_repo(ref.split("@")[0].split(":")[0]) else None
-    if hub_ref is not None:
-        _no_variant(ref, ask)
-        return _hub_source(hub.ensure(hub_ref, ref), ref)
+    return _hub_source(hub.ensure(hub.parse_ref(ref), ref), ref)
+
+
+def preset_of(ref: str) -> tuple[presets.Preset | None, str]:
+    """(the preset a reference names, its `:QUANT` suffix), or (None, "") for a path or a Hub repo; no network."""
+    path = Path(ref).expanduser()
+    if path.exists():
+        _say_if_shadowing(ref, path)
+        if presets.is_preset_file(path):
+            return presets.parse(path.read_text(encoding="utf-8"), str(path)), ""
+        return None, ""
+    if ref.endswith((".gguf", ".toml")) or os.sep in ref and not _looks_like_repo(ref):
+        return None, ""
+    from . import hub
+
+    if _looks_like_repo(ref.split("@")[0].split(":")[0]) and hub.parse_ref(ref) is not None:
+        return None, ""
     name, _, quant = ref.partition(":")
-    return _from_preset(presets.find(name), quant, ask)
-
-
-def _no_variant(ref: str, ask) -> None:
-    """A GGUF variant's name in --quant picks among a preset's files; a file, folder or repo has no such list."""
-    from ..state.limits import is_variant_name
-
-    if is_variant_name(ask.quant):
-        raise UsageError(f"--quant {ask.quant} picks one of a preset's GGUF variants, and {ref} is not a preset",
-                         "a GGUF file runs as it is (drop --quant); for a Hub repo write org/name:" + ask.quant)
+    return presets.find(name), quant
 
 
 _SAID: set[str] = set()
@@ -95,13 +97,10 @@ def _from_path(path: Path) -> Source:
     return Source("gguf", path, path.stem)
 
 
-def _from_preset(preset: presets.Preset, quant: str, ask) -> Source:
+def _from_preset(preset: presets.Preset, quant: str = "") -> Source:
     from .preset_source import from_preset
-    from .variant import pick
 
-    variant = pick(preset, quant, ask)
-    source = from_preset(preset, variant.name)
-    return replace(source, variant=variant.why) if variant.why else source
+    return from_preset(preset, quant)
 
 
 def _hub_source(path: Path, name: str, preset: presets.Preset | None = None) -> Source:

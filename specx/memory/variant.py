@@ -5,13 +5,16 @@ Rules (issue 35, item 4):
   does not list is a usage error that lists the ones it does.
 - A preset's `default_quant` is taken as a bare name's file (the preset's author chose it).
 - Without CUDA, with the weights left as the file holds them (`--quant` auto/none/q8, `--dtype` auto), a preset
-  with variants takes one: Q4_K_M (llama.cpp's recommended mixture), or the preset's smallest variant when it
+  with variants takes one: Q4_K_M (issue 35's default), or the preset's smallest variant when it
   lists no Q4_K_M; when that does not fit the CPU budget, the largest smaller variant that does. specx's lean
   decoder runs it as the file holds it, instead of converting a (often gated) float checkpoint.
-- With CUDA, or a dtype or runtime precision asked for (`--quant int8`, `--dtype float32`), the float checkpoint.
+- With CUDA, or a dtype or runtime precision asked for (`--quant int8`, `--dtype float32`), the float checkpoint
+  (a preset that lists GGUF files only still takes one of them).
 A variant is priced before it is downloaded (`price`): the local file, else the preset's stated size, else the
-Hub's listing, else its type's bytes per weight over the preset's parameter count (memory/gguf_price.py). The
-memory plan prices the downloaded file exactly and refuses what does not fit.
+Hub's listing, else its GGUF type over the preset's config when a pull left it in the cache (gguf_price.py),
+else the type's base block size over the preset's parameter count; plus the runtime's own objects and, with the
+config, the default context's KV cache. The memory plan prices the downloaded file exactly and refuses what
+does not fit.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from pathlib import Path
 
 from .. import presets
 from ..errors import InsufficientResources, UsageError
+from ..models.preset_source import lookup
 
 PREFERRED = "Q4_K_M"
 
@@ -45,16 +49,6 @@ class Variant:
 FLOAT = Variant("", "")
 
 
-def lookup(preset: presets.Preset, name: str) -> str:
-    """The preset's own spelling of a variant name (case-insensitive); an unknown one is a usage error."""
-    match = {q.lower(): q for q in preset.quants}.get(name.lower())
-    if match is None:
-        raise UsageError(f"preset {preset.name} has no GGUF variant {name!r}",
-                         f"its variants: {', '.join(preset.quants)}" if preset.quants else
-                         f"{preset.name} lists none (its float checkpoint only): drop the variant name")
-    return match
-
-
 def choose(preset: presets.Preset, suffix: str, ask: Ask, gpu: bool, cpu_budget: int,
            price: Callable[[str], int | None]) -> Variant:
     """The rules above. `suffix`: the `:NAME` of `preset:NAME`; `price(name)`: a variant's bytes in CPU memory
@@ -70,19 +64,20 @@ def choose(preset: presets.Preset, suffix: str, ask: Ask, gpu: bool, cpu_budget:
         return Variant(lookup(preset, name), f"{lookup(preset, name)} (the preset's GGUF asked for)")
     if preset.default_quant:
         return Variant(preset.default_quant, f"{preset.default_quant} (the preset's default GGUF)")
-    if not preset.quants or gpu or not _as_file(ask):
+    checkpoint = bool(preset.target.repo or preset.mirrors)   # a preset of GGUF files only has nothing else
+    if not preset.quants or checkpoint and (gpu or not _as_file(ask)):
         return FLOAT
     return _fitting(preset, cpu_budget, price)
 
 
 def _as_file(ask: Ask) -> bool:
-    from ..memory.footprint import NATIVE_QUANTS
+    from .footprint import NATIVE_QUANTS
 
     return ask.dtype == "auto" and ask.quant in NATIVE_QUANTS
 
 
 def _fitting(preset: presets.Preset, budget: int, price: Callable[[str], int | None]) -> Variant:
-    from ..memory.probe import fmt_bytes
+    from .probe import fmt_bytes
 
     order = sorted(preset.quants, key=nominal_bits)   # smallest type first; priced only when asked
     first = PREFERRED if PREFERRED in preset.quants else order[0]
@@ -104,7 +99,7 @@ def _fitting(preset: presets.Preset, budget: int, price: Callable[[str], int | N
 def nominal_bits(name: str) -> tuple[float, float]:
     """A variant's block types' bits per weight (base, more-bits), for ordering without any download;
     a name of no known type sorts last."""
-    from ..memory import gguf_price
+    from . import gguf_price
 
     if not gguf_price.known(name):
         return (float("inf"), float("inf"))
@@ -113,13 +108,46 @@ def nominal_bits(name: str) -> tuple[float, float]:
 
 # ---- on this machine -------------------------------------------------------------------------
 
+def source_for(ref: str, ask: Ask = Ask()):
+    """The resolved Source a run takes for `ref`: for a preset, the file `pick` chooses, saying why in
+    Source.variant; anything else as models/resolve.py resolves it (a variant name in --quant: exit 2)."""
+    from dataclasses import replace
+
+    from ..models.resolve import preset_of, resolve
+    from ..state.limits import is_variant_name
+
+    preset, suffix = preset_of(ref)
+    if preset is None:
+        return resolve(ref, ask.quant if is_variant_name(ask.quant) else "")   # refused there with a hint
+    chosen = pick(preset, suffix, ask)
+    return replace(resolve(ref, chosen.name), variant=chosen.why)
+
+
+def entry_for(name: str, notify=None):
+    """The catalog entry of the file `specx run NAME` takes on this machine (`specx pull`, the auto drafter):
+    for a bare preset name or preset file with GGUF variants, the one `pick` chooses (said through `notify`)."""
+    from ..models import catalog
+    from ..models.preset_source import hub_target
+
+    entry = catalog.lookup(name)
+    bare = presets.is_preset_file(Path(name).expanduser()) or not any(c in name for c in "/:")
+    if entry.preset is None or not bare or not entry.preset.quants:
+        return entry
+    chosen = pick(entry.preset, "", Ask())
+    if not chosen.name or chosen.name == entry.preset.default_quant:
+        return entry
+    if notify:
+        notify(f"{entry.preset.name}: {chosen.why}")
+    return catalog.Entry(f"{entry.preset.name}:{chosen.name}", entry.preset, *hub_target(entry.preset, chosen.name))
+
+
 def pick(preset: presets.Preset, suffix: str, ask: Ask) -> Variant:
     """`choose` with this machine's budgets (--mem-budget simulates them) and `price`."""
     from ..state.limits import is_variant_name
 
     if not (preset.quants or suffix or is_variant_name(ask.quant)):
         return FLOAT
-    from ..memory.probe import detect, parse_mem_budget
+    from .probe import detect, parse_mem_budget
 
     budgets = detect(parse_mem_budget(ask.mem_budget) if ask.mem_budget else None)
     listed = functools.cache(_listed)   # one Hub call per repo and choice
@@ -129,7 +157,7 @@ def pick(preset: presets.Preset, suffix: str, ask: Ask) -> Variant:
 def price(preset: presets.Preset, name: str, listed=None) -> int | None:
     """CPU bytes a variant needs: its file, the runtime's own objects, and the KV cache of the default context
     when the preset's config is at hand; None when nothing prices it."""
-    from ..memory.footprint import RUNTIME_OVERHEAD
+    from .footprint import RUNTIME_OVERHEAD
 
     config = _cached_config(preset)
     weights = file_bytes(preset, name, config, listed or _listed)
@@ -139,8 +167,8 @@ def price(preset: presets.Preset, name: str, listed=None) -> int | None:
 def file_bytes(preset: presets.Preset, name: str, config=None, listed=None) -> int | None:
     """A variant's file size: the local copy, the preset's stated size, the Hub's listing, the config priced
     by the variant's type (gguf_price.estimate), or its type's base bits over the preset's parameters."""
-    from ..memory import gguf_price
-    from . import hub
+    from . import gguf_price
+    from ..models import hub
 
     q = preset.quants[name]
     local = hub.cached(hub.HubRef(q.repo, q.file))
@@ -160,7 +188,7 @@ def file_bytes(preset: presets.Preset, name: str, config=None, listed=None) -> i
 def _listed(repo: str) -> dict[str, int]:
     """File sizes of a Hub repo (one model-info call; none offline or when the Hub does not answer)."""
     from ..errors import SpecxError
-    from . import hub
+    from ..models import hub
 
     if hub.offline():
         return {}
@@ -189,7 +217,7 @@ def _cached_config(preset: presets.Preset):
 
 def _kv_bytes(config) -> int:
     """float32 keys and values of the planner's default context (memory/planner.py DEFAULT_CONTEXT)."""
-    from ..memory.planner import DEFAULT_CONTEXT
+    from .planner import DEFAULT_CONTEXT
 
     if config is None:
         return 0
