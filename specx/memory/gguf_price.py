@@ -100,17 +100,15 @@ def estimate(config, file_type: str) -> tuple[dict, str]:
         model = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     n_layers = text.num_hidden_layers
-    tied = model.get_output_embeddings() is None or model.get_output_embeddings().weight is \
-        model.get_input_embeddings().weight or bool(getattr(text, "tie_word_embeddings", False))
     head = model.get_output_embeddings()
+    tied = head is None or head.weight is model.get_input_embeddings().weight \
+        or bool(getattr(text, "tie_word_embeddings", False))   # the file then holds no output matrix
     groups: dict[tuple, int] = {}
     kinds: dict[str, int] = {}
     for name, param in model.named_parameters(remove_duplicate=True):
         key = _group_of(name)
-        if head is not None and param is head.weight:
-            if tied:
-                continue
-            key = ("head", None)
+        if key[0] == "head" and tied:
+            continue   # one table, priced once: as the embedding, in the head's type
         if param.dim() < 2:
             kind, nbytes = "F32", 4 * param.numel()
         else:
