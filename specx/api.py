@@ -83,10 +83,12 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
     from .memory.placement import attach_experts, plan_run
     from .policy.policy import DEFAULT_K, draft_cap
     from .policy.tuned import split_hybrid
+    from .memory.variant import Ask, source_for
+    from .state.limits import runtime_quant
 
     o, drafter = options, options.drafter
     chosen, k = o.k is not None, draft_cap(DEFAULT_K, "auto", False) if o.k is None else o.k   # None: the most any policy may take
-    source = resolve(o.model)
+    source = source_for(o.model, Ask(o.quant, o.dtype, o.mem_budget))
     (choice, hybrid), auto_note = split_hybrid(drafter), ""
     if drafter == "auto" and k != 0:   # a picked model drafter also copies from the context where it can
         from .drafters.auto import pick
@@ -94,12 +96,13 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
         choice, auto_note = pick(source, dtype_name(o.dtype))
         hybrid = choice != "ngram"
     choice = "none" if k == 0 else choice
-    draft_source = None if choice in ("none", "ngram") else resolve(choice)
+    draft_source = None if choice in ("none", "ngram") else source_for(choice, Ask(o.draft_quant, o.draft_dtype or o.dtype,
+                                                                                o.mem_budget))
     if draft_source is not None:
         target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
         check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
-    applied = plan_run(source, draft_source, k, o.dtype, o.quant, o.mem_budget, o.allow_disk_offload,
-                       o.moe_offload, o.draft_quant, notify)
+    applied = plan_run(source, draft_source, k, o.dtype, runtime_quant(o.quant), o.mem_budget, o.allow_disk_offload,
+                       o.moe_offload, runtime_quant(o.draft_quant), notify)
     _say(notify, applied.note)
     if applied.plan.k_cap < k and choice != "none":   # SpecMemo: speculation shrinks before the target moves
         _say(notify, f"note: k lowered from {k} to {applied.plan.k_cap}, the most this memory plan leaves room for")

@@ -118,11 +118,14 @@ def from_keywords(model: str, **keywords) -> Options:
 
 
 def check_machine(m: ModelOptions) -> str:
-    """Whether this machine has the CPU kernels asked for (imports torch); the target's weights `auto` means."""
+    """Whether this machine has the CPU kernels asked for (imports torch); the target's weights `auto` means
+    (a GGUF variant's name stands for itself: its weights are the file's)."""
     from .cpu.fastpath import choose
 
-    choose(m.draft_quant, "drafter")
-    return m.quant if m.quant in limits.GPU_ONLY_QUANT else choose(m.quant, "target")
+    choose(limits.runtime_quant(m.draft_quant), "drafter")
+    if m.quant in limits.GPU_ONLY_QUANT or limits.is_variant_name(m.quant):
+        return m.quant
+    return choose(m.quant, "target")
 
 
 def resolve(given: Mapping[str, object], *, tuned: bool = True, environ: Mapping[str, str] | None = None,

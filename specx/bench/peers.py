@@ -66,11 +66,12 @@ def specx_call(pair, config: Config, sampling: Sampling):
 def full_vocabulary(lm, ref: str, dtype: str):
     """The drafter as transformers needs it: the same weights and kernels, every output row (its
     assisted generation reads the assistant's logits as token ids, so a VocabTrim head cannot serve)."""
-    from ..models.resolve import load_lm, resolve
+    from ..memory.variant import source_for
+    from ..models.resolve import load_lm
 
     if lm.keep_ids is None:
         return lm
-    return load_lm(resolve(ref), dtype, lm.weights, 0)
+    return load_lm(source_for(ref), dtype, lm.weights, 0)
 
 
 def peer_configs(names: list[str], configs: list[Config]) -> list[Config]:
@@ -153,12 +154,13 @@ def stock_model(ref: str, dtype: str, device) -> object:
     """The model as transformers alone loads it (its own layers, no specx kernels), memoised per process."""
     from transformers import AutoModelForCausalLM
 
-    from ..models.resolve import model_dir, resolve, torch_dtype
+    from ..memory.variant import source_for
+    from ..models.resolve import model_dir, torch_dtype
     from ..progress import library_calls
 
     key = (ref, dtype, str(device))
     if key not in _STOCK:
-        folder = model_dir(resolve(ref), dtype)
+        folder = model_dir(source_for(ref), dtype)
         try:
             with library_calls():
                 model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype(dtype), trust_remote_code=False)

@@ -47,17 +47,16 @@ def pull(name: NAME,
          no_drafter: Annotated[bool, typer.Option("--no-drafter", help="Only the target, not its default drafter.")] = False,
          json_out: JSON = False) -> None:
     """Download a model (and its preset's default drafter) into the Hugging Face cache."""
-    from ..models import catalog
-
     from ..errors import Interrupted
+    from ..memory.variant import entry_for
 
-    entry = catalog.lookup(name)
+    entry = entry_for(name, output.note)
     try:
         pulled = [_pull_one(entry)]
         drafter = next((d for d in entry.preset.drafters if d != "ngram"), None) if entry.preset else None
         if drafter and not no_drafter:
             output.note(f"drafter: pulling {drafter}, the first drafter candidate of {entry.preset.name}")
-            pulled.append(_pull_one(catalog.lookup(drafter)))
+            pulled.append(_pull_one(entry_for(drafter, output.note)))
     except KeyboardInterrupt:
         raise Interrupted("download interrupted", f"nothing half-written was kept; run `specx pull {name}` again") from None
     if json_out:

@@ -27,7 +27,7 @@ def plan(
     context: Annotated[Optional[int], typer.Option("--context", help="Tokens of context to plan for (default: min(model limit, 4096)).")] = None,
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", show_default=False, help="Tokens drafted per round (default: as `specx run` takes it: up to 16 under its auto policy).")] = 4,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto: bfloat16 on GPU, float32 on CPU).")] = "auto",
-    quant: Annotated[str, typer.Option(help="auto (quantize only when needed), none, int8, nf4, fp4 (GPU), or a registered CPU backend.")] = "auto",
+    quant: Annotated[str, typer.Option(help="auto (quantize only when needed), none, int8, nf4, fp4 (GPU), a registered CPU backend, or a preset's GGUF variant (Q4_K_M, Q8_0, ...).")] = "auto",
     draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU, as `specx run` takes them: auto (= int8dyn where available), none, fp16, int8, int4, int8dyn.")] = "auto",
     allow_disk_offload: Annotated[bool, typer.Option("--allow-disk-offload", help="Allow weights on disk (slow) instead of refusing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
@@ -36,18 +36,22 @@ def plan(
     from ..memory import plan_for
     from ..memory.planner import PlanRefused
     from ..models.resolve import resolve
+    from ..memory.placement import variants
+    from ..memory.variant import Ask, source_for
     from ..policy.tuned import split_hybrid
+    from ..state.limits import runtime_quant
     from .defaults import resolve as resolve_options
 
     m = resolve_options(ctx, dict(locals()), prompt_param=None)[0].model   # as `specx run` would take them
-    source = resolve(m.model)
+    source = source_for(m.model, Ask(m.quant, m.dtype, m.mem_budget))
     choice = split_hybrid(m.drafter)[0]   # MODEL+ngram: copying costs no memory beyond the model's
     if m.drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
-    draft_source = None if choice in ("none", "ngram") or m.k == 0 else resolve(choice)
+    draft_source = None if choice in ("none", "ngram") or m.k == 0 else \
+        source_for(choice, Ask(m.draft_quant, m.draft_dtype or m.dtype, m.mem_budget))
     try:
-        result = plan_for(source, draft_source, context, m.k, m.mem_budget, m.dtype, m.quant, m.allow_disk_offload,
-                          m.draft_quant)
+        result = plan_for(source, draft_source, context, m.k, m.mem_budget, m.dtype, runtime_quant(m.quant),
+                          m.allow_disk_offload, runtime_quant(m.draft_quant))
     except PlanRefused as e:
         output.note(e.table)
         raise
@@ -55,7 +59,7 @@ def plan(
         sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n")
         return
     sys.stdout.write(render(result) + "\n")
-    for reason in result.reasons:
+    for reason in variants(source, draft_source) + list(result.reasons):
         output.note(reason)
 
 

@@ -34,7 +34,7 @@ def run(
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens (never past the context).")] = 512,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
-    quant: Annotated[str, typer.Option("--quant", help="Target weights: auto (as loaded where they fit, quantized only where they do not), none; on CPU fp16, int8, int4; on a GPU int8, nf4, fp4 (bitsandbytes). Anything but none/auto is a faster, slightly different target (see docs/speed.md).")] = "auto",
+    quant: Annotated[str, typer.Option("--quant", help="Target weights: auto (as loaded where they fit, quantized only where they do not), none; on CPU fp16, int8, int4; on a GPU int8, nf4, fp4 (bitsandbytes). Anything but none/auto is a faster, slightly different target (see docs/speed.md). A preset's GGUF variant by name (Q4_K_M, Q8_0, ...): without CUDA a preset takes Q4_K_M (or a smaller variant that fits) unasked.")] = "auto",
     mem_budget: Annotated[Optional[str], typer.Option("--mem-budget", help="Memory to plan for, e.g. gpu=6GiB,cpu=16GiB (unnamed ones are detected); see `specx plan`.")] = None,
     allow_disk_offload: Annotated[bool, typer.Option("--allow-disk-offload", help="Let the plan keep weights on disk (slow) instead of refusing.")] = False,
     moe_offload: Annotated[bool, typer.Option("--moe-offload", help="Keep MoE experts in CPU memory behind a cache on the compute device (on by default when they do not fit).")] = False,

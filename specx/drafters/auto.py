@@ -78,15 +78,16 @@ def source_params(source) -> int:
 
 def consider(name: str, target, target_tok, target_eos) -> Considered:
     """One candidate: downloaded? same tokenizer? how many parameters? (no weights are loaded)"""
+    from ..memory.variant import entry_for, source_for
     from ..models import catalog
     from .compat import check_drafter
-    from ..models.resolve import eos_ids, load_tokenizer, resolve
+    from ..models.resolve import eos_ids, load_tokenizer
 
     try:
-        entry = catalog.lookup(name)
+        entry = entry_for(name)   # the file a run takes (a drafter preset's GGUF without CUDA)
         if not catalog.is_local(entry):
             return remote(name, entry, target_tok, target_eos)
-        source = resolve(name)
+        source = source_for(name)
         tok = load_tokenizer(source)
         check_drafter(target_tok, tok, target_eos, eos_ids(source, tok))
     except IncompatibleDrafter:

@@ -101,7 +101,14 @@ def plan_run(source, draft_source, k: int, dtype: str, quant: str, mem_budget: s
     if moe_offload and not moe:
         moe = -1   # sized after loading, from the model's own experts
     applied = Applied(plan, target, drafter, moe)
-    return Applied(plan, target, drafter, moe, _sentence(plan, applied.summary))
+    return Applied(plan, target, drafter, moe, "; ".join([_sentence(plan, applied.summary)]
+                                                         + variants(source, draft_source)))
+
+
+def variants(source, draft_source) -> list[str]:
+    """Which of its presets' files each model is, where a GGUF variant was chosen (models/variant.py)."""
+    return [f"{role} {s.variant}" for role, s in (("target", source), ("drafter", draft_source))
+            if s is not None and s.variant]
 
 
 def _check_devices(plan) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import presets
-from ..errors import ModelUnavailable
+from ..errors import ModelUnavailable, UsageError
 from .resolve import Source, _hub_source as hub_source
 
 
@@ -32,15 +32,21 @@ def hub_target(preset: presets.Preset, quant: str = ""):
 
     quant = quant or preset.default_quant
     if quant:
-        match = {q.lower(): q for q in preset.quants}.get(quant.lower())
-        if match is None:
-            raise ModelUnavailable(f"preset {preset.name} has no variant {quant!r}",
-                                   f"known: {', '.join(preset.quants) or 'none (safetensors only)'}")
-        q = preset.quants[match]
+        q = preset.quants[lookup(preset, quant)]
         return hub.HubRef(q.repo, q.file), ({q.file: q.sha256} if q.sha256 else {})
     if not preset.target.repo:
         return None, {}
     return hub.HubRef(preset.target.repo, "", preset.target.revision), dict(preset.target.sha256)
+
+
+def lookup(preset: presets.Preset, name: str) -> str:
+    """The preset's own spelling of a variant name (case-insensitive); an unknown one is a usage error."""
+    match = {q.lower(): q for q in preset.quants}.get(name.lower())
+    if match is None:
+        raise UsageError(f"preset {preset.name} has no GGUF variant {name!r}",
+                         f"its variants: {', '.join(preset.quants)}" if preset.quants else
+                         f"{preset.name} lists none (its float checkpoint only): drop the variant name")
+    return match
 
 
 def from_mirror(preset: presets.Preset, mirror: presets.Mirror) -> Source:

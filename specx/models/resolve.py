@@ -20,26 +20,45 @@ class Source:
     path: Path
     name: str
     preset: presets.Preset | None = None
+    variant: str = ""    # which preset GGUF variant a run took and why (memory/variant.py), for the memory sentence
 
 
-def resolve(ref: str) -> Source:
+def resolve(ref: str, variant: str = "") -> Source:
     """An existing path wins, then a preset name (`NAME[:QUANT]`; a .toml path is a preset file),
-    then a Hub repo `org/name[:quant][@revision]` (downloaded once, then used offline)."""
+    then a Hub repo `org/name[:quant][@revision]` (downloaded once, then used offline).
+    `variant`: the preset's GGUF variant a run takes (memory/variant.py chooses it), over a `:QUANT` suffix."""
+    preset, suffix = preset_of(ref)
+    if preset is not None:
+        return _from_preset(preset, variant or suffix)
+    if variant:
+        raise UsageError(f"--quant {variant} picks one of a preset's GGUF variants, and {ref} is not a preset",
+                         "a GGUF file runs as it is (drop --quant); for a Hub repo write org/name:" + variant)
     path = Path(ref).expanduser()
     if path.exists():
-        _say_if_shadowing(ref, path)
-        if presets.is_preset_file(path):
-            return _from_preset(presets.parse(path.read_text(encoding="utf-8"), str(path)))
         return _from_path(path)
     if ref.endswith((".gguf", ".toml")) or os.sep in ref and not _looks_like_repo(ref):
         raise ModelUnavailable(f"model file or folder not found: {ref}", "check the path")
     from . import hub
 
-    hub_ref = hub.parse_ref(ref) if _looks_like_repo(ref.split("@")[0].split(":")[0]) else None
-    if hub_ref is not None:
-        return _hub_source(hub.ensure(hub_ref, ref), ref)
+    return _hub_source(hub.ensure(hub.parse_ref(ref), ref), ref)
+
+
+def preset_of(ref: str) -> tuple[presets.Preset | None, str]:
+    """(the preset a reference names, its `:QUANT` suffix), or (None, "") for a path or a Hub repo; no network."""
+    path = Path(ref).expanduser()
+    if path.exists():
+        _say_if_shadowing(ref, path)
+        if presets.is_preset_file(path):
+            return presets.parse(path.read_text(encoding="utf-8"), str(path)), ""
+        return None, ""
+    if ref.endswith((".gguf", ".toml")) or os.sep in ref and not _looks_like_repo(ref):
+        return None, ""
+    from . import hub
+
+    if _looks_like_repo(ref.split("@")[0].split(":")[0]) and hub.parse_ref(ref) is not None:
+        return None, ""
     name, _, quant = ref.partition(":")
-    return _from_preset(presets.find(name), quant)
+    return presets.find(name), quant
 
 
 _SAID: set[str] = set()

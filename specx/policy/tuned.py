@@ -100,14 +100,15 @@ def _short(ref: str) -> str:
 
 # ---- identities ---------------------------------------------------------------------------------
 
-def model_identity(ref: str) -> str:
-    """sha256 of a GGUF (remembered by the model cache's index), else the folder plus its weight stamps."""
-    from ..models.resolve import resolve
+def model_identity(ref: str, ask=None) -> str:
+    """sha256 of a GGUF (remembered by the model cache's index), else the folder plus its weight stamps; a
+    preset's file as a run with `ask` (memory/variant.Ask) takes it."""
+    from ..memory.variant import Ask, source_for
     from ..models.store import sha256_file
 
     if ref in ("none", "ngram"):
         return ref
-    source = resolve(ref)
+    source = source_for(ref, ask or Ask())
     if source.kind == "gguf":
         return "sha256:" + sha256_file(source.path)
     h = hashlib.sha256()
@@ -121,7 +122,9 @@ def make_key(model: str, drafter: str | None, dtype: str = "auto", temperature: 
              quant: str = "none", device: str = "cpu") -> TunedKey:
     from ..models.resolve import dtype_name
 
-    return TunedKey(model_identity(model), None if drafter is None else _drafter_identity(drafter),
+    from ..memory.variant import Ask
+
+    return TunedKey(model_identity(model, Ask(quant, dtype)), None if drafter is None else _drafter_identity(drafter),
                     machine.identity(device), dtype_name(dtype), quant, device.split(":")[0],
                     "greedy" if temperature == 0 else "sampling")
 

@@ -4,6 +4,7 @@ heavy import. Every test is written so that NaN fails it (a comparison with NaN 
 from __future__ import annotations
 
 import math
+import re
 
 from ..errors import UsageError
 
@@ -41,9 +42,26 @@ NAMES = {"quant": (WEIGHTS + GPU_ONLY_QUANT, "--quant"), "draft_quant": (WEIGHTS
          "dtype": (DTYPES, "--dtype")}
 
 
+# A GGUF type name (Q4_K_M, Q8_0, IQ4_XS, F16, …): `--quant`/`--draft-quant` then pick a preset's GGUF variant
+# (models/variant.py), whose own list is checked once the preset is known.
+VARIANT_NAME = re.compile(r"^(I?Q\d(_[A-Z0-9]+)+|B?F16|F32)$", re.I)   # every GGUF type has a "_" part
+
+
+def is_variant_name(value: str) -> bool:
+    """Whether a --quant value names a GGUF variant rather than a runtime precision."""
+    return bool(VARIANT_NAME.match(value)) and value.lower() not in {*WEIGHTS, *GPU_ONLY_QUANT}
+
+
+def runtime_quant(value: str) -> str:
+    """The runtime precision a --quant value asks for: a GGUF variant's weights stay as the file holds them."""
+    return "auto" if is_variant_name(value) else value
+
+
 def check_name(name: str, value: str) -> None:
-    """Refuse a name the option does not know (a weight precision, a dtype)."""
+    """Refuse a name the option does not know (a weight precision, a dtype, or for --quant/--draft-quant a
+    GGUF variant's name)."""
     known, flag = NAMES[name]
-    if value not in known:
+    if value not in known and not (name != "dtype" and is_variant_name(value)):
         what = "dtype" if name == "dtype" else "weight precision"
-        raise UsageError(f"unknown {what} {value!r} for {flag}", f"use one of: {', '.join(known)}")
+        raise UsageError(f"unknown {what} {value!r} for {flag}", f"use one of: {', '.join(known)}"
+                         + ("; or a preset's GGUF variant (Q4_K_M, Q8_0, …)" if name != "dtype" else ""))
