@@ -433,14 +433,73 @@ def computed_speedups(acceptances: list[float]) -> dict:
     return out
 
 
+# aten ops that launch no kernel of their own (views, allocation, dtype no-ops, host scalars)
+NO_KERNEL = frozenset("""view _unsafe_view as_strided slice select split split_with_sizes transpose permute expand t
+    unsqueeze squeeze alias detach detach_ unbind chunk _reshape_alias reshape narrow empty empty_strided resize_
+    lift_fresh unflatten flatten to result_type empty_like contiguous item _local_scalar_dense is_nonzero resolve_conj
+    resolve_neg view_as expand_as _has_compatible_shallow_copy_type scalar_tensor""".split())
+
+
+def count_ops(decoder, rows: int = 1) -> dict[str, int]:
+    """Kernel-launching aten ops in one forward of `rows` tokens after a short prefill, from torch.profiler on the
+    CPU: the leaves of the op tree (an op whose children launch nothing counts once), views and allocations not
+    counted. A proxy for the kernels a CUDA graph replays (CUDA runs some ops as one fused kernel the CPU splits:
+    rms_norm, attention)."""
+    import collections
+
+    from torch.profiler import ProfilerActivity, profile
+
+    def leaves(e, out) -> bool:
+        name = e.name[6:] if e.name.startswith("aten::") else None
+        if name == "scalar_tensor":
+            return False
+        found = False
+        for child in e.cpu_children:
+            found |= leaves(child, out)
+        if not found and name is not None and name not in NO_KERNEL:
+            out[name] += 1
+            return True
+        return found
+
+    cache = decoder.new_cache()
+    decoder.forward(cache, prompt(8, decoder.config.vocab_size))
+    ids = prompt(rows, decoder.config.vocab_size, 1)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        decoder.forward(cache, ids)
+    out = collections.Counter()
+    for e in prof.events():
+        if e.cpu_parent is None:
+            leaves(e, out)
+    return dict(out.most_common())
+
+
+def ops_report() -> dict:
+    """count_ops of the smoke-shaped 1.5B (3 layers) in bfloat16 on the CPU, T = 1 and 5."""
+    import torch
+
+    env = argparse.Namespace(smoke=True, device=torch.device("cpu"), dtype=torch.bfloat16)
+    model = build("qwen1.5b", env, 0)
+    res = {f"T{t}": count_ops(model, t) for t in (1, 5)}
+    for t, ops in res.items():
+        say(f"ops per {t} forward ({model.config.num_hidden_layers} layers, bf16, CPU profiler): "
+            f"{sum(ops.values())} ({sum(ops.values()) / model.config.num_hidden_layers:.0f}/layer); "
+            + ", ".join(f"{k} {v}" for k, v in ops.items()))
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget-s", type=float, default=330.0)
     ap.add_argument("--json", type=Path, default=Path(os.environ.get("OUT", ".")) / "gpu_lean.json")
     ap.add_argument("--acceptance", default="0.6,0.7,0.8", help="per-token acceptance rates for computed speedups")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU, eagerly")
+    ap.add_argument("--ops", action="store_true", help="only count the ops of a forward (CPU profiler) and stop")
     args = ap.parse_args()
     import torch
+
+    if args.ops:
+        ops_report()
+        return
 
     env = argparse.Namespace(smoke=args.smoke, keep={})
     env.device = torch.device("cpu" if args.smoke or not torch.cuda.is_available() else "cuda")

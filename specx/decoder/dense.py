@@ -88,7 +88,8 @@ def _dense(q, dtype: torch.dtype, device) -> torch.Tensor:
 
 def random_weights(c: DecoderConfig, dtype: torch.dtype, device, seed: int = 0) -> DenseWeights:
     """Random weights of the config's shapes made on the device (benchmarks: no file, nothing on the host).
-    Scaled like an initialised model (std 1/sqrt(fan in)), norms one: the logits stay finite and varied."""
+    Scaled like an initialised model (std 1/sqrt(fan in)), norms one: the logits stay finite and varied.
+    Qwen2 has a QKV bias (zeros here: it costs what a real one costs)."""
     g = torch.Generator(device=device).manual_seed(seed)
 
     def mat(rows, cols):
@@ -98,7 +99,10 @@ def random_weights(c: DecoderConfig, dtype: torch.dtype, device, seed: int = 0) 
         return torch.ones(n, device=device)
 
     h, q, kv, inter = c.hidden_size, c.q_size, c.kv_size, c.intermediate_size
-    layers = [DenseLayer(ones(h), mat(q + 2 * kv, h), None, mat(h, q), None, ones(h), mat(2 * inter, h),
+    def bias():
+        return torch.zeros(q + 2 * kv, device=device) if c.family == "qwen2" else None
+
+    layers = [DenseLayer(ones(h), mat(q + 2 * kv, h), bias(), mat(h, q), None, ones(h), mat(2 * inter, h),
                          mat(h, inter), ones(c.head_dim) if c.qk_norm else None,
                          ones(c.head_dim) if c.qk_norm else None, ones(h) if c.sandwich_norms else None,
                          ones(h) if c.sandwich_norms else None) for _ in range(c.num_hidden_layers)]
