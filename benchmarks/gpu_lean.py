@@ -440,11 +440,15 @@ NO_KERNEL = frozenset("""view _unsafe_view as_strided slice select split split_w
     resolve_neg view_as expand_as _has_compatible_shallow_copy_type scalar_tensor""".split())
 
 
+# composite ops on the CPU that CUDA runs as one kernel (rms_norm since torch 2.8) or one attention kernel call
+FUSED = frozenset({"rms_norm", "scaled_dot_product_attention"})
+
+
 def count_ops(decoder, rows: int = 1) -> dict[str, int]:
     """Kernel-launching aten ops in one forward of `rows` tokens after a short prefill, from torch.profiler on the
     CPU: the leaves of the op tree (an op whose children launch nothing counts once), views and allocations not
-    counted. A proxy for the kernels a CUDA graph replays (CUDA runs some ops as one fused kernel the CPU splits:
-    rms_norm, attention)."""
+    counted, and the ops CUDA runs as one fused kernel (FUSED) counted once. A proxy for the kernels a CUDA graph
+    replays."""
     import collections
 
     from torch.profiler import ProfilerActivity, profile
@@ -453,6 +457,9 @@ def count_ops(decoder, rows: int = 1) -> dict[str, int]:
         name = e.name[6:] if e.name.startswith("aten::") else None
         if name == "scalar_tensor":
             return False
+        if name in FUSED:
+            out[name] += 1
+            return True
         found = False
         for child in e.cpu_children:
             found |= leaves(child, out)
