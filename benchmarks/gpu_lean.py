@@ -14,7 +14,8 @@ after 4 steps of the 0.5B drafter: round wall time minus the graphs' GPU time); 
 T = 1, 2, 5, 9, 17 (1.5B, 8B) and the 8B's decode bandwidth against a device copy's; c) bitsandbytes nf4 and
 int8 linear cost on the 8B's layer shapes, with the kernels the profiler sees; d) self-drafting with the 8B's
 first N layers: cost relative to the full model; e) engine/loop.py driving them (plain, drafted).
-GPU times are CUDA events around graph replays, medians of REPS after warm-up."""
+GPU times are CUDA events around graph replays, medians of REPS after warm-up. The log's last lines are a
+summary table of the key numbers (only an output's tail may come back)."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +26,7 @@ import statistics
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,6 +277,12 @@ def sec_b(env):
     res["llama8b"] = forward_costs(Runner(big, env.graphs), env)
     say("llama8b forward ms at T=" + str(list(ROWS)) + ": " + ", ".join(f"{v:.3f}" for v in res["llama8b"].values())
         + f"  (T=5/T=1 {res['llama8b'][5] / res['llama8b'][1]:.2f})")
+    decoding = Runner(big, env.graphs)
+    plain_decode(decoding, env, 8)    # captures T=1
+    res["llama8b_decode_tok_s"], gpu = plain_decode(decoding, env, DECODE)
+    say(f"llama8b plain decode ({DECODE} tokens, graphs): {res['llama8b_decode_tok_s']:.1f} tok/s, GPU "
+        f"{med(gpu):.3f} ms/token")
+    del decoding
     eager = forward_costs(Runner(big, False), env, (1,))[1]
     read = big.weights.nbytes - big.weights.embed.numel() * big.weights.embed.element_size()   # one embed row
     c = big.config
@@ -320,6 +328,8 @@ def sec_c(env):
     except Exception as e:   # noqa: BLE001
         say(f"bitsandbytes not importable: {e}")
         return {"skipped": f"bitsandbytes: {e}"}
+    # Linear8bitLt warns on every bfloat16 call that it casts to float16: thousands of lines otherwise
+    warnings.filterwarnings("ignore", message=".*inputs will be cast from")
     say(f"bitsandbytes {bnb.__version__}")
     res = {"version": bnb.__version__}
     kinds = {"bf16": lambda i, o: torch.nn.Linear(i, o, bias=False, dtype=torch.bfloat16),
@@ -494,6 +504,47 @@ def ops_report() -> dict:
     return res
 
 
+def fmt(x, spec: str = ".2f") -> str:
+    return format(x, spec) if isinstance(x, (int, float)) else "-"
+
+
+def summary() -> None:
+    """The key numbers as a short table, the log's last lines."""
+    r = report
+    a, b, d = r.get("a_decode_and_round", {}), r.get("b_forward_costs", {}), r.get("d_self_drafting", {})
+    e, c, ops = r.get("e_engine", {}), r.get("c_bitsandbytes", {}), r.get("ops", {})
+    bw = b.get("llama8b_bandwidth", {})
+    lines = [f"device {r['device']['name']}, torch {r['device']['torch']}",
+             f"ops/forward (CPU profile, tiny 3-layer 1.5B): T=1 {sum(ops.get('T1', {}).values()) or '-'}, "
+             f"T=5 {sum(ops.get('T5', {}).values()) or '-'}",
+             f"1.5B plain decode tok/s: eager {fmt(a.get('eager_tok_s'), '.1f')}, graphs "
+             f"{fmt(a.get('graphs_tok_s'), '.1f')} (GPU {fmt(a.get('graphs_gpu_ms_per_token'), '.3f')} ms/token)",
+             f"round k=4 (1.5B+0.5B): wall {fmt(a.get('round_wall_ms'), '.3f')} ms, GPU "
+             f"{fmt(a.get('round_gpu_ms'), '.3f')} ms, host {fmt(a.get('round_host_overhead'), '.1%')}",
+             f"engine tok/s: plain {fmt(e.get('plain', {}).get('decode_tok_s'), '.1f')}, 0.5B k=4 "
+             f"{fmt(e.get('drafter_k4', {}).get('decode_tok_s'), '.1f')}"]
+    for name in ("qwen1.5b", "qwen0.5b", "llama8b"):
+        if isinstance(b.get(name), dict):
+            lines.append(f"{name:9s} forward ms T={','.join(map(str, ROWS))}: "
+                         + " ".join(fmt(b[name].get(t), ".3f") for t in ROWS))
+    lines.append(f"8B plain decode (graphs) {fmt(b.get('llama8b_decode_tok_s'), '.1f')} tok/s; T=1 "
+                 f"{fmt(bw.get('achieved_GB_s'), '.0f')} GB/s of copy {fmt(bw.get('copy_GB_s'), '.0f')} = "
+                 f"{fmt(bw.get('fraction'), '.0%')}")
+    lines.append("8B self-draft first 4/8 layers relative: " + " / ".join(
+        fmt(d.get(f"first{n}", {}).get("relative"), ".1%") for n in (4, 8)))
+    for kind in ("bf16", "nf4", "int8"):
+        if isinstance(c.get(kind), dict):
+            lines.append(f"8B layer {kind:4s} ms T=1,5: " + " ".join(fmt(c[kind]["layer_ms"].get(t), ".3f")
+                                                             for t in (1, 5)))
+    speed = r.get("computed_speedups") or {}
+    if speed:
+        lines.append("computed speedups: " + ", ".join(f"{k} {v:.2f}x" for k, v in speed.items() if "k=4" in k))
+    lines += [f"FAILED {k}: {v['error']}" for k, v in r.items() if isinstance(v, dict) and "error" in v]
+    print("\n==== summary " + "=" * 60, flush=True)
+    for line in lines:
+        print(line, flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget-s", type=float, default=330.0)
@@ -515,6 +566,7 @@ def main() -> None:
     name = torch.cuda.get_device_name() if env.device.type == "cuda" else "CPU (smoke: tiny shapes, no graphs)"
     report["device"] = {"name": name, "torch": torch.__version__, "dtype": str(env.dtype)}
     say(f"device {name}, torch {torch.__version__}, {env.dtype}; cap {args.budget_s:.0f} s")
+    section("ops", 5, args.budget_s, ops_report)
     section("a_decode_and_round", 20, args.budget_s, sec_a, env)
     section("e_engine", 15, args.budget_s, sec_e, env)
     section("b_forward_costs", 40, args.budget_s, sec_b, env)
@@ -529,6 +581,7 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, default=str))
     say(f"done in {report['total_s']:.0f} s; JSON: {args.json}")
+    summary()
 
 
 if __name__ == "__main__":
