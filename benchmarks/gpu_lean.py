@@ -14,7 +14,8 @@ after 4 steps of the 0.5B drafter: round wall time minus the graphs' GPU time); 
 T = 1, 2, 5, 9, 17 (1.5B, 8B) and the 8B's decode bandwidth against a device copy's; c) bitsandbytes nf4 and
 int8 linear cost on the 8B's layer shapes, with the kernels the profiler sees; d) self-drafting with the 8B's
 first N layers: cost relative to the full model; e) engine/loop.py driving them (plain, drafted).
-GPU times are CUDA events around graph replays, medians of REPS after warm-up."""
+GPU times are CUDA events around graph replays, medians of REPS after warm-up. The log's last lines are a
+summary table of the key numbers (only an output's tail may come back)."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +26,7 @@ import statistics
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -275,6 +277,12 @@ def sec_b(env):
     res["llama8b"] = forward_costs(Runner(big, env.graphs), env)
     say("llama8b forward ms at T=" + str(list(ROWS)) + ": " + ", ".join(f"{v:.3f}" for v in res["llama8b"].values())
         + f"  (T=5/T=1 {res['llama8b'][5] / res['llama8b'][1]:.2f})")
+    decoding = Runner(big, env.graphs)
+    plain_decode(decoding, env, 8)    # captures T=1
+    res["llama8b_decode_tok_s"], gpu = plain_decode(decoding, env, DECODE)
+    say(f"llama8b plain decode ({DECODE} tokens, graphs): {res['llama8b_decode_tok_s']:.1f} tok/s, GPU "
+        f"{med(gpu):.3f} ms/token")
+    del decoding
     eager = forward_costs(Runner(big, False), env, (1,))[1]
     read = big.weights.nbytes - big.weights.embed.numel() * big.weights.embed.element_size()   # one embed row
     c = big.config
@@ -320,6 +328,8 @@ def sec_c(env):
     except Exception as e:   # noqa: BLE001
         say(f"bitsandbytes not importable: {e}")
         return {"skipped": f"bitsandbytes: {e}"}
+    # Linear8bitLt warns on every bfloat16 call that it casts to float16: thousands of lines otherwise
+    warnings.filterwarnings("ignore", message=".*inputs will be cast from")
     say(f"bitsandbytes {bnb.__version__}")
     res = {"version": bnb.__version__}
     kinds = {"bf16": lambda i, o: torch.nn.Linear(i, o, bias=False, dtype=torch.bfloat16),
@@ -433,14 +443,121 @@ def computed_speedups(acceptances: list[float]) -> dict:
     return out
 
 
+# aten ops that launch no kernel of their own (views, allocation, dtype no-ops, host scalars)
+NO_KERNEL = frozenset("""view _unsafe_view as_strided slice select split split_with_sizes transpose permute expand t
+    unsqueeze squeeze alias detach detach_ unbind chunk _reshape_alias reshape narrow empty empty_strided resize_
+    lift_fresh unflatten flatten to result_type empty_like contiguous item _local_scalar_dense is_nonzero resolve_conj
+    resolve_neg view_as expand_as _has_compatible_shallow_copy_type scalar_tensor""".split())
+
+
+# composite ops on the CPU that CUDA runs as one kernel (rms_norm since torch 2.8) or one attention kernel call
+FUSED = frozenset({"rms_norm", "scaled_dot_product_attention"})
+
+
+def count_ops(decoder, rows: int = 1) -> dict[str, int]:
+    """Kernel-launching aten ops in one forward of `rows` tokens after a short prefill, from torch.profiler on the
+    CPU: the leaves of the op tree (an op whose children launch nothing counts once), views and allocations not
+    counted, and the ops CUDA runs as one fused kernel (FUSED) counted once. A proxy for the kernels a CUDA graph
+    replays."""
+    import collections
+
+    from torch.profiler import ProfilerActivity, profile
+
+    def leaves(e, out) -> bool:
+        name = e.name[6:] if e.name.startswith("aten::") else None
+        if name == "scalar_tensor":
+            return False
+        if name in FUSED:
+            out[name] += 1
+            return True
+        found = False
+        for child in e.cpu_children:
+            found |= leaves(child, out)
+        if not found and name is not None and name not in NO_KERNEL:
+            out[name] += 1
+            return True
+        return found
+
+    cache = decoder.new_cache()
+    decoder.forward(cache, prompt(8, decoder.config.vocab_size))
+    ids = prompt(rows, decoder.config.vocab_size, 1)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        decoder.forward(cache, ids)
+    out = collections.Counter()
+    for e in prof.events():
+        if e.cpu_parent is None:
+            leaves(e, out)
+    return dict(out.most_common())
+
+
+def ops_report() -> dict:
+    """count_ops of the smoke-shaped 1.5B (3 layers) in bfloat16 on the CPU, T = 1 and 5."""
+    import torch
+
+    env = argparse.Namespace(smoke=True, device=torch.device("cpu"), dtype=torch.bfloat16)
+    model = build("qwen1.5b", env, 0)
+    res = {f"T{t}": count_ops(model, t) for t in (1, 5)}
+    for t, ops in res.items():
+        say(f"ops per {t} forward ({model.config.num_hidden_layers} layers, bf16, CPU profiler): "
+            f"{sum(ops.values())} ({sum(ops.values()) / model.config.num_hidden_layers:.0f}/layer); "
+            + ", ".join(f"{k} {v}" for k, v in ops.items()))
+    return res
+
+
+def fmt(x, spec: str = ".2f") -> str:
+    return format(x, spec) if isinstance(x, (int, float)) else "-"
+
+
+def summary() -> None:
+    """The key numbers as a short table, the log's last lines."""
+    r = report
+    a, b, d = r.get("a_decode_and_round", {}), r.get("b_forward_costs", {}), r.get("d_self_drafting", {})
+    e, c, ops = r.get("e_engine", {}), r.get("c_bitsandbytes", {}), r.get("ops", {})
+    bw = b.get("llama8b_bandwidth", {})
+    lines = [f"device {r['device']['name']}, torch {r['device']['torch']}",
+             f"ops/forward (CPU profile, tiny 3-layer 1.5B): T=1 {sum(ops.get('T1', {}).values()) or '-'}, "
+             f"T=5 {sum(ops.get('T5', {}).values()) or '-'}",
+             f"1.5B plain decode tok/s: eager {fmt(a.get('eager_tok_s'), '.1f')}, graphs "
+             f"{fmt(a.get('graphs_tok_s'), '.1f')} (GPU {fmt(a.get('graphs_gpu_ms_per_token'), '.3f')} ms/token)",
+             f"round k=4 (1.5B+0.5B): wall {fmt(a.get('round_wall_ms'), '.3f')} ms, GPU "
+             f"{fmt(a.get('round_gpu_ms'), '.3f')} ms, host {fmt(a.get('round_host_overhead'), '.1%')}",
+             f"engine tok/s: plain {fmt(e.get('plain', {}).get('decode_tok_s'), '.1f')}, 0.5B k=4 "
+             f"{fmt(e.get('drafter_k4', {}).get('decode_tok_s'), '.1f')}"]
+    for name in ("qwen1.5b", "qwen0.5b", "llama8b"):
+        if isinstance(b.get(name), dict):
+            lines.append(f"{name:9s} forward ms T={','.join(map(str, ROWS))}: "
+                         + " ".join(fmt(b[name].get(t), ".3f") for t in ROWS))
+    lines.append(f"8B plain decode (graphs) {fmt(b.get('llama8b_decode_tok_s'), '.1f')} tok/s; T=1 "
+                 f"{fmt(bw.get('achieved_GB_s'), '.0f')} GB/s of copy {fmt(bw.get('copy_GB_s'), '.0f')} = "
+                 f"{fmt(bw.get('fraction'), '.0%')}")
+    lines.append("8B self-draft first 4/8 layers relative: " + " / ".join(
+        fmt(d.get(f"first{n}", {}).get("relative"), ".1%") for n in (4, 8)))
+    for kind in ("bf16", "nf4", "int8"):
+        if isinstance(c.get(kind), dict):
+            lines.append(f"8B layer {kind:4s} ms T=1,5: " + " ".join(fmt(c[kind]["layer_ms"].get(t), ".3f")
+                                                             for t in (1, 5)))
+    speed = r.get("computed_speedups") or {}
+    if speed:
+        lines.append("computed speedups: " + ", ".join(f"{k} {v:.2f}x" for k, v in speed.items() if "k=4" in k))
+    lines += [f"FAILED {k}: {v['error']}" for k, v in r.items() if isinstance(v, dict) and "error" in v]
+    print("\n==== summary " + "=" * 60, flush=True)
+    for line in lines:
+        print(line, flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget-s", type=float, default=330.0)
     ap.add_argument("--json", type=Path, default=Path(os.environ.get("OUT", ".")) / "gpu_lean.json")
     ap.add_argument("--acceptance", default="0.6,0.7,0.8", help="per-token acceptance rates for computed speedups")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU, eagerly")
+    ap.add_argument("--ops", action="store_true", help="only count the ops of a forward (CPU profiler) and stop")
     args = ap.parse_args()
     import torch
+
+    if args.ops:
+        ops_report()
+        return
 
     env = argparse.Namespace(smoke=args.smoke, keep={})
     env.device = torch.device("cpu" if args.smoke or not torch.cuda.is_available() else "cuda")
@@ -449,6 +566,7 @@ def main() -> None:
     name = torch.cuda.get_device_name() if env.device.type == "cuda" else "CPU (smoke: tiny shapes, no graphs)"
     report["device"] = {"name": name, "torch": torch.__version__, "dtype": str(env.dtype)}
     say(f"device {name}, torch {torch.__version__}, {env.dtype}; cap {args.budget_s:.0f} s")
+    section("ops", 5, args.budget_s, ops_report)
     section("a_decode_and_round", 20, args.budget_s, sec_a, env)
     section("e_engine", 15, args.budget_s, sec_e, env)
     section("b_forward_costs", 40, args.budget_s, sec_b, env)
@@ -463,6 +581,7 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, default=str))
     say(f"done in {report['total_s']:.0f} s; JSON: {args.json}")
+    summary()
 
 
 if __name__ == "__main__":

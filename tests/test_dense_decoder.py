@@ -126,6 +126,32 @@ def test_visible_slots_are_the_cpu_attentions(window):
     assert torch.equal(got[:, :start + rows], want) and not got[:, start + rows:].any()
 
 
+@pytest.mark.parametrize("adjacent", [False, True])
+def test_rotate_on_rotary_rows_is_the_pairwise_rotation(adjacent):
+    """dense.rotate with rotary_rows' signed lanes equals cpu/attention.rotate's pairwise formula, within float
+    noise, in either pair layout."""
+    from specx.decoder.config import Rope
+    from specx.decoder.model import rotary_tables
+
+    g = torch.Generator().manual_seed(int(adjacent))
+    x, positions = torch.randn(5, 6, 16, generator=g), torch.tensor([0, 3, 3, 9, 40])
+    cos, sin = rotary_tables(Rope(1e4), 16, 64)
+    rows = dense.rotary_rows(cos, sin, adjacent)[positions]
+    near(dense.rotate(x, rows[:, 0], rows[:, 1], adjacent), attention.rotate(x, cos[positions], sin[positions],
+                                                                              adjacent))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rmsnorm_is_the_float32_formula(dtype):
+    """dense.rmsnorm (torch's rms_norm in float32) equals RMSNorm written out in float32, rounded to x's dtype."""
+    g = torch.Generator().manual_seed(3)
+    x, w = (torch.randn(7, 64, generator=g) * 3).to(dtype), torch.randn(64, generator=g)
+    want = attention.reference_rmsnorm(x.float(), w, 1e-6).to(dtype)
+    got = dense.rmsnorm(x, w, 1e-6)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.float(), want.float(), rtol=1e-5 if dtype == torch.float32 else 1e-2, atol=1e-5)
+
+
 def test_random_weights_have_the_configs_shapes(trio):
     """random_weights (the device benchmark's models) fit the decoder and give finite logits."""
     _, _, lm = trio

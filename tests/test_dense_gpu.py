@@ -10,10 +10,14 @@ pytestmark = [pytest.mark.gpu,
 
 from test_decoder import hf_model, ids, save  # noqa: E402
 
+POSITIONS = 1024   # the tiny configs allow 128 positions; the graph test prefills 240 and decodes spans past 256
+
 
 @pytest.fixture(scope="module", params=["qwen2", "gemma3"])
 def folder(request, tmp_path_factory):
-    return save(hf_model(request.param), tmp_path_factory.mktemp(request.param))
+    model = hf_model(request.param)
+    model.config.max_position_embeddings = POSITIONS
+    return save(model, tmp_path_factory.mktemp(request.param))
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
@@ -23,7 +27,8 @@ def test_graph_replay_equals_eager_bit_for_bit(folder, dtype):
     from specx.decoder.dense_lm import load
     from specx.decoder.graphs import Graphs
 
-    lm = load(folder, "cuda", dtype, context=1024)
+    lm = load(folder, "cuda", dtype, context=POSITIONS)
+    assert lm.model.context == POSITIONS
     tokens = ids(1, 400)
     graphed, eager = lm.model.new_cache(), lm.model.new_cache()
     graphs = Graphs(lm.model, graphed)

@@ -2,12 +2,16 @@
 the tests): the same families and arithmetic as model.py, in shapes that never change from call to call, so
 that a forward can be captured once in a CUDA graph and replayed (graphs.py).
 
-Static shapes: the KV cache (layers, kv_heads, capacity, head_dim) is allocated once and zeroed (attention
-reads masked slots too: they must hold finite numbers); the cache length is a device tensor, new keys go in
-with index_copy_, and attention runs over the first `span` slots (a power of two, graphs.span) with a mask
-built on the device from the length, the rotary positions, the tree mask and the sliding window. Matrices are
-fused as model.py fuses them (QKV, gate/up). Norms, rotary and softmax run in float32 as transformers runs them,
-the residual stream in the weights' dtype."""
+Static shapes: the KV cache (layers, 2, kv_heads, capacity, head_dim) is allocated once and zeroed (attention
+reads masked slots too: they must hold finite numbers); the cache length is a device tensor, new keys and values
+go in with one index_copy_, and attention runs over the first `span` slots (a power of two, graphs.span) with
+an additive mask built on the device from the length, the rotary positions, the tree mask and the sliding
+window. Matrices are fused as model.py fuses them (QKV with its bias, gate/up). Norms, rotary and softmax run in
+float32 as transformers runs them, the residual stream in the weights' dtype.
+
+A decode step is bound by kernel launches, not by weight reads (issue 38), so a layer launches few kernels:
+what depends only on the call (rotary tables at the positions, masks) is made once per forward, q and k are
+normalised and rotated together (adjacent in the QKV output), and biases live in the weights' dtype."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
@@ -58,15 +62,16 @@ class DenseWeights:
 
 def from_weights(w: Weights, dtype: torch.dtype, device) -> DenseWeights:
     """Each QWeight dequantized once (cpu/qweight.dequantize; F16/BF16 rows read as they are) to `dtype` on
-    `device`; norms and biases stay float32 there."""
+    `device`, biases too (the matrix multiply adds them); norms stay float32 there."""
     def mat(group) -> torch.Tensor:
         return torch.cat([_dense(q, dtype, device) for q in group]) if len(group) > 1 else _dense(group[0], dtype,
                                                                                                    device)
 
-    def vec(t):
-        return None if t is None else t.to(device=device, dtype=torch.float32)
+    def vec(t, as_dtype=torch.float32):
+        return None if t is None else t.to(device=device, dtype=as_dtype)
 
-    layers = [DenseLayer(vec(l.attn_norm), mat(l.qkv), vec(l.qkv_bias), mat(l.o), vec(l.o_bias), vec(l.ffn_norm),
+    layers = [DenseLayer(vec(l.attn_norm), mat(l.qkv), vec(l.qkv_bias, dtype), mat(l.o), vec(l.o_bias, dtype),
+                         vec(l.ffn_norm),
                          mat(l.gate_up), mat(l.down), vec(l.q_norm), vec(l.k_norm), vec(l.post_attn_norm),
                          vec(l.post_ffn_norm)) for l in w.layers]
     embed = _dense(w.embed, dtype, device)
@@ -88,7 +93,8 @@ def _dense(q, dtype: torch.dtype, device) -> torch.Tensor:
 
 def random_weights(c: DecoderConfig, dtype: torch.dtype, device, seed: int = 0) -> DenseWeights:
     """Random weights of the config's shapes made on the device (benchmarks: no file, nothing on the host).
-    Scaled like an initialised model (std 1/sqrt(fan in)), norms one: the logits stay finite and varied."""
+    Scaled like an initialised model (std 1/sqrt(fan in)), norms one: the logits stay finite and varied.
+    Qwen2 has a QKV bias (zeros here: it costs what a real one costs)."""
     g = torch.Generator(device=device).manual_seed(seed)
 
     def mat(rows, cols):
@@ -98,7 +104,10 @@ def random_weights(c: DecoderConfig, dtype: torch.dtype, device, seed: int = 0) 
         return torch.ones(n, device=device)
 
     h, q, kv, inter = c.hidden_size, c.q_size, c.kv_size, c.intermediate_size
-    layers = [DenseLayer(ones(h), mat(q + 2 * kv, h), None, mat(h, q), None, ones(h), mat(2 * inter, h),
+    def bias():
+        return torch.zeros(q + 2 * kv, device=device, dtype=dtype) if c.family == "qwen2" else None
+
+    layers = [DenseLayer(ones(h), mat(q + 2 * kv, h), bias(), mat(h, q), None, ones(h), mat(2 * inter, h),
                          mat(h, inter), ones(c.head_dim) if c.qk_norm else None,
                          ones(c.head_dim) if c.qk_norm else None, ones(h) if c.sandwich_norms else None,
                          ones(h) if c.sandwich_norms else None) for _ in range(c.num_hidden_layers)]
@@ -107,13 +116,14 @@ def random_weights(c: DecoderConfig, dtype: torch.dtype, device, seed: int = 0) 
 
 
 class DenseCache:
-    """Keys and values (layers, kv_heads, capacity, head_dim), zeroed once; `length` filled slots (host side)."""
+    """Keys and values `kv` (layers, 2, kv_heads, capacity, head_dim), zeroed once, `k` and `v` its halves
+    (one layer's new keys and values are written in one copy); `length` filled slots (host side)."""
 
     def __init__(self, decoder: "DenseDecoder", capacity: int):
         c = decoder.config
-        shape = (c.num_hidden_layers, c.num_key_value_heads, capacity, c.head_dim)
-        self.k = torch.zeros(shape, dtype=decoder.dtype, device=decoder.device)
-        self.v = torch.zeros(shape, dtype=decoder.dtype, device=decoder.device)
+        shape = (c.num_hidden_layers, 2, c.num_key_value_heads, capacity, c.head_dim)
+        self.kv = torch.zeros(shape, dtype=decoder.dtype, device=decoder.device)
+        self.k, self.v = self.kv[:, 0], self.kv[:, 1]
         self.capacity, self.length = capacity, 0
 
     def crop(self, length: int) -> None:
@@ -132,8 +142,13 @@ class DenseDecoder:
         # Gemma's sqrt(hidden), rounded to the weights' dtype as transformers rounds it
         self.embed_scale = float(torch.tensor(config.embed_scale, dtype=self.dtype))
         ropes = {config.layer_rope(i) for i in range(config.num_hidden_layers)}
-        self._tables = {r: tuple(t.to(self.device) for t in rotary_tables(r, config.head_dim, self.context))
-                        for r in ropes}
+        self._tables = {r: rotary_rows(*rotary_tables(r, config.head_dim, self.context), config.rope_adjacent)
+                        .to(self.device) for r in ropes}
+        # per layer, the q-norm weight on each query head's row and the k-norm weight on each key head's
+        heads = (config.num_attention_heads, config.num_key_value_heads)
+        self._qk_norms = [None if l.q_norm is None else
+                          torch.cat([l.q_norm.expand(heads[0], -1), l.k_norm.expand(heads[1], -1)])
+                          for l in weights.layers]
 
     def new_cache(self) -> DenseCache:
         return DenseCache(self, self.context)
@@ -164,16 +179,19 @@ class DenseDecoder:
         if self.embed_scale != 1.0:
             x = x * self.embed_scale
         slots = start + torch.arange(ids.shape[0], device=ids.device)
-        masks = {window: visible(start, positions, tree, span, window)
+        group = c.num_attention_heads // c.num_key_value_heads
+        # once per call, not per layer: the rotary rows at the positions and each window's mask
+        rotary = {r: t[positions] for r, t in self._tables.items()}
+        masks = {window: additive(visible(start, positions, tree, span, window).repeat(group, 1), self.dtype)
                  for window in {self._window(i) for i in range(c.num_hidden_layers)}}
         for i, lw in enumerate(w.layers):
             if i in skip:
                 continue
             h = rmsnorm(x, lw.attn_norm, c.rms_norm_eps)
-            a = self._attention(i, lw, h, cache, slots, positions, masks[self._window(i)], span)
+            a = self._attention(i, lw, h, cache, slots, rotary[c.layer_rope(i)], masks[self._window(i)], span)
             x = x + (a if lw.post_attn_norm is None else rmsnorm(a, lw.post_attn_norm, c.rms_norm_eps))
             h = rmsnorm(x, lw.ffn_norm, c.rms_norm_eps)
-            gate, up = torch.nn.functional.linear(h, lw.gate_up).chunk(2, dim=-1)
+            gate, up = torch.nn.functional.linear(h, lw.gate_up).chunk(2, dim=-1)   # views
             m = torch.nn.functional.linear(_act(gate, c.hidden_act) * up, lw.down)
             x = x + (m if lw.post_ffn_norm is None else rmsnorm(m, lw.post_ffn_norm, c.rms_norm_eps))
         return torch.nn.functional.linear(rmsnorm(x, w.norm, c.rms_norm_eps), w.output)
@@ -195,28 +213,26 @@ class DenseDecoder:
         return (self.config.sliding_window or 0) if self.config.is_sliding(i) else 0
 
     def _attention(self, i: int, lw: DenseLayer, h: torch.Tensor, cache: DenseCache, slots: torch.Tensor,
-                   positions: torch.Tensor, seen: torch.Tensor, span: int) -> torch.Tensor:
+                   rotary: torch.Tensor, mask: torch.Tensor, span: int) -> torch.Tensor:
+        """One layer's attention; rotary (T, 2, 1, d) its rope's rows at the positions (rotary_rows), mask
+        (group·T, span) additive."""
         c, rows, d = self.config, h.shape[0], self.config.head_dim
-        qkv = torch.nn.functional.linear(h, lw.qkv)
-        if lw.qkv_bias is not None:
-            qkv = qkv + lw.qkv_bias.to(qkv.dtype)
-        q, k, v = qkv.view(rows, -1, d).split([c.num_attention_heads, c.num_key_value_heads,
-                                               c.num_key_value_heads], dim=1)
-        if lw.q_norm is not None:
-            q, k = rmsnorm(q, lw.q_norm, c.rms_norm_eps), rmsnorm(k, lw.k_norm, c.rms_norm_eps)
-        cos, sin = (t[positions] for t in self._tables[c.layer_rope(i)])
-        q, k = rotate(q, cos, sin, c.rope_adjacent), rotate(k, cos, sin, c.rope_adjacent)
-        cache.k[i].index_copy_(1, slots, k.transpose(0, 1))
-        cache.v[i].index_copy_(1, slots, v.transpose(0, 1))
-        kv_heads, group = c.num_key_value_heads, c.num_attention_heads // c.num_key_value_heads
+        heads, kv_heads = c.num_attention_heads, c.num_key_value_heads
+        qkv = torch.nn.functional.linear(h, lw.qkv, lw.qkv_bias).view(rows, -1, d)
+        qk = qkv[:, :heads + kv_heads]            # q and k heads, adjacent: normalised and rotated together
+        f = qk.float()
+        if self._qk_norms[i] is not None:
+            f = torch.nn.functional.rms_norm(f, (d,), eps=c.rms_norm_eps) * self._qk_norms[i]
+        qk.copy_(rotate(f, rotary[:, 0], rotary[:, 1], c.rope_adjacent))
+        # keys then values of this call: (2·kv_heads, T, d) into the layer's (2·kv_heads, capacity, d)
+        cache.kv[i].view(2 * kv_heads, -1, d).index_copy_(1, slots, qkv[:, heads:].transpose(0, 1))
+        group = heads // kv_heads
         # the heads sharing a kv head become rows of one query: (kv_heads, group·T, d) against (kv_heads, span, d)
-        q = q.view(rows, kv_heads, group, d).permute(1, 2, 0, 3).reshape(kv_heads, group * rows, d)
+        q = qkv[:, :heads].reshape(rows, kv_heads, group, d).permute(1, 2, 0, 3).reshape(kv_heads, group * rows, d)
         out = torch.nn.functional.scaled_dot_product_attention(
-            q[None], cache.k[i, :, :span][None], cache.v[i, :, :span][None], attn_mask=seen.repeat(group, 1),
-            scale=c.scale)
+            q[None], cache.k[i, :, :span][None], cache.v[i, :, :span][None], attn_mask=mask, scale=c.scale)
         out = out[0].view(kv_heads, group, rows, d).permute(2, 0, 1, 3).reshape(rows, -1)
-        out = torch.nn.functional.linear(out, lw.o)
-        return out if lw.o_bias is None else out + lw.o_bias.to(out.dtype)
+        return torch.nn.functional.linear(out, lw.o, lw.o_bias)
 
 
 def check_room(decoder: DenseDecoder, cache: DenseCache, rows: int) -> None:
@@ -249,20 +265,32 @@ def visible(start: torch.Tensor, positions: torch.Tensor, tree: torch.Tensor, sp
     return seen
 
 
+def additive(seen: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A bool mask as the additive one SDPA would make of it on every call (0 seen, -inf not), in `dtype`."""
+    return torch.zeros(seen.shape, dtype=dtype, device=seen.device).masked_fill_(~seen, float("-inf"))
+
+
 def rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
-    """RMSNorm in float32 (as transformers computes it), times the float32 weight, back in x's dtype."""
-    f = x.float()
-    return (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + eps) * w).to(x.dtype)
+    """RMSNorm in float32 (as transformers computes it), times the float32 weight, back in x's dtype
+    (torch's rms_norm: one fused kernel on CUDA; cpu/attention.reference_rmsnorm is the formula)."""
+    return torch.nn.functional.rms_norm(x.float(), w.shape, w, eps).to(x.dtype)
 
 
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, adjacent: bool) -> torch.Tensor:
-    """x (T, heads, d) rotated in float32 by cos, sin (T, d/2): pairs (2i, 2i+1) or (i, i + d/2)."""
-    f = x.float()
-    a, b = (f[..., 0::2], f[..., 1::2]) if adjacent else f.chunk(2, dim=-1)
-    cos, sin = cos[:, None], sin[:, None]
-    one, two = a * cos - b * sin, b * cos + a * sin
-    out = torch.stack((one, two), -1).flatten(-2) if adjacent else torch.cat((one, two), -1)
-    return out.to(x.dtype)
+def rotary_rows(cos: torch.Tensor, sin: torch.Tensor, adjacent: bool) -> torch.Tensor:
+    """(positions, 2, 1, d): rotary_tables' cos, sin (positions, d/2) spread over the d lanes in the pair layout,
+    sin signed for rotate: pairs (2i, 2i+1) or (i, i + d/2) get (cos, cos) and (-sin, sin)."""
+    if adjacent:
+        cos2, sin2 = cos.repeat_interleave(2, -1), torch.stack((-sin, sin), -1).flatten(-2)
+    else:
+        cos2, sin2 = torch.cat((cos, cos), -1), torch.cat((-sin, sin), -1)
+    return torch.stack((cos2, sin2), 1)[:, :, None]
+
+
+def rotate(f: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, adjacent: bool) -> torch.Tensor:
+    """f (T, heads, d) float32 rotated by rotary_rows' cos, sin (T, 1, d): f·cos + swap(f)·sin, swap exchanging
+    the two members of each pair (cpu/attention.rotate is the rotation written out)."""
+    swapped = f.unflatten(-1, (-1, 2)).flip(-1).flatten(-2) if adjacent else f.roll(f.shape[-1] // 2, -1)
+    return torch.addcmul(f * cos, swapped, sin)
 
 
 def _act(gate: torch.Tensor, kind: str) -> torch.Tensor:
