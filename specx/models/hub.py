@@ -82,11 +82,22 @@ def cache_dir() -> Path:
     return Path(constants.HF_HUB_CACHE)
 
 
+def _http_client_module():
+    """The HTTP client huggingface_hub uses: `httpx2` from huggingface_hub 2.x, `httpx` in 1.x (both allowed by
+    pyproject.toml; the network errors to catch are that client's)."""
+    try:
+        import httpx2 as http
+    except ImportError:
+        import httpx as http
+    return http
+
+
 @contextlib.contextmanager
 def errors(ref: HubRef, name: str):
     """huggingface_hub's and the network's exceptions -> specx errors with a next step."""
-    import httpx2
     from huggingface_hub import errors as hf
+
+    http = _http_client_module()
 
     pull = f"run `specx pull {name}` while online"
     try:
@@ -107,7 +118,7 @@ def errors(ref: HubRef, name: str):
                                "the repository changed since this preset was written: pin a revision") from None
     except (hf.OfflineModeIsEnabled, hf.LocalEntryNotFoundError):
         raise ModelUnavailable(f"{name} is not downloaded and the Hub is off (HF_HUB_OFFLINE)", pull) from None
-    except (httpx2.ConnectError, httpx2.TimeoutException, httpx2.RemoteProtocolError, httpx2.ReadError) as e:
+    except (http.ConnectError, http.TimeoutException, http.RemoteProtocolError, http.ReadError) as e:
         raise HubUnreachable(f"cannot reach the Hub at {shown_endpoint()}: {type(e).__name__}",
                              f"check your connection (or HF_ENDPOINT), then {pull.split(' while')[0]}; "
                              "nothing half-written was kept") from None
