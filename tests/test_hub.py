@@ -430,3 +430,17 @@ def test_disk_filling_up_mid_download_is_exit_4(hf_here, monkeypatch):
     with pytest.raises(InsufficientResources, match="disk filled up") as info:
         hubmod.pull(hubmod.HubRef("tiny-org/tiny-llama"), "tiny-org/tiny-llama")
     assert "HF_HOME" in info.value.hint
+
+
+def test_network_errors_come_from_the_client_huggingface_hub_uses(monkeypatch):
+    """huggingface_hub 1.x (allowed by pyproject) speaks httpx, 2.x httpx2: without httpx2 the Hub errors are
+    taken from httpx (an H200 machine with huggingface_hub 1.33 failed on `import httpx2`)."""
+    import sys
+    import types
+
+    from specx.models import hub
+
+    fake = types.ModuleType("httpx")
+    monkeypatch.setitem(sys.modules, "httpx2", None)   # import httpx2 -> ImportError
+    monkeypatch.setitem(sys.modules, "httpx", fake)
+    assert hub._http_client_module() is fake
