@@ -123,3 +123,16 @@ def test_cpu_weight_precisions_load_through_the_fast_path_not_bitsandbytes(mid_m
     applied = plan_run(resolve(str(mid_model)), None, 4, "auto", quant, "gpu=0,cpu=8GiB")
     assert applied.target.weights == quant and not applied.target.dispatched
     assert applied.summary == f"target {quant} cpu"
+
+
+@pytest.mark.parametrize("quant, mode", [("auto", "q8"), ("q8", "q8"), ("none", "f32")])
+def test_a_gguf_file_on_the_cpu_runs_int8_activations_unless_none_asks_float32(quant, mode):
+    """The lean decoder's activation mode per --quant: auto is q8 (it passed the quality guard and is the
+    faster verify), none keeps float32 activations (exact), q8 as asked; drafter and target alike."""
+    from types import SimpleNamespace
+
+    from specx.memory.placement import _load
+
+    plan = SimpleNamespace(devices=("cpu",), native="Q4_K/Q6_K", dtype="float32", quant="none", context=512)
+    for role in ("target", "drafter"):
+        assert _load(plan, None, role, quant).weights == f"native {mode}"

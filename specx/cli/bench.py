@@ -35,7 +35,7 @@ def bench(
     warmup: Annotated[bool, typer.Option("--warmup/--no-warmup", help="One short unmeasured run of every configuration first.")] = True,
     prompts: Annotated[Optional[str], typer.Option("--prompts", help="Your own prompts (TOML [[prompt]] tables or JSON; see docs/bench.md).")] = None,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
-    quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU for every row: auto (= none), none, fp16, int8, int4.")] = "auto",
+    quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU for every row: auto (a GGUF file as it is, int8 activations; else none), none, q8, fp16, int8, int4.")] = "auto",
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy; > 0 samples (outputs are then not compared).")] = 0.0,
     seed: Annotated[int, typer.Option(help="Seed for sampling.")] = 0,
     peer: Annotated[Optional[list[str]], typer.Option("--peer", help="Add transformers' rows: `hf` (assisted generation and prompt lookup on specx's loaded weights and kernels: the algorithm alone differs), `hf-assisted` or `hf-lookup` alone; `hf-stock` (plain generate, assisted generation and prompt lookup as transformers loads the models itself), `hf-stock-generate`, `hf-stock-assisted` or `hf-stock-lookup` alone. Repeatable.")] = None,

@@ -26,7 +26,7 @@ def tune(
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 64,
     repeats: Annotated[int, typer.Option("--repeats", "-r", help="Measured runs of every prompt and configuration.")] = 2,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
-    quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU: auto (= none), none, fp16, int8, int4; `specx run` uses the result with the same --quant.")] = "auto",
+    quant: Annotated[str, typer.Option("--quant", help="Target weights on CPU: auto (a GGUF file as it is, int8 activations; else none), none, q8, fp16, int8, int4; `specx run` uses the result with the same --quant.")] = "auto",
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="Tune for greedy (0) or for sampling (> 0).")] = 0.0,
     show: Annotated[bool, typer.Option("--show", help="List the tuned settings and exit.")] = False,
     reset: Annotated[bool, typer.Option("--reset", help="Forget the tuned settings (of MODEL, or all) and exit.")] = False,

@@ -100,7 +100,7 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
 
         keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), config.vocab_size), draft_vocab)
         weights = dataclasses.replace(weights, output=linear.take_rows(weights.output, keep.tolist()))
-    activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values"
+    activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
     kernels = (f"kernels: specx lean decoder on the file's {weights.types()} as they are, {linear.describe()}, "
                f"{activations}; {attention.describe()}")
     if keep is not None:

@@ -11,6 +11,8 @@ from ..errors import UsageError
 WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # CPU weight precisions (cpu/fastpath.py);
                                                                 # int8dyn: drafters only (qlinear.DynInt8Linear)
 GPU_ONLY_QUANT = ("nf4", "fp4")                                 # bitsandbytes on CUDA: the memory plan checks them
+LEAN_QUANT = ("q8",)   # specx's lean decoder on a GGUF file: int8 activations per 32 values (cpu/quant.py);
+                       # `none` there keeps float32 activations (exact)
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 MAX_K = 64   # tokens drafted per round at most: past this, verify forwards cost more than a draft can win
 
@@ -38,7 +40,7 @@ def check(name: str, value, where: str = "") -> None:
 
 
 # option -> (the names it may take, the flag that sets it)
-NAMES = {"quant": (WEIGHTS + GPU_ONLY_QUANT, "--quant"), "draft_quant": (WEIGHTS, "--draft-quant"),
+NAMES = {"quant": (WEIGHTS + GPU_ONLY_QUANT + LEAN_QUANT, "--quant"), "draft_quant": (WEIGHTS + LEAN_QUANT, "--draft-quant"),
          "dtype": (DTYPES, "--dtype")}
 
 
@@ -49,7 +51,7 @@ VARIANT_NAME = re.compile(r"^(I?Q\d(_[A-Z0-9]+)+|B?F16|F32)$", re.I)   # every G
 
 def is_variant_name(value: str) -> bool:
     """Whether a --quant value names a GGUF variant rather than a runtime precision."""
-    return bool(VARIANT_NAME.match(value)) and value.lower() not in {*WEIGHTS, *GPU_ONLY_QUANT}
+    return bool(VARIANT_NAME.match(value)) and value.lower() not in {*WEIGHTS, *GPU_ONLY_QUANT, *LEAN_QUANT}
 
 
 def runtime_quant(value: str) -> str:
