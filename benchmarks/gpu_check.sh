@@ -83,7 +83,7 @@ bench)
       -c drafter=ngram,policy=auto --peer hf-stock-assisted --json "$OUT/bench.json" 2>&1 | tail -60 ;;
 lean)   # the dense decoder with CUDA graphs: random weights made on the GPU, report + $OUT/gpu_lean.json
   say "lean: gpu tests of the dense decoder"   # first: the benchmark's summary table ends the output
-  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_dense_gpu.py 2>&1 | tail -8
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/decoder/test_dense_gpu.py 2>&1 | tail -8
   say "lean: benchmarks/gpu_lean.py"
   timeout ${LEAN_S:-360} python3 benchmarks/gpu_lean.py --budget-s ${LEAN_BUDGET_S:-330} --json "$OUT/gpu_lean.json" 2>&1 \
       | grep -v 'Warning\|USDT' | tail -60 ;;

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,14 @@ import pytest
 # that: the Ctrl-C tests would then test nothing. Restore Python's own handler (children: default).
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# tests/<package>/ mirror specx's packages; a test module imports helpers from another by its plain name
+# (`from test_session import make_pair`), as pytest's default import mode names them, so every folder is
+# importable (file names are unique across folders, which that mode requires anyway).
+HERE = Path(__file__).resolve().parent
+for folder in sorted(p for p in HERE.iterdir() if p.is_dir() and p.name != "data" and not p.name.startswith((".", "_"))):
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -1,5 +1,5 @@
 """Run in a fresh process: RSS before and after loading a target (and drafter) from the converted
-safetensors cache and decoding to a given context; prints JSON. Used by tests/test_memory_measured.py.
+safetensors cache and decoding to a given context; prints JSON. Used by tests/memory/test_memory_measured.py.
 A path may end in `=WEIGHTS` (e.g. `=int8dyn`): the CPU weights that model is loaded in."""
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ layers round their input to bf16 and widen the output back to fp32; the rest of 
 target: it quantizes activations with one scale for all rows of a forward, so verifying k+1 tokens would
 compute different numbers than decoding one, and speculative output would drift from plain output. A
 drafter may take it (`int8dyn`, DynInt8Linear): its numbers only decide what is proposed.
-Every target layer here keeps a row's result independent of the other rows (tests/test_qlinear.py), so the
+Every target layer here keeps a row's result independent of the other rows (tests/cpu/test_qlinear.py), so the
 target's speculative output equals its own plain output in each precision; what a precision changes is
 the target itself, which the bench's quality guard measures against float32.
 """

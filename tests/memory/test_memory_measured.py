@@ -12,7 +12,7 @@ import pytest
 from conftest import fixture_model
 
 CONTEXT, K = 512, 4
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[1]   # tests/, where memory_measure.py lives
 
 
 def measure(*paths: Path) -> dict:
