@@ -58,7 +58,7 @@ def plan(
     if json_out:
         sys.stdout.write(json.dumps(result.to_json(), indent=1) + "\n")
         return
-    sys.stdout.write(render(result) + "\n")
+    sys.stdout.write(render(result, {"target": runtime_quant(m.quant), "drafter": runtime_quant(m.draft_quant)}) + "\n")
     for reason in variants(source, draft_source) + list(result.reasons):
         output.note(reason)
 
@@ -82,13 +82,18 @@ def _rows(m) -> list[str]:
     return out
 
 
-def render(p) -> str:
+def render(p, asked: dict[str, str] | None = None) -> str:
+    """The plan as text; `asked`: the --quant and --draft-quant given (role → value), which name the lean
+    decoder's activation mode."""
+    from ..memory.placement import ACTIVATIONS, native_mode
+
     lines = [f"budgets: {p.budgets.describe()}"]
     for m in (p.target, p.drafter):
         if m is None:
             continue
         lossy = " (lossy: the output is the quantized model's own)" if m.lossy else ""
-        weights = (f"{m.native} as the file holds it (specx's lean decoder), {m.dtype} activations" if m.native
+        mode = ACTIVATIONS[native_mode(m.role, (asked or {}).get(m.role, "auto"))]
+        weights = (f"{m.native} as the file holds it (specx's lean decoder), {mode}" if m.native
                    else f"{m.dtype}, quant {m.quant}{lossy}")
         lines.append(f"{m.role} {m.name}: {weights}; {m.share()}; "
                      f"KV {_b(m.kv_bytes_per_token)}/token")

@@ -122,13 +122,21 @@ def _check_devices(plan) -> None:
                          "drop gpu=… from --mem-budget to run on the CPU (`specx plan` simulates GPUs)")
 
 
+def native_mode(role: str, quant: str) -> str:
+    """The lean decoder's activation mode for a role and the --quant asked: none → f32, q8 → q8, else the
+    role's default (NATIVE_MODE)."""
+    return "f32" if quant == "none" else "q8" if quant == "q8" else NATIVE_MODE[role]
+
+
+ACTIVATIONS = {"f32": "float32 activations (exact)", "q8": "int8 activations per 32 values into the linears (q8)"}
+
+
 def _load(model_plan, plan, role: str, quant: str, source=None) -> Load:
     devices = model_plan.devices
     if _dense_on_gpu(model_plan, source):
         return Load(model_plan.dtype, f"dense {devices[0]} {model_plan.dtype} {model_plan.context}")
     if not _on_gpu(model_plan) and "disk" not in devices and model_plan.native:
-        mode = "f32" if quant == "none" else "q8" if quant == "q8" else NATIVE_MODE[role]
-        return Load(model_plan.dtype, f"native {mode}")
+        return Load(model_plan.dtype, f"native {native_mode(role, quant)}")
     if not _on_gpu(model_plan) and "disk" not in devices:   # wholly in CPU memory: int8 is the CPU kernel
         planned = model_plan.quant in CPU_BACKENDS + DRAFT_WEIGHTS
         weights = model_plan.quant if planned else _default_weights(quant, role)

@@ -44,3 +44,16 @@ def test_refusal_exits_4_with_a_table(tmp_path):
 def test_bad_budget_is_a_usage_error(tmp_path):
     result = invoke("plan", str(weightless(tmp_path / "t")), "--mem-budget", "vram=1GiB")
     assert result.exit_code == 2 and "unknown --mem-budget device" in result.stderr
+
+
+def test_plan_names_the_lean_decoders_activation_mode_as_asked(tmp_path):
+    """A model the lean decoder runs as its files hold it: the plan says which activations its linear
+    kernels take, int8 (q8) unless `--quant none` asks for float32, as the run will load it."""
+    folder = make_folder(tmp_path / "t", layers=2)
+    said = {}
+    for quant in ("auto", "none", "q8"):
+        result = invoke("plan", str(folder), "--mem-budget", "gpu=0", "--quant", quant)
+        assert result.exit_code == 0, result.stderr
+        said[quant] = next(line for line in result.stdout.splitlines() if line.startswith("target "))
+    assert all("lean decoder" in line for line in said.values()), said
+    assert "(q8)" in said["auto"] and "(q8)" in said["q8"] and "float32 activations (exact)" in said["none"]
