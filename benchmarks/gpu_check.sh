@@ -6,8 +6,9 @@
 #   .gpu/  tokenizer/ (the fixture Qwen tokenizer), target.config.json, drafter.config.json, prompts5.json
 # Both are made on the dev machine by the step `prepare` (list them in .git/info/exclude; the device
 # run carries them: carry [".whl", ".gpu"]).
-# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench lean)
+# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench lean budgets)
 # The dense decoder with CUDA graphs alone (issue 38): OUT=dir bash benchmarks/gpu_check.sh setup lean  (≤ 6 min)
+# Consumer budgets alone (issue 38, item 4): OUT=dir bash benchmarks/gpu_check.sh setup budgets  (≤ 6 min)
 set -u
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
 M=/tmp/gpu-models
@@ -87,5 +88,9 @@ lean)   # the dense decoder with CUDA graphs: random weights made on the GPU, re
   say "lean: benchmarks/gpu_lean.py"
   timeout ${LEAN_S:-360} python3 benchmarks/gpu_lean.py --budget-s ${LEAN_BUDGET_S:-330} --json "$OUT/gpu_lean.json" 2>&1 \
       | grep -v 'Warning\|USDT' | tail -60 ;;
+budgets)   # 8B-shaped target, 1B-shaped drafter under gpu=8/12/16/24GiB: report + $OUT/gpu_budgets.json
+  say "budgets: benchmarks/gpu_budgets.py"   # its summary table ends the output
+  timeout $(( ${BUDGETS_S:-300} + 30 )) python3 benchmarks/gpu_budgets.py --budget-s ${BUDGETS_S:-300} \
+      --json "$OUT/gpu_budgets.json" 2>&1 | grep -v 'Warning\|USDT' | tail -80 ;;
 esac; done
 say done
