@@ -119,6 +119,9 @@ def offload_scheme(on_gpu: Scheme, compute: str) -> Scheme:
 
 
 def refuse(message: str, rows: list[tuple[str, int, int | None]], hint: str | None = None) -> PlanRefused:
+    """A refusal naming each device's need and what is left of its budget (never below zero: a budget that
+    other parts of the plan already overspent has nothing left)."""
+    rows = [(d, n, None if b is None else max(b, 0)) for d, n, b in rows]
     return PlanRefused(message + " (" + "; ".join(
         f"{d} needs {fmt_bytes(n)} of {'none' if b is None else fmt_bytes(b)}" for d, n, b in rows) + ")",
         need_table(rows), hint)

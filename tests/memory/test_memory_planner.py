@@ -176,3 +176,13 @@ def test_a_drafter_on_the_cpu_is_priced_in_the_weights_it_will_run_in():
     assert full.drafter.quant == "none" and next(p for p in full.drafter.placements if p.kind == "layer").bytes \
         == 4 * 12 * M
     assert dyn.steady_bytes() < full.steady_bytes()
+
+
+def test_a_refusal_never_shows_a_negative_budget():
+    """What is left of a budget that other parts of the plan overspent is shown as 0 B, not as a negative
+    size (a drafter refusal once said `cpu needs 25.8 MiB of -127.0 MiB`)."""
+    from specx.memory.planner import refuse
+
+    e = refuse("the drafter d does not fit", [("cpu", 25 * 2**20, -127 * 2**20), ("cuda:0", 1, None)])
+    assert "-" not in e.message.split("(", 1)[1] and "of 0 B" in e.message and "of none" in e.message
+    assert "-127" not in e.table
