@@ -51,12 +51,12 @@ class LeanLM:
 
     def reset(self) -> None:
         """Forget everything cached."""
-        self.cache.crop(0)
+        self.crop(0)
 
     @property
     def cached(self) -> int:
-        """Tokens whose keys and values are in the cache."""
-        return self.cache.length
+        """Tokens whose keys and values are in the cache (none before a cache is allocated)."""
+        return 0 if self.cache is None else self.cache.length
 
     @property
     def device(self) -> torch.device:
@@ -78,13 +78,17 @@ class LeanLM:
     def forward(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
         """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
         t = time.perf_counter()
-        logits = self.model.forward(self.cache, ids, last_only=last_only)
+        logits = self._logits(ids, last_only)
         self.forward_s += time.perf_counter() - t
         return logits
 
+    def _logits(self, ids: list[int], last_only: bool) -> torch.Tensor:
+        return self.model.forward(self.cache, ids, last_only=last_only)
+
     def crop(self, length: int) -> None:
         """Drop cached positions beyond `length`."""
-        self.cache.crop(length)
+        if self.cache is not None:
+            self.cache.crop(length)
 
 
 def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, mode: str = "f32") -> LeanLM:
@@ -92,6 +96,36 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     `context`: cache positions (default model.DEFAULT_CONTEXT or the model's own, the smaller);
     `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
+    f = read(path, draft_vocab)
+    activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
+    kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are, {linear.describe()}, "
+               f"{activations}; {attention.describe()}") + f.trimmed()
+    return LeanLM(Decoder(f.config, f.weights, context, mode), f.tokenizer, f.name, eos=f.eos, kernels=kernels,
+                  vocab=f.config.vocab_size, keep_ids=f.keep)
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """What a GGUF file or safetensors folder holds for a decoder (the CPU's or the dense one)."""
+
+    config: object
+    weights: object
+    tokenizer: object
+    eos: frozenset[int]
+    name: str
+    keep: object = None   # VocabTrim's kept ids, else None
+
+    def trimmed(self) -> str:
+        """The kernels sentence's VocabTrim part ("" without it)."""
+        if self.keep is None:
+            return ""
+        from . import vocabtrim
+
+        return f", {vocabtrim.describe(self.keep, self.config.vocab_size)}"
+
+
+def read(path: str | Path, draft_vocab: int = 0) -> ModelFiles:
+    """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids."""
     path = Path(path)
     config, weights, tokenizer, eos = _from_folder(path) if path.is_dir() else _from_gguf(path)
     keep = None
@@ -100,15 +134,7 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
 
         keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), config.vocab_size), draft_vocab)
         weights = dataclasses.replace(weights, output=linear.take_rows(weights.output, keep.tolist()))
-    activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
-    kernels = (f"kernels: specx lean decoder on the file's {weights.types()} as they are, {linear.describe()}, "
-               f"{activations}; {attention.describe()}")
-    if keep is not None:
-        from . import vocabtrim
-
-        kernels += f", {vocabtrim.describe(keep, config.vocab_size)}"
-    return LeanLM(Decoder(config, weights, context, mode), tokenizer, path.stem if path.is_file() else path.name,
-                  eos=frozenset(eos), kernels=kernels, vocab=config.vocab_size, keep_ids=keep)
+    return ModelFiles(config, weights, tokenizer, frozenset(eos), path.stem if path.is_file() else path.name, keep)
 
 
 def _from_gguf(path: Path):
