@@ -15,7 +15,6 @@ Writes tensor by tensor (never more than one in memory): about 4.9 GB, a minute 
 from __future__ import annotations
 
 import argparse
-import math
 
 import numpy as np
 
@@ -43,20 +42,12 @@ def random_blocks(qtype, rows: int, cols: int, rng: np.random.Generator) -> np.n
 
 
 def llama3_freqs(head_dim: int) -> np.ndarray:
-    """Llama 3.1's rope scaling as llama.cpp's converter stores it (rope_freqs.weight: per-frequency divisors)."""
-    factor, low, high, old = 8.0, 1.0, 4.0, 8192
-    out = []
-    for i in range(0, head_dim, 2):
-        freq = 1.0 / THETA ** (i / head_dim)
-        wavelen = 2 * math.pi / freq
-        if wavelen < old / high:
-            out.append(1.0)
-        elif wavelen > old / low:
-            out.append(factor)
-        else:
-            smooth = (old / wavelen - low) / (high - low)
-            out.append(1 / ((1 - smooth) / factor + smooth))
-    return np.array(out, dtype=np.float32)
+    """Llama 3.1's rope scaling as llama.cpp's converter stores it (rope_freqs.weight: per-frequency divisors),
+    computed by the decoder's own rule from the real config's rope_scaling."""
+    from specx.decoder.config import llama3_factors
+
+    params = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    return np.array(llama3_factors(THETA, head_dim, params), dtype=np.float32)
 
 
 def main() -> None:
