@@ -180,22 +180,27 @@ def test_lean_lm_has_what_the_engine_reads(pair):
     assert lm.max_context == 128 and lm.model.config.vocab_size == VOCAB
 
 
-def test_lean_lm_runs_the_speculative_engine_losslessly(pair):
-    """The engine (runtime/loop.Generation) on a LeanLM: n-gram speculation gives plain decoding's tokens."""
+def plain_and_ngram(lm, max_tokens: int = 24) -> tuple[list[int], list[int]]:
+    """Greedy tokens the engine (engine/loop.Generation) gives on a fresh handle of `lm` for a repetitive
+    prompt: plain decoding, and n-gram speculation with k = 4."""
     from specx.drafters.model import NoDrafter
-    from specx.engine.loop import Generation
     from specx.drafters.ngram import NgramDrafter
+    from specx.engine.loop import Generation
     from specx.engine.types import Round, Sampling
 
-    _, lm, _ = pair
     prompt = [0] + ids(10, 8) * 2
 
     def tokens(drafter, k):
-        events = Generation(lm.fresh(), drafter, prompt, k=k, max_tokens=24, sampling=Sampling())
+        events = Generation(lm.fresh(), drafter, prompt, k=k, max_tokens=max_tokens, sampling=Sampling())
         return [t for e in events if isinstance(e, Round) for t in e.token_ids]
 
-    plain = tokens(NoDrafter(), 0)
-    assert len(plain) > 0 and tokens(NgramDrafter(), 4) == plain
+    return tokens(NoDrafter(), 0), tokens(NgramDrafter(), 4)
+
+
+def test_lean_lm_runs_the_speculative_engine_losslessly(pair):
+    """The engine (engine/loop.Generation) on a LeanLM: n-gram speculation gives plain decoding's tokens."""
+    plain, speculated = plain_and_ngram(pair[1])
+    assert len(plain) > 0 and speculated == plain
 
 
 # ---- configs ----------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 import torch
 
-from test_decoder import FAMILIES, SEQ, VOCAB, hf_model, ids, near, reference, save
+from test_decoder import FAMILIES, SEQ, VOCAB, hf_model, ids, near, plain_and_ngram, reference, save
 from specx.cpu import attention
 from specx.decoder import dense
 from specx.decoder.dense_lm import DenseLM, load
@@ -85,20 +85,8 @@ def test_dense_lm_has_what_the_engine_reads(trio):
 
 def test_dense_lm_runs_the_speculative_engine_losslessly(trio):
     """The engine on a DenseLM: n-gram speculation gives plain decoding's tokens."""
-    from specx.drafters.model import NoDrafter
-    from specx.drafters.ngram import NgramDrafter
-    from specx.engine.loop import Generation
-    from specx.engine.types import Round, Sampling
-
-    _, _, lm = trio
-    prompt = [0] + ids(10, 8) * 2
-
-    def tokens(drafter, k):
-        events = Generation(lm.fresh(), drafter, prompt, k=k, max_tokens=24, sampling=Sampling())
-        return [t for e in events if isinstance(e, Round) for t in e.token_ids]
-
-    plain = tokens(NoDrafter(), 0)
-    assert len(plain) > 0 and tokens(NgramDrafter(), 4) == plain
+    plain, speculated = plain_and_ngram(trio[2])
+    assert len(plain) > 0 and speculated == plain
 
 
 def test_a_full_cache_refuses_more_tokens(trio):

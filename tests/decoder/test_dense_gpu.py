@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
-from test_decoder import hf_model, ids, save  # noqa: E402
+from test_decoder import hf_model, ids, plain_and_ngram, save  # noqa: E402
 
 POSITIONS = 1024   # the tiny configs allow 128 positions; the graph test prefills 240 and decodes spans past 256
 
@@ -47,20 +47,9 @@ def test_graph_replay_equals_eager_bit_for_bit(folder, dtype):
 def test_greedy_speculation_on_graphs_equals_plain_decoding(folder):
     """The engine on a graph-replaying DenseLM: n-gram speculation (verify T = k+1) gives plain decoding's tokens."""
     from specx.decoder.dense_lm import load
-    from specx.drafters.model import NoDrafter
-    from specx.drafters.ngram import NgramDrafter
-    from specx.engine.loop import Generation
-    from specx.engine.types import Round, Sampling
 
-    lm = load(folder, "cuda", "bfloat16")
-    prompt = [0] + ids(10, 8) * 2
-
-    def tokens(drafter, k):
-        events = Generation(lm.fresh(), drafter, prompt, k=k, max_tokens=48, sampling=Sampling())
-        return [t for e in events if isinstance(e, Round) for t in e.token_ids]
-
-    plain = tokens(NoDrafter(), 0)
-    assert len(plain) > 0 and tokens(NgramDrafter(), 4) == plain
+    plain, speculated = plain_and_ngram(load(folder, "cuda", "bfloat16"), max_tokens=48)
+    assert len(plain) > 0 and speculated == plain
 
 
 def test_specx_run_in_bfloat16_on_the_gpu_uses_the_cuda_decoder_losslessly(tmp_path):
