@@ -130,6 +130,18 @@ class DenseCache:
         """Forget slots from `length` on (nothing is copied)."""
         self.length = max(0, min(self.length, length))
 
+    def compact(self, start: int, slots) -> None:
+        """model.Cache.compact on this layout: slots[i] moves to start + i in every layer, keys and values."""
+        slots = list(slots)
+        if any(b <= a for a, b in zip(slots, slots[1:])) or (slots and (slots[0] < start or slots[-1] >= self.length)):
+            raise ValueError(f"slots {slots} are not ascending filled slots from {start} (length {self.length})")
+        moved = [(d, s) for d, s in enumerate(slots, start) if d != s]
+        if moved:
+            dst = torch.tensor([d for d, _ in moved], device=self.kv.device)
+            src = torch.tensor([s for _, s in moved], device=self.kv.device)
+            self.kv[:, :, :, dst] = self.kv[:, :, :, src]
+        self.length = start + len(slots)
+
 
 class DenseDecoder:
     """A decoder-only transformer on DenseWeights; `forward` as model.Decoder.forward, `step` its static core."""

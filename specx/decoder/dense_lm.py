@@ -34,17 +34,17 @@ class DenseLM(LeanLM):
     def device(self) -> torch.device:
         return self.model.device
 
-    def _logits(self, ids: list[int], last_only: bool) -> torch.Tensor:
+    def _logits(self, ids: list[int], last_only: bool, positions=None, mask=None) -> torch.Tensor:
         """(a copy of the graph's output buffer on a GPU, waited for: forward_s times the kernels)"""
         if self.cache is None:
             self.cache = self.model.new_cache()
         if self.device.type != "cuda" or not self.use_graphs:
-            return self.model.forward(self.cache, ids, last_only=last_only)
+            return self.model.forward(self.cache, ids, positions, mask, last_only=last_only)
         if self.graphs is None:
             from .graphs import Graphs
 
             self.graphs = Graphs(self.model, self.cache)
-        logits = self.graphs.forward(ids)
+        logits = self.graphs.forward(ids, positions, mask)
         logits = (logits[-1:] if last_only else logits).clone()
         torch.cuda.current_stream(self.device).synchronize()
         return logits

@@ -75,20 +75,32 @@ class LeanLM:
     def eos_ids(self) -> frozenset[int]:
         return self.eos
 
-    def forward(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
-        """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
+    def forward(self, ids: list[int], last_only: bool = False, positions: torch.Tensor | None = None,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Append ids to the cache; (T, V) logits, or (1, V) for the last position only. `positions` and
+        `mask`: a token tree's rotary positions and (T, T) ancestry (engine/tree.py; Decoder.forward)."""
         t = time.perf_counter()
-        logits = self._logits(ids, last_only)
+        logits = self._logits(ids, last_only, positions, mask)
         self.forward_s += time.perf_counter() - t
         return logits
 
-    def _logits(self, ids: list[int], last_only: bool) -> torch.Tensor:
-        return self.model.forward(self.cache, ids, last_only=last_only)
+    def _logits(self, ids: list[int], last_only: bool, positions=None, mask=None) -> torch.Tensor:
+        return self.model.forward(self.cache, ids, positions, mask, last_only=last_only)
 
     def crop(self, length: int) -> None:
         """Drop cached positions beyond `length`."""
         if self.cache is not None:
             self.cache.crop(length)
+
+    def compact(self, start: int, slots: list[int]) -> None:
+        """Keep the cached slots `slots` (ascending, from `start` on: a verified tree's accepted path) at
+        start, start+1, …; forget everything after them."""
+        self.cache.compact(start, slots)
+
+    @property
+    def trees(self) -> str:
+        """Why this model cannot verify a token tree ("" where it can)."""
+        return ""
 
 
 def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, mode: str = "f32") -> LeanLM:

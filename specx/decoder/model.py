@@ -55,6 +55,29 @@ class Cache:
         """Forget slots from `length` on (nothing is copied)."""
         self.length = max(0, min(self.length, length))
 
+    def compact(self, start: int, slots: Sequence[int]) -> None:
+        """Move the filled slots `slots` (ascending, from `start` on) to start, start+1, … and forget the rest:
+        a verified tree's accepted path, its keys written at the positions it now fills (see compact_slots)."""
+        compact_slots(self.k, self.v, self.length, start, slots, attention.KEY_BLOCK)
+        self.length = start + len(slots)
+
+
+def compact_slots(k: torch.Tensor, v: torch.Tensor, length: int, start: int, slots: Sequence[int],
+                  block: int) -> None:
+    """Copy slots[i] to start + i in every layer: k (layers, kv_heads, capacity/block, head_dim, block),
+    v (layers, kv_heads, capacity, head_dim). The slots must be filled (< length), ascending and ≥ start, so a
+    slot is read before anything is written over it (the right side is gathered first)."""
+    slots = list(slots)
+    if any(b <= a for a, b in zip(slots, slots[1:])) or (slots and (slots[0] < start or slots[-1] >= length)):
+        raise ValueError(f"slots {slots} are not ascending filled slots from {start} (length {length})")
+    moved = [(d, s) for d, s in enumerate(slots, start) if d != s]
+    if not moved:
+        return
+    dst = torch.tensor([d for d, _ in moved])
+    src = torch.tensor([s for _, s in moved])
+    k[:, :, dst // block, :, dst % block] = k[:, :, src // block, :, src % block]
+    v[:, :, dst] = v[:, :, src]
+
 
 class Decoder:
     """A decoder-only transformer on `weights`; `forward` runs tokens through it on a Cache."""

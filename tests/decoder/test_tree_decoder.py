@@ -1,0 +1,62 @@
+"""Token trees on the lean decoder (tiny random models of each family): a tree's rows are the bits of each branch
+decoded alone, and compacting the accepted path leaves the cache plain decoding leaves."""
+from __future__ import annotations
+
+import torch
+
+from specx.engine.tree import ROOT, Tree, tree_mask, tree_positions
+from test_decoder import ids, pair  # noqa: F401  (the module's fixture: one tiny model per family)
+
+PREFIX = 12
+#   root ─ 0 ─ 2 ─ 4 ─ 6
+#        ├ 1 ─ 3
+#        └ 5 ─ 7
+PARENTS = (ROOT, ROOT, 0, 1, 2, ROOT, 4, 5)
+
+
+def _tree() -> Tree:
+    return Tree(tuple(ids(21, len(PARENTS))), PARENTS)
+
+
+def _verify_rows(lm, prefix, root, tree):
+    lm.reset()
+    lm.forward(prefix)
+    return lm.forward([root] + list(tree.tokens), positions=tree_positions(tree, len(prefix)), mask=tree_mask(tree))
+
+
+def test_every_tree_row_equals_its_branch_decoded_as_a_chain(pair):  # noqa: F811
+    """Each node's logits in one tree-masked forward are the bits of its root-to-node branch fed as a chain
+    after the same cache (positions shared between siblings, sliding windows included)."""
+    _, lm, _ = pair
+    prefix, root, tree = ids(20, PREFIX), ids(22, 1)[0], _tree()
+    rows = _verify_rows(lm, prefix, root, tree)
+    for node in range(len(tree.tokens)):
+        lm.crop(PREFIX)
+        branch = lm.forward([root] + [tree.tokens[i] for i in tree.path(node)])
+        assert torch.equal(rows[node + 1], branch[-1]), node
+    assert torch.equal(rows[0], branch[0])
+
+
+def _filled(lm):
+    n = lm.cached
+    k = lm.cache.k.permute(0, 1, 2, 4, 3).reshape(*lm.cache.k.shape[:2], -1, lm.cache.k.shape[3])
+    return k[:, :, :n].clone(), lm.cache.v[:, :, :n].clone()
+
+
+def test_compacting_the_accepted_path_leaves_plain_decodings_cache(pair):  # noqa: F811
+    """After a tree verify, Cache.compact to a root-to-leaf path gives, bit for bit, the keys and values that
+    decoding the same tokens one by one leaves, and the next forward's logits are the same bits."""
+    _, lm, _ = pair
+    prefix, root, tree = ids(20, PREFIX), ids(22, 1)[0], _tree()
+    for leaf in (6, 3, 7):
+        path = tree.path(leaf)
+        _verify_rows(lm, prefix, root, tree)
+        lm.compact(PREFIX + 1, [PREFIX + 1 + i for i in path])
+        assert lm.cached == PREFIX + 1 + len(path)
+        compacted, after = _filled(lm), lm.forward([5])
+        lm.reset()
+        for t in prefix + [root] + [tree.tokens[i] for i in path]:
+            lm.forward([t])
+        plain = _filled(lm)
+        assert all(torch.equal(a, b) for a, b in zip(compacted, plain)), leaf
+        assert torch.equal(after, lm.forward([5])), leaf
