@@ -69,6 +69,12 @@ class HybridDrafter(NoDrafter):
         self.lookup.start = self.lookup.pointer = None   # no copy is being followed
         return self.model.propose(seq, ask)
 
+    def commit_tree(self, draft: Draft, path: list[int]) -> None:
+        if self.copied or self.copies_only:
+            self.lookup.commit_tree(draft, path)
+        else:
+            self.model.commit_tree(draft, path)
+
     def commit(self, drafted: int, accepted: int) -> None:
         self.lookup.commit(drafted, accepted)
         if not self.copied and not self.copies_only:

@@ -5,7 +5,15 @@ import torch
 
 from ..engine.sampling import greedy, sample, warp
 from ..engine.draft import Ask, Draft, NoDrafter
+from ..engine.tree import ROOT, Tree, tree_mask, tree_positions
 from ..engine.types import common_prefix
+from . import branching
+
+
+def _one_hot(index: int, width: int) -> torch.Tensor:
+    row = torch.zeros(width)
+    row[index] = 1.0
+    return row
 
 
 class ModelDrafter(NoDrafter):
@@ -133,6 +141,8 @@ class ModelDrafter(NoDrafter):
         falls below the floor for that many (a further token would likely be drafted for nothing)."""
         if self.resting:
             return Draft([], None)
+        if ask.tree and getattr(self.lm, "trees", None) == "":
+            return self._propose_tree(seq, ask)
         ids, tokens, probs, confidences, survival = self._unread(seq), [], [], [], 1.0
         self.base = len(seq) - self.offset
         sampling, stops = ask.sampling, ask.stops
@@ -162,6 +172,60 @@ class ModelDrafter(NoDrafter):
                 if floor is not None and survival < floor:
                     break  # a further token would likely be drafted for nothing
         return Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences), made=len(tokens))
+
+    def _propose_tree(self, seq: list[int], ask: Ask) -> Draft:
+        """A token tree of at most ask.tree nodes, ask.model_limit deep, grown level by level
+        (drafters/branching.py): one drafter forward a level, over the nodes past the shared trunk with
+        the tree's mask. A tree that never branched is returned as the chain it is."""
+        logits = self._logits(self._unread(seq))
+        self.base = len(seq) - self.offset
+        tokens, parents, rows, confidences = [], [], [], []
+        frontier, self.forwarded = [(ROOT, logits[0], 1.0)], 0
+        for level in range(ask.model_limit):
+            if ask.stop is not None and ask.stop.is_set():
+                break
+            grown = sorted(((w, node, local, q, p) for node, scores, weight in frontier
+                            for w, local, q, p in branching.children(scores, weight, ask.sampling, ask.generator)),
+                           key=lambda c: -c[0])
+            grown = [c for c in grown if c[0] >= branching.FLOOR][:min(branching.MAX_WIDTH, ask.tree - len(tokens))]
+            first = len(tokens)
+            for _, node, local, q, p in grown:
+                tokens.append(local if self.keep is None else int(self.keep[local]))
+                parents.append(node)
+                rows.append(q if q is not None else _one_hot(local, logits.shape[-1]))
+                confidences.append(p)
+            if not grown or len(tokens) >= ask.tree or level + 1 == ask.model_limit:
+                break
+            scores = self._tree_forward(tokens, parents)
+            frontier = [(i, scores[i], grown[i - first][0]) for i in range(first, len(tokens))]
+        probs = None if ask.sampling.greedy else self._pad(rows)
+        if parents == list(range(-1, len(tokens) - 1)):
+            return Draft(tokens, probs, confidences=tuple(confidences), made=len(tokens))
+        return Draft(tokens, probs, confidences=tuple(confidences), made=len(tokens), parents=tuple(parents))
+
+    def _tree_forward(self, tokens: list[int], parents: list[int]) -> torch.Tensor:
+        """Scores (nodes, V') of every node's next token, the nodes past the trunk (branching.trunk) forwarded
+        again after it, each seeing only its ancestors, at position base − 1 + its depth. Node j's keys then
+        sit at cache slot base + j (commit_tree keeps the accepted path's)."""
+        tree = Tree(tuple(tokens), tuple(parents))
+        shared = min(branching.trunk(parents), self.forwarded)
+        self.lm.crop(self.base + shared)
+        mask = tree_mask(tree)[1 + shared:, 1 + shared:]
+        positions = tree_positions(tree, self.base - 1)[1 + shared:]
+        logits = self.lm.forward(tokens[shared:], positions=positions, mask=mask)
+        del self.held[self.base + shared:]
+        self.held.extend(tokens[shared:])
+        self.forwarded = len(tokens)
+        scores = logits if self.keep is not None else logits[:, :self.usable_vocab]
+        return torch.cat([torch.zeros(shared, scores.shape[1]), scores]) if shared else scores
+
+    def commit_tree(self, draft: Draft, path: list[int]) -> None:
+        """Keep the accepted path's forwarded nodes behind the context (LeanLM.compact), as commit keeps a
+        chain's accepted drafts but the last."""
+        kept = [n for n in path if n < self.forwarded]
+        self.lm.compact(self.base, [self.base + n for n in kept])
+        del self.held[self.base:]
+        self.held.extend(draft.tokens[n] for n in kept)
 
     def _logits(self, ids: list[int]) -> torch.Tensor:
         """(1, V') scores for the next token over what this drafter may propose."""

@@ -19,6 +19,7 @@ class NgramDrafter(NoDrafter):
 
     name = "ngram"
     ONE_TOKEN_DRAFT = 2
+    BRANCH = 4   # tokens a tree's other branch copies at most: it differs from the main copy's evidence at once
 
     def __init__(self, max_n: int = 3):
         self.max_n = max_n
@@ -32,13 +33,17 @@ class NgramDrafter(NoDrafter):
         self.evidence: str | int = 0   # ... and why: the match length, or "resume" (past a replaced token)
         self.edits: dict[int, int] = {}   # source token → the token the target wrote in its place
         self.guessed: int | None = None   # the source token of an edit this round's resume guessed
+        self.nexts: list[dict[tuple[int, ...], dict[int, int]]] = [{} for _ in range(self.max_n + 1)]
+        self.branches: list[tuple[int, int, int]] = []   # a tree round's other copies: (first node, start, match)
 
     def _extend_index(self, seq: list[int]) -> None:
         # Index every n-gram that ends before the last token, so a lookup never finds the suffix itself.
         for end in range(self.indexed_to, len(seq) - 1):
             for n in range(1, self.max_n + 1):
                 if end - n + 1 >= 0:
-                    self.index[n][tuple(seq[end - n + 1:end + 1])] = end + 1
+                    key = tuple(seq[end - n + 1:end + 1])
+                    self.index[n][key] = end + 1
+                    self.nexts[n].setdefault(key, {})[seq[end + 1]] = end + 1   # each next token's latest copy
         self.indexed_to = max(self.indexed_to, len(seq) - 1)
 
     def _source(self, seq: list[int]) -> tuple[int | None, str | int]:
@@ -70,7 +75,42 @@ class NgramDrafter(NoDrafter):
             return Draft([], None)
         n = min(ask.k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else ask.k
         copied = [self.edits.get(t, t) for t in seq[self.start:self.start + n]]
+        self.branches = []
+        if ask.tree > len(copied) and copied:
+            return self._tree(seq, copied, ask)
         return Draft(copied, None, evidence_kind(self.evidence))
+
+    def _tree(self, seq: list[int], main: list[int], ask: Ask) -> Draft:
+        """The main copy and, where the context continued the matched suffix differently elsewhere, those
+        continuations too (longest match first, the latest of each next token; at most BRANCH tokens each),
+        as branches from the root while the tree has room (ask.tree nodes). A copy alone stays a chain."""
+        tokens, parents = list(main), list(range(-1, len(main) - 1))
+        seen = {main[0]}
+        for n in range(min(self.max_n, len(seq)), 0, -1):
+            for token, start in sorted(self.nexts[n].get(tuple(seq[-n:]), {}).items(), key=lambda e: -e[1]):
+                room = ask.tree - len(tokens)
+                if room <= 0:
+                    break
+                copy = [self.edits.get(t, t) for t in seq[start:start + min(ask.k, self.BRANCH, room)]]
+                if copy[0] in seen:
+                    continue
+                seen.add(copy[0])
+                self.branches.append((len(tokens), start, n))
+                parents += [-1] + list(range(len(tokens), len(tokens) + len(copy) - 1))
+                tokens += copy
+        if not self.branches:
+            return Draft(main, None, evidence_kind(self.evidence))
+        return Draft(tokens, None, evidence_kind(self.evidence), parents=tuple(parents))
+
+    def commit_tree(self, draft: Draft, path: list[int]) -> None:
+        """Follow the copy whose branch the target accepted (the main one where it accepted nothing)."""
+        first = max((b for b in self.branches if path and path[0] >= b[0]), default=None)
+        if first is not None:
+            self.start, self.evidence = first[1], first[2]
+            self.commit(len(draft.tokens) - first[0], len(path))
+        else:
+            ends = [b[0] for b in self.branches]
+            self.commit(min(ends, default=len(draft.tokens)), len(path))
 
     def commit(self, drafted: int, accepted: int) -> None:
         # The target's own token either continues the copy or replaces source token start+accepted;

@@ -20,10 +20,18 @@ class Draft:
                                 # ("match3", "match8", "resume", …): the auto policy learns each apart
     confidences: tuple[float, ...] = ()   # a model drafter's probability of each drafted token
     made: int | None = None     # tokens a model drafter produced (the policy may send fewer: Policy.trim)
+    parents: tuple[int, ...] | None = None   # a token tree (engine/tree.py): each token's parent; None: a chain
 
     @property
     def lookup(self) -> bool:
         return self.source != "model"
+
+    @property
+    def tree(self):
+        """The draft as an engine.tree.Tree, or None for a chain."""
+        from .tree import Tree
+
+        return None if self.parents is None else Tree(tuple(self.tokens), self.parents)
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,7 @@ class Ask:
     stop: Event | None = None               # set: end the draft now (Ctrl-C)
     model_k: int | None = None              # the most a model drafter may draft (None: k)
     stops: Stops = NO_STOPS                 # where a model drafter ends its draft early (the policy's numbers)
+    tree: int = 0                           # > 0: the draft may be a token tree of at most this many nodes
 
     @property
     def model_limit(self) -> int:
@@ -62,3 +71,8 @@ class NoDrafter:
 
     def commit(self, drafted: int, accepted: int) -> None:
         pass
+
+    def commit_tree(self, draft: Draft, path: list[int]) -> None:
+        """After a tree draft: the target accepted the nodes `path` (root to leaf). Only drafters that
+        propose trees are asked; a chain's commit is `commit`."""
+        raise NotImplementedError

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from .sampling import warp
+from .tree import tree_mask, tree_positions, verify_tree_greedy, verify_tree_sampled
 from .verify import verify_greedy, verify_sampled
 from .detok import TextStream
 from .draft import Ask, Draft
@@ -17,16 +18,24 @@ from ..policy.policy import make
 from .types import Done, Event, Round, Sampling, Stats
 
 
+MAX_TREE = 16   # nodes a tree verify holds at most: the CPU kernels' cost stays nearly flat up to 16 rows
+
+
 class Generation:
     """One run of the engine; iterate for events. `stats` stays readable if the run is cut short."""
 
     def __init__(self, target, drafter, prompt_ids: list[int], *, k: int, max_tokens: int,
                  sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None,
-                 policy: Policy | None = None, reuse: int = 0, on_done: Callable[[], None] | None = None):
+                 policy: Policy | None = None, reuse: int = 0, on_done: Callable[[], None] | None = None,
+                 tree: int | None = 0):
         self.target, self.drafter, self.prompt = target, drafter, list(prompt_ids)
         self.reuse = reuse  # the first `reuse` prompt tokens may already be cached (chat turns)
         self.on_done = on_done   # called once the run ends (the pair keeps what it measured)
         self.k, self.max_tokens, self.sampling = k, max_tokens, sampling
+        # token trees: at most `tree` nodes a verify (None: as many as the cost model finds cheap; 0: chains),
+        # where the target can verify one (a transformers model cannot: LM.trees says why)
+        self.tree = tree if getattr(target, "trees", "chains only") == "" else 0
+        self._room = 0
         self.policy = policy or make("fixed", k)
         # What a model drafter's pass over the whole prompt may cost, priced at the costs measured
         # before this answer: its first plain step often runs slow, which made drafting look paying
@@ -53,24 +62,30 @@ class Generation:
             t0 = time.perf_counter()
             draft = self._propose(seq, k, model_k)                                            # 1. propose
             t1 = time.perf_counter()
-            logits = self.target.forward(seq[-1:] + draft.tokens)                             # 2. verify k+1
-            accepted, nxt = self._accept(logits, draft)                                       # 3. accept
-            self.target.crop(len(seq) + accepted)                                             # 4. rewind
-            self.drafter.commit(len(draft.tokens), accepted)
-            new = draft.tokens[:accepted] + [nxt]
-            kept, pieces, reason = self._finish(new, len(seq))                                # 5. stop rules
+            if draft.parents is None:
+                logits = self.target.forward(seq[-1:] + draft.tokens)                         # 2. verify k+1
+                accepted, nxt = self._accept(logits, draft)                                   # 3. accept
+                self.target.crop(len(seq) + accepted)                                         # 4. rewind
+                self.drafter.commit(len(draft.tokens), accepted)
+                path, depth = draft.tokens[:accepted], None
+            else:
+                path, nxt, depth = self._verify_tree(seq, draft)                              # 2–4 for a tree
+                accepted = len(path)
+            kept, pieces, reason = self._finish(path + [nxt], len(seq))                       # 5. stop rules
             seq.extend(kept)
             t2 = time.perf_counter()
-            self.policy.update(len(draft.tokens), accepted, t1 - t0, t2 - t1, draft.source,   # 6. adapt k
-                               draft.made, draft.confidences)
-            self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1)
+            # a tree is learnt from as the chain of its depth (its nodes' confidences do not line up with a path)
+            sent, made, said = (len(draft.tokens), draft.made, draft.confidences) if depth is None else (depth, depth, ())
+            self.policy.update(sent, accepted, t1 - t0, t2 - t1, draft.source, made, said)   # 6. adapt k
+            self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1, depth)
             self.stats.first_token_s = self.stats.first_token_s or (t2 - start)
             self.stats.decode_s += t2 - t0
             self.stats.forward_s = self._forward_s() - forward_before
             if reason is None and self.stop.is_set():
                 reason = "interrupted"
             yield Round(tuple(kept), "".join(pieces), len(draft.tokens), accepted, t1 - t0, t2 - t1,
-                        tuple(i < accepted for i in range(len(kept))), tuple(pieces), self._notice())
+                        tuple(i < accepted for i in range(len(kept))), tuple(pieces), self._notice(),
+                        len(draft.tokens) if depth is not None else 0)
         self.stats.total_s = time.perf_counter() - start
         self._resources()
         if self.on_done is not None:
@@ -132,6 +147,8 @@ class Generation:
             return Draft([], None)
         ask = self._ask(k, model_k)
         proposed = self.drafter.propose(seq, ask)
+        if proposed.parents is not None:
+            return proposed   # the policy prices chains; a tree's size was priced in the ask (_tree_size)
         draft = self.policy.trim(proposed)
         if proposed.lookup and proposed.tokens and not draft.tokens:
             other = self.drafter.instead(seq, ask)
@@ -144,12 +161,23 @@ class Generation:
         if not self.k or not self.stats.rounds:
             return 0, 0   # the first round is plain (see _prefill_drafter)
         cap = max(0, min(self.max_tokens - self.stats.new_tokens, self.context - length) - 1)
+        self._room = max(0, self.context - length - 1)   # a tree's nodes: the slots left behind the last token
         model_k = min(self.policy.next_k(), cap)
         return min(max(model_k, self.policy.copy_k), cap), model_k
 
     def _ask(self, k: int, model_k: int) -> Ask:
         """This round's request, with the policy's stops for a model drafter as numbers."""
-        return Ask(k, self.sampling, self.generator, self.stop, model_k, self.policy.stops(model_k))
+        return Ask(k, self.sampling, self.generator, self.stop, model_k, self.policy.stops(model_k),
+                   self._tree_size(k, self._room))
+
+    def _tree_size(self, k: int, room: int) -> int:
+        """The most nodes this round's draft tree may hold (0: a chain): `--tree N`, else what the cost model
+        finds nearly as cheap to verify as the chain of k (CostModel.tree_nodes); never more than the context
+        has room for. The drafter keeps the tree's depth within the chain's k."""
+        if self.tree == 0 or not k:
+            return 0
+        nodes = self.tree if self.tree is not None else self.policy.cost.tree_nodes(k, MAX_TREE)
+        return max(0, min(nodes, room))
 
     def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:
         tokens = torch.tensor(draft.tokens, dtype=torch.long)
@@ -158,6 +186,23 @@ class Generation:
         s = self.sampling   # the coins come from a CPU generator: the law moves to the CPU
         probs = warp(logits, s.temperature, s.top_k, s.top_p).cpu()
         return verify_sampled(probs, tokens, draft.probs, self.generator)
+
+    def _verify_tree(self, seq: list[int], draft: Draft) -> tuple[list[int], int, int]:
+        """One tree-masked target forward over the last token and the tree's nodes, the walk down it
+        (engine/tree.py), the accepted path's cache slots moved behind the context (compact), the drafter
+        told the path. Returns the path's tokens, the next token and the tree's depth."""
+        tree, start = draft.tree, len(seq) - 1
+        logits = self.target.forward(seq[-1:] + draft.tokens, positions=tree_positions(tree, start),
+                                     mask=tree_mask(tree))
+        if self.sampling.greedy:
+            path, nxt = verify_tree_greedy(logits, tree)
+        else:
+            s = self.sampling
+            probs = warp(logits, s.temperature, s.top_k, s.top_p).cpu()
+            path, nxt = verify_tree_sampled(probs, tree, draft.probs, self.generator)
+        self.target.compact(start + 1, [start + 1 + i for i in path])
+        self.drafter.commit_tree(draft, path)
+        return [draft.tokens[i] for i in path], nxt, tree.depth
 
     def _finish(self, new: list[int], length: int) -> tuple[list[int], list[str], str | None]:
         """Apply EOS, stop strings, the token budget and the context to this round's tokens."""

@@ -34,6 +34,7 @@ class Round:
     from_draft: tuple[bool, ...] = ()  # per committed token: did it come from the drafter?
     pieces: tuple[str, ...] = ()       # per committed token: the text released when it was pushed
     notice: str = ""                   # a draft-policy decision the user must hear about (auto policy)
+    tree: int = 0                      # a token tree's nodes verified this round (then `drafted`); 0: a chain
 
 
 @dataclass
@@ -62,6 +63,9 @@ class Stats:
     placement: str = ""           # where the weights live (the memory plan's summary)
     gpu_peak_bytes: int | None = None   # torch.cuda.max_memory_allocated, when a model is on a GPU
     experts: dict | None = None   # MoE expert cache: hits, misses, prefetches used, bytes moved
+    tree_rounds: int = 0          # rounds that verified a token tree ...
+    tree_nodes: int = 0           # ... the nodes they verified ...
+    tree_accepted: int = 0        # ... and the length of the paths they accepted
 
     @property
     def acceptance_rate(self) -> float:
@@ -90,21 +94,38 @@ class Stats:
         return max(0.0, 1 - self.forward_s / self.decode_s) if self.decode_s > 0 else 0.0
 
     @property
+    def mean_tree_nodes(self) -> float:
+        return self.tree_nodes / self.tree_rounds if self.tree_rounds else 0.0
+
+    @property
+    def mean_tree_path(self) -> float:
+        """Accepted path length per tree round."""
+        return self.tree_accepted / self.tree_rounds if self.tree_rounds else 0.0
+
+    @property
     def per_position_acceptance(self) -> list[float]:
         return [a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at)]
 
-    def add_round(self, drafted: int, accepted: int, committed: int, draft_s: float, verify_s: float) -> None:
-        """Fold one round into the totals."""
+    def add_round(self, drafted: int, accepted: int, committed: int, draft_s: float, verify_s: float,
+                  depth: int | None = None) -> None:
+        """Fold one round into the totals; a tree round (`depth`: its deepest path) counts its nodes as
+        drafted and its accepted path as accepted, and its depth in the per-position figures."""
+        if depth is not None:
+            self.tree_rounds, self.tree_nodes, self.tree_accepted = (self.tree_rounds + 1, self.tree_nodes + drafted,
+                                                                     self.tree_accepted + accepted)
+            drafted_here = depth
+        else:
+            drafted_here = drafted
         self.rounds += 1
         self.drafted += drafted
         self.accepted += accepted
         self.new_tokens += committed
         self.draft_s += draft_s
         self.verify_s += verify_s
-        while len(self.drafted_at) < drafted:
+        while len(self.drafted_at) < drafted_here:
             self.drafted_at.append(0)
             self.accepted_at.append(0)
-        for i in range(drafted):
+        for i in range(drafted_here):
             self.drafted_at[i] += 1
             if i < accepted:
                 self.accepted_at[i] += 1
@@ -125,7 +146,8 @@ class Stats:
             "mean_drafted": round(self.mean_drafted, 4), "drafter": self.drafter,
             "forward_s": round(self.forward_s, 4), "overhead_share": round(self.overhead_share, 4),
             "notices": list(self.notices), "placement": self.placement, "gpu_peak_bytes": self.gpu_peak_bytes,
-            "experts": self.experts,
+            "experts": self.experts, "tree_rounds": self.tree_rounds,
+            "mean_tree_nodes": round(self.mean_tree_nodes, 4), "mean_tree_path": round(self.mean_tree_path, 4),
         }
 
 

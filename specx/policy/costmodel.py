@@ -25,6 +25,7 @@ from .knobs import KNOBS, AutoKnobs
 
 MODEL = "model"       # the source of a model drafter's drafts; copies name their evidence (ngram)
 COPIES = "copies"     # all copies pooled: a kind of copy not drafted yet borrows what they showed
+TREE_SLACK = 0.10     # a token tree may cost this much more to verify than the chain it extends (tree_nodes)
 CERTAIN = 0.999       # no measured rate counts as certain: one rejection must still move it
 
 
@@ -246,6 +247,17 @@ class CostModel:
             return None
         rates[0] *= 1 + self.knobs.margin
         return max((k for k, r in rates.items() if r is not None), key=lambda k: (rates[k], -k))
+
+    def tree_nodes(self, k: int, most: int) -> int:
+        """How many nodes a token tree drafted k deep may hold: the most (≤ `most`) whose verify forward
+        costs at most TREE_SLACK more than the chain of k would (measured or interpolated, verify_time);
+        2k (≤ `most`) until two sizes are measured. A wider verify that costs little more checks more
+        guesses for the same forward (issue 36)."""
+        chain = self.verify_time(k + 1)
+        if chain is None:
+            return min(2 * k, most)
+        fits = [n for n in range(k, most + 1) if (self.verify_time(n + 1) or math.inf) <= chain * (1 + TREE_SLACK)]
+        return max(fits, default=k)
 
     def worth_verifying(self, confidences: tuple[float, ...]) -> int | None:
         """How many of a model draft's tokens to send to the target, its drafting time being spent

@@ -60,3 +60,34 @@ def test_compacting_the_accepted_path_leaves_plain_decodings_cache(pair):  # noq
         plain = _filled(lm)
         assert all(torch.equal(a, b) for a, b in zip(compacted, plain)), leaf
         assert torch.equal(after, lm.forward([5])), leaf
+
+
+def _tokens(lm, drafter, prompt, k, tree, n=24, sampling=None):
+    from specx.engine.loop import Generation
+    from specx.engine.types import Round, Sampling
+
+    events = list(Generation(lm.fresh(), drafter, prompt, k=k, max_tokens=n, sampling=sampling or Sampling(),
+                             tree=tree))
+    rounds = [e for e in events if isinstance(e, Round)]
+    return [t for e in rounds for t in e.token_ids], rounds
+
+
+def test_greedy_trees_equal_plain_decoding(pair, tmp_path):  # noqa: F811
+    """The engine with token trees (an n-gram index with several continuations; a model drafter of another
+    seed branching where it doubts) gives plain decoding's tokens, and some rounds did verify a tree."""
+    from test_decoder import hf_model, save
+
+    from specx.decoder.lm import load
+    from specx.drafters.model import ModelDrafter
+    from specx.drafters.ngram import NgramDrafter
+    from specx.engine.draft import NoDrafter
+
+    model, lm, family = pair
+    prompt = [0] + ids(10, 6) + ids(11, 3) + ids(10, 6)[:3] + ids(12, 4) + ids(10, 6)[:3]
+    plain, _ = _tokens(lm, NoDrafter(), prompt, 0, 0)
+    copied, rounds = _tokens(lm, NgramDrafter(), prompt, 4, 8)
+    assert copied == plain
+    other = load(save(hf_model(family, seed=1), tmp_path / "drafter"))
+    drafted, model_rounds = _tokens(lm, ModelDrafter(other, lm.vocab_size, lm.vocab_size), prompt, 4, 10)
+    assert drafted == plain
+    assert any(r.tree for r in rounds + model_rounds)
