@@ -162,8 +162,10 @@ def stream(model: "Pair | ModelOptions", prompt: str, run: RunOptions = RunOptio
     policy = pair.policy(run.draft_policy, run.confidence, sampling, run.guard)
     if pair.note:
         _say(notify, pair.note)
+    if run.tree and getattr(pair.target, "trees", ""):
+        _say(notify, f"token trees off: {pair.target.trees}")
     return Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=run.max_tokens, sampling=sampling,
-                      stop_strings=run.stop, stop=stop_event, policy=policy,
+                      stop_strings=run.stop, stop=stop_event, policy=policy, tree=run.tree,
                       on_done=(lambda: pair.remember(sampling.greedy)) if run.draft_policy == "auto" else None)
 
 

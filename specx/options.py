@@ -59,6 +59,7 @@ class RunOptions:
     draft_policy: str = "auto"
     confidence: float = 0.4
     guard: bool = False
+    tree: int = 0   # token trees: at most this many nodes a verify; 0 chains; -1 sized by measured costs
 
     def __post_init__(self):
         from .policy.policy import POLICIES
@@ -66,7 +67,7 @@ class RunOptions:
         if self.draft_policy not in POLICIES:
             raise UsageError(f"unknown draft policy {self.draft_policy!r}", f"use one of: {', '.join(POLICIES)}")
         s = self.sampling
-        for name, value in (("confidence", self.confidence), ("max_tokens", self.max_tokens),
+        for name, value in (("confidence", self.confidence), ("max_tokens", self.max_tokens), ("tree", self.tree),
                             ("temperature", s.temperature), ("top_p", s.top_p), ("top_k", s.top_k)):
             limits.check(name, value)
         object.__setattr__(self, "stop", tuple(self.stop))
@@ -89,7 +90,7 @@ class Options:
 
 MODEL_FIELDS = tuple(f.name for f in fields(ModelOptions))
 RUN_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "seed", "system", "stop", "raw", "draft_policy",
-              "confidence", "guard")
+              "confidence", "guard", "tree")
 DISPLAY_FIELDS = ("stats", "color")
 
 

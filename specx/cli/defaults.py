@@ -12,7 +12,7 @@ PARAMS = {"model": "model", "drafter": "drafter", "draft_tokens": "k", "draft_po
           "top_p": "top_p", "top_k": "top_k", "dtype": "dtype", "no_stats": "stats", "quant": "quant",
           "draft_dtype": "draft_dtype", "draft_quant": "draft_quant", "draft_vocab": "draft_vocab",
           "mem_budget": "mem_budget", "allow_disk_offload": "allow_disk_offload", "moe_offload": "moe_offload",
-          "seed": "seed", "system": "system", "stop": "stop", "raw": "raw"}
+          "seed": "seed", "system": "system", "stop": "stop", "raw": "raw", "tree": "tree"}
 
 
 def given(ctx, params: dict) -> dict:

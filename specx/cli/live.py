@@ -81,6 +81,8 @@ def stats_text(stats, elapsed: float, legend: bool = False):
     if stats.k:
         t.append(f"accepted {stats.acceptance_rate * 100:.0f}%", "bold").append(" · ")
         t.append(f"mean length {stats.mean_acceptance_length:.2f}").append(" · ")
+    if stats.tree_rounds:   # token trees: nodes verified and path accepted per tree round
+        t.append(f"tree {stats.mean_tree_nodes:.1f} nodes → {stats.mean_tree_path:.2f}").append(" · ")
     t.append(f"k={stats.k} {stats.drafter}", "dim").append(" · ")
     if stats.notices:   # the auto policy's latest decision, e.g. "speculation off: …"
         t.append(stats.notices[-1].split(":")[0], "bold yellow").append(" · ")

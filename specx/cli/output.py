@@ -94,7 +94,7 @@ def round_json(event) -> str:
                        "token_ids": list(event.token_ids), "from_draft": list(event.from_draft),
                        "drafted": event.drafted, "accepted": event.accepted,
                        "draft_s": round(event.draft_s, 6), "verify_s": round(event.verify_s, 6),
-                       "notice": getattr(event, "notice", "")},
+                       "notice": getattr(event, "notice", ""), "tree": getattr(event, "tree", 0)},
                       ensure_ascii=False)
 
 

@@ -14,11 +14,9 @@ from .detok import TextStream
 from .draft import Ask, Draft
 from ..memory.probe import peak_rss_bytes
 from ..policy.base import Policy
+from ..state.limits import MAX_TREE
 from ..policy.policy import make
 from .types import Done, Event, Round, Sampling, Stats
-
-
-MAX_TREE = 16   # nodes a tree verify holds at most: the CPU kernels' cost stays nearly flat up to 16 rows
 
 
 class Generation:
@@ -27,12 +25,12 @@ class Generation:
     def __init__(self, target, drafter, prompt_ids: list[int], *, k: int, max_tokens: int,
                  sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None,
                  policy: Policy | None = None, reuse: int = 0, on_done: Callable[[], None] | None = None,
-                 tree: int | None = 0):
+                 tree: int = 0):
         self.target, self.drafter, self.prompt = target, drafter, list(prompt_ids)
         self.reuse = reuse  # the first `reuse` prompt tokens may already be cached (chat turns)
         self.on_done = on_done   # called once the run ends (the pair keeps what it measured)
         self.k, self.max_tokens, self.sampling = k, max_tokens, sampling
-        # token trees: at most `tree` nodes a verify (None: as many as the cost model finds cheap; 0: chains),
+        # token trees: at most `tree` nodes a verify (-1: as many as the cost model finds cheap; 0: chains),
         # where the target can verify one (a transformers model cannot: LM.trees says why)
         self.tree = tree if getattr(target, "trees", "chains only") == "" else 0
         self._room = 0
@@ -176,7 +174,7 @@ class Generation:
         has room for. The drafter keeps the tree's depth within the chain's k."""
         if self.tree == 0 or not k:
             return 0
-        nodes = self.tree if self.tree is not None else self.policy.cost.tree_nodes(k, MAX_TREE)
+        nodes = self.tree if self.tree > 0 else self.policy.cost.tree_nodes(k, MAX_TREE)
         return max(0, min(nodes, room))
 
     def _accept(self, logits: torch.Tensor, draft) -> tuple[int, int]:

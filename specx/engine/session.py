@@ -34,6 +34,7 @@ class ChatSession:
     draft_policy: str = "fixed"
     confidence: float = 0.4
     guard: bool = False                           # a tuned policy that `auto` chose (as `specx run`)
+    tree: int = 0                                 # token trees (RunOptions.tree)
     notify: Callable[[str], None] | None = None
     messages: list[dict] = field(default_factory=list)   # user/assistant turns (no system)
     turns: list[TurnRecord] = field(default_factory=list)
@@ -100,6 +101,7 @@ class Turn:
         policy = pair.policy(session.draft_policy, session.confidence, session.sampling, session.guard)
         self.generation = Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=session.max_tokens,
                                      sampling=session.sampling, stop=stop, reuse=self.reuse, policy=policy,
+                                     tree=session.tree,
                                      on_done=(lambda: pair.remember(session.sampling.greedy))
                                      if session.draft_policy == "auto" else None)
         self.stats = self.generation.stats

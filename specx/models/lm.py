@@ -26,6 +26,8 @@ class LM:
     placement: str = ""           # the memory plan's one line, e.g. "target 62% gpu / 38% cpu, drafter gpu"
     experts: object = None        # the MoE expert cache (memory/experts.py) when experts are offloaded        # time spent in forward(), for the loop's overhead figure
 
+    trees = "transformers' models verify chains only (token trees need the lean decoder)"   # see LeanLM.trees
+
     def __post_init__(self):
         self.n_params = self.n_params or sum(p.numel() for p in self.model.parameters())
         self.vocab = self.vocab or int(self.model.get_output_embeddings().weight.size(0))

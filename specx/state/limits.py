@@ -15,6 +15,7 @@ LEAN_QUANT = ("q8",)   # specx's lean decoder on a GGUF file: int8 activations p
                        # `none` there keeps float32 activations (exact)
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 MAX_K = 64   # tokens drafted per round at most: past this, verify forwards cost more than a draft can win
+MAX_TREE = 16   # token-tree nodes a verify holds at most: the CPU kernels' cost stays nearly flat up to 16 rows
 
 # option -> (test, what it must be, hint)
 LIMITS = {
@@ -24,9 +25,11 @@ LIMITS = {
     "top_p": (lambda v: 0 < v <= 1, "in (0, 1]", "try --top-p 0.9"),
     "top_k": (lambda v: v >= 0, "≥ 0", "0 disables top-k"),
     "confidence": (lambda v: 0 < v < 1, "in (0, 1)", "try --confidence 0.4"),
+    "tree": (lambda v: -1 <= v <= MAX_TREE, f"between -1 and {MAX_TREE}",
+             "--tree 0 verifies chains, -1 sizes trees by measured costs, N at most N nodes"),
 }
 WORDS = {"k": "draft tokens", "max_tokens": "max tokens", "top_p": "top-p", "top_k": "top-k",
-         "confidence": "the confidence threshold"}
+         "confidence": "the confidence threshold", "tree": "token-tree nodes"}
 
 
 def check(name: str, value, where: str = "") -> None:

@@ -40,6 +40,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("k", int, 4, "tokens drafted per round (0 = plain decoding)"),
     Key("draft_policy", str, "auto", "auto, fixed, heuristic or confidence", ("auto", "fixed", "heuristic", "confidence")),
     Key("confidence", float, 0.4, "threshold of the confidence draft policy"),
+    Key("tree", int, 0, "token-tree nodes per verify: 0 chains, -1 sized by measured costs, N at most N"),
     Key("max_tokens", int, 512, "most new tokens"),
     Key("temperature", float, 0.0, "0 = greedy"),
     Key("top_p", float, None, "nucleus sampling mass"),
