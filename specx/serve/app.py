@@ -21,7 +21,7 @@ def build(engine, model: str, defaults, api_key: str | None = None, metrics=None
     """The ASGI app for one engine; `defaults`: the RunOptions a request's fields override."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import Response
     from starlette.routing import Route
 
     created = int(time.time())
@@ -36,10 +36,11 @@ def build(engine, model: str, defaults, api_key: str | None = None, metrics=None
     async def models(request):
         return await guarded(request, lambda r: _json(replies.models(model, created)))
 
-    async def health(request):
+    async def health(request):   # 503 while draining: a load balancer stops sending requests here
         return await guarded(request, lambda r: _json({"status": "draining" if engine.draining else "ok",
                                                        "model": model, "waiting": engine.jobs.qsize(),
-                                                       "running": engine.running is not None}))
+                                                       "running": engine.running is not None},
+                                                      503 if engine.draining else 200))
 
     async def metrics_route(request):
         async def show(r):
@@ -70,10 +71,10 @@ def build(engine, model: str, defaults, api_key: str | None = None, metrics=None
     return Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: server_error})
 
 
-async def _json(obj: dict):
+async def _json(obj: dict, status: int = 200):
     from starlette.responses import JSONResponse
 
-    return JSONResponse(obj)
+    return JSONResponse(obj, status_code=status)
 
 
 def error_response(e: ApiError):
@@ -164,7 +165,7 @@ async def whole(request, job, events, reply):
 async def _watch(receive, job) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
-    job.stop.set()
+    job.cancel()
 
 
 async def sse(job, events, reply, include_usage: bool):
@@ -198,7 +199,7 @@ def EventStream(chunks, job):
                 pass
             finally:
                 watcher.cancel()
-                job.stop.set()   # harmless once the answer is done
+                job.cancel()   # harmless once the answer is done
 
     return _Stream(chunks, media_type="text/event-stream",
                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -19,7 +19,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def make_server(app, engine, host: str, port: int):
+def make_server(app, engine, host: str, port: int, say: Callable[[str], None] = lambda text: None):
     """A uvicorn Server whose exit waits for the engine to drain (uvicorn's own exit would re-raise
     the signal after shutdown, ending the process with -15 instead of 0)."""
     import uvicorn
@@ -28,6 +28,8 @@ def make_server(app, engine, host: str, port: int):
         def handle_exit(self, sig, frame) -> None:
             if engine.draining and sig == signal.SIGINT:   # a second Ctrl-C: now
                 self.should_exit = self.force_exit = True
+            elif not engine.draining:
+                say(f"{signal.Signals(sig).name}: answering the requests accepted, refusing new ones (503), then exiting")
             engine.drain()
 
         async def on_tick(self, counter: int) -> bool:
@@ -49,7 +51,7 @@ def serve(pair, model: str, defaults, host: str, port: int, api_key: str | None,
 
     metrics = Metrics(model)
     engine = Engine(pair, metrics).start()
-    server = make_server(app_module.build(engine, model, defaults, api_key, metrics), engine, host, port)
+    server = make_server(app_module.build(engine, model, defaults, api_key, metrics), engine, host, port, say)
     say(f"serving on {url(host, port)}  (OpenAI API at {url(host, port)}/v1; SIGTERM or Ctrl-C drains and exits)")
     say("try: " + curl(host, port, model, api_key is not None))
     try:

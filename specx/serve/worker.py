@@ -33,6 +33,15 @@ class Job:
     stop: threading.Event = field(default_factory=threading.Event)
     reused: int = 0                            # prompt tokens found in the caches
     queued_at: float = field(default_factory=time.perf_counter)
+    rounds: int = 0                            # rounds the engine has delivered
+    cancelled_after: int | None = None         # `rounds` when the client left
+    done: Done | None = None
+
+    def cancel(self) -> None:
+        """The client left: the answer ends after the round under way (Generation checks `stop`)."""
+        if self.cancelled_after is None and self.done is None:
+            self.cancelled_after = self.rounds
+        self.stop.set()
 
 
 class Started:
@@ -124,13 +133,14 @@ class Engine:
         committed, self.cached = list(job.ids), []   # not trusted until the answer ends cleanly
         for event in events:
             if isinstance(event, Done):
-                self.cached = committed
+                job.done, self.cached = event, committed
                 self.answered += 1
                 self.busy_s += time.perf_counter() - start
                 if self.metrics:
                     self.metrics.answered(event, time.perf_counter() - job.queued_at)
             else:
                 committed.extend(event.token_ids)
+                job.rounds += bool(event.token_ids)   # not the detokenizer's last flush
             job.deliver(event)
 
     def _gauges(self) -> None:
