@@ -19,12 +19,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def make_server(app, engine, host: str, port: int, say: Callable[[str], None] = lambda text: None):
+def make_server(app, engine, host: str, port: int, say: Callable[[str], None] = lambda text: None,
+                ready: Callable[[], None] = lambda: None):
     """A uvicorn Server whose exit waits for the engine to drain (uvicorn's own exit would re-raise
-    the signal after shutdown, ending the process with -15 instead of 0)."""
+    the signal after shutdown, ending the process with -15 instead of 0); `ready` runs once it listens."""
     import uvicorn
 
     class Draining(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                ready()
+
         def handle_exit(self, sig, frame) -> None:
             if engine.draining and sig == signal.SIGINT:   # a second Ctrl-C: now
                 self.should_exit = self.force_exit = True
@@ -51,13 +57,23 @@ def serve(pair, model: str, defaults, host: str, port: int, api_key: str | None,
 
     metrics = Metrics(model)
     engine = Engine(pair, metrics).start()
-    server = make_server(app_module.build(engine, model, defaults, api_key, metrics), engine, host, port, say)
-    say(f"serving on {url(host, port)}  (OpenAI API at {url(host, port)}/v1; SIGTERM or Ctrl-C drains and exits)")
-    say("try: " + curl(host, port, model, api_key is not None))
+
+    def ready() -> None:
+        say(f"serving on {url(host, port)}  (OpenAI API at {url(host, port)}/v1; SIGTERM or Ctrl-C drains and exits)")
+        say("try: " + curl(host, port, model, api_key is not None))
+
+    server = make_server(app_module.build(engine, model, defaults, api_key, metrics), engine, host, port, say, ready)
     try:
         server.run()
+    except SystemExit:   # uvicorn's exit when it cannot bind
+        if server.started:
+            raise
     finally:
         engine.close()
+    if not server.started:   # uvicorn said why (the port is taken, the address is not this machine's)
+        from ..errors import UsageError
+
+        raise UsageError(f"cannot listen on {host}:{port}", "pick another --port, or a --host of this machine")
 
 
 def url(host: str, port: int) -> str:
