@@ -58,15 +58,14 @@ def serve(
     run_server(pair, options.model.model, options.run, host, port, api_key or None, output.note)
 
 
-export_app = typer.Typer(help="Print the command that runs this model in another engine.", no_args_is_help=True,
-                         rich_markup_mode=None)
-app.add_typer(export_app, name="export")
-
 EXPORT_EXAMPLES = """\b
 Examples:
   specx export vllm qwen2.5-coder-1.5b
-  specx export vllm smollm2 --drafter ngram -k 6 --host 0.0.0.0
+  specx export vllm smollm2-135m --drafter ngram -k 6 --host 0.0.0.0
 """
+export_app = typer.Typer(help="Print the command that runs this model in another engine.", no_args_is_help=True,
+                         rich_markup_mode=None)
+app.add_typer(export_app, name="export", epilog=EXPORT_EXAMPLES + "\n" + EXIT_CODES)
 
 
 @export_app.command("vllm", epilog=EXPORT_EXAMPLES + "\n" + EXIT_CODES)
