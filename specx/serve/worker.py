@@ -33,14 +33,15 @@ class Job:
     stop: threading.Event = field(default_factory=threading.Event)
     reused: int = 0                            # prompt tokens found in the caches
     queued_at: float = field(default_factory=time.perf_counter)
-    rounds: int = 0                            # rounds the engine has delivered
-    cancelled_after: int | None = None         # `rounds` when the client left
+    stats: object = None                       # the running answer's engine Stats, once it started
+    cancelled_after: int | None = None         # rounds made when the client left
     done: Done | None = None
 
     def cancel(self) -> None:
-        """The client left: the answer ends after the round under way (Generation checks `stop`)."""
+        """The client left: the answer ends after the round under way (Generation checks `stop` after
+        each round it counts)."""
         if self.cancelled_after is None and self.done is None:
-            self.cancelled_after = self.rounds
+            self.cancelled_after = self.stats.rounds if self.stats is not None else 0
         self.stop.set()
 
 
@@ -130,6 +131,7 @@ class Engine:
         job.deliver(Started())
         start = time.perf_counter()
         events = generation(self.pair, job.ids, job.run, stop_event=job.stop, reuse=job.reused)
+        job.stats = events.stats
         committed, self.cached = list(job.ids), []   # not trusted until the answer ends cleanly
         for event in events:
             if isinstance(event, Done):
@@ -140,7 +142,6 @@ class Engine:
                     self.metrics.answered(event, time.perf_counter() - job.queued_at)
             else:
                 committed.extend(event.token_ids)
-                job.rounds += bool(event.token_ids)   # not the detokenizer's last flush
             job.deliver(event)
 
     def _gauges(self) -> None:

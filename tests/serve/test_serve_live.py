@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -29,12 +28,10 @@ def free_port() -> int:
 class Served:
     """An in-process server (its own thread) on an engine, plus a second pair for `specx run`'s answers."""
 
-    def __init__(self, path, home):
+    def __init__(self, path):
         from specx.api import prepare
         from specx.options import RunOptions, from_keywords
-        from specx.serve import app
         from specx.serve.metrics import Metrics
-        from specx.serve.server import make_server
         from specx.serve.worker import Engine
 
         self.model, self.defaults = str(path), RunOptions()
@@ -83,7 +80,7 @@ def served(tmp_path_factory):
     path = fixture_model("smollm2-135m")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SPECX_HOME", str(tmp_path_factory.mktemp("serve-home")))
-        s = Served(path, None)
+        s = Served(path)
         yield s
         s.stop()
 

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import json
-import threading
 from types import SimpleNamespace
 
 import pytest
 
-from specx.engine.types import Done, Sampling, Stats
+from specx.engine.types import Sampling, Stats
 from specx.options import RunOptions
 from specx.serve import replies, schema
 from specx.serve.schema import ApiError
