@@ -44,6 +44,11 @@ class Pair:
             self.costs[sampling.greedy] = cost
         return make(name, self.draft_tokens(name), confidence, cost, guard=guard)
 
+    @property
+    def context(self) -> int:
+        """Tokens both models' contexts hold (the drafter's counts only when it drafts)."""
+        return min(self.target.max_context, self.drafter.max_context) if self.k else self.target.max_context
+
     def draft_tokens(self, policy: str) -> int:
         """The k a policy runs with: the one given to prepare, else what `specx run` takes without -k
         (policy.draft_cap: up to AUTO_K_MAX under `auto`, DEFAULT_K otherwise), within the memory plan's k."""
@@ -152,12 +157,20 @@ def stream(model: "Pair | ModelOptions", prompt: str, run: RunOptions = RunOptio
     """Speculative generation as events: Round … Done. The output equals the target's own.
     `model` is a loaded Pair (`prepare`, `specx.load`: its models and measured costs are reused) or
     the options to load one with."""
-    from .engine.loop import Generation
-
     pair = model if isinstance(model, Pair) else prepare(model, notify)
     _say(notify, pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
     ids = prompt_ids(pair.target.tokenizer, prompt, run.system, run.raw)
     validate(pair, ids)
+    return generation(pair, ids, run, stop_event=stop_event, notify=notify)
+
+
+def generation(pair: Pair, ids: list[int], run: RunOptions, *, stop_event: threading.Event | None = None,
+               reuse: int = 0, notify: Callable[[str], None] | None = None):
+    """The engine run of one answer to prompt `ids` (validated) with `run`'s options; `reuse`: how many of
+    the first ids the pair's caches already hold (engine/session.py: reusable). `stream` and `specx serve`
+    both answer through here, so one request gives the same text either way."""
+    from .engine.loop import Generation
+
     sampling = run.sampling
     policy = pair.policy(run.draft_policy, run.confidence, sampling, run.guard)
     if pair.note:
@@ -165,7 +178,7 @@ def stream(model: "Pair | ModelOptions", prompt: str, run: RunOptions = RunOptio
     if run.tree and getattr(pair.target, "trees", ""):
         _say(notify, f"token trees off: {pair.target.trees}")
     return Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=run.max_tokens, sampling=sampling,
-                      stop_strings=run.stop, stop=stop_event, policy=policy, tree=run.tree,
+                      stop_strings=run.stop, stop=stop_event, policy=policy, tree=run.tree, reuse=reuse,
                       on_done=(lambda: pair.remember(sampling.greedy)) if run.draft_policy == "auto" else None)
 
 

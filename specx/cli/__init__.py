@@ -86,6 +86,7 @@ from . import tune as _tune  # noqa: E402,F401  (registers the command)
 from . import config_cmd as _config_cmd  # noqa: E402,F401  (registers the command)
 from . import chat as _chat  # noqa: E402,F401  (registers the command)
 from . import plan as _plan  # noqa: E402,F401  (registers the command)
+from . import serve as _serve  # noqa: E402,F401  (serve, export vllm)
 
 
 MOVE_HINT = "SPECX_HOME moves specx's settings and state, SPECX_MODEL_CACHE its model cache"

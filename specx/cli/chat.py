@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import EXIT_CODES, app, output
+from . import EXIT_CODES, app, model_flags, output
 from .completion import complete_drafter, complete_model
 
 EXAMPLES = """\b
@@ -28,7 +28,7 @@ def chat(
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding); the most with --draft-policy auto, which drafts up to 16 unless -k is set.")] = 4,
     draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (drafts up to k while measured costs say it pays), fixed, heuristic or confidence.")] = "auto",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
-    tree: Annotated[int, typer.Option("--tree", help="Token trees: at most N drafted nodes per verification (several continuations checked in one forward; the lean decoder only), 0 = chains, -1 = as many as measured costs find nearly as cheap as the chain.")] = 0,
+    tree: model_flags.Tree = 0,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens per answer.")] = 512,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16.")] = "auto",
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy (argmax).")] = 0.0,

@@ -11,8 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..memory.probe import peak_rss_bytes
-from . import EXIT_CODES, app, live, output
-from .completion import complete_drafter, complete_model
+from . import EXIT_CODES, app, live, model_flags, output
 from .prompt import read_prompt
 
 EXAMPLES = """\b
@@ -26,22 +25,22 @@ Examples:
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def run(
     ctx: typer.Context,
-    model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, a preset name (or preset file), or a Hub repo org/name[:quant][@revision].", autocompletion=complete_model)],
+    model: model_flags.Model,
     prompt: Annotated[Optional[list[str]], typer.Argument(help="The prompt. `-` reads stdin; `- PROMPT`: the piped text, then PROMPT; stdin is read only then, or when no prompt is given.")] = None,
-    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (a model drafter that also copies from the context, else ngram), none, ngram, a model (file/folder/preset), or MODEL+ngram.", autocompletion=complete_drafter)] = "auto",
-    draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding); the most with --draft-policy auto, which drafts up to 16 unless -k is set.")] = 4,
-    draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (draft up to k while measured costs say it pays, each draft ending where the rest would likely be wasted; else plain decoding, re-probed), fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")] = "auto",
-    confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
-    tree: Annotated[int, typer.Option("--tree", help="Token trees: at most N drafted nodes per verification (several continuations checked in one forward; the lean decoder only), 0 = chains, -1 = as many as measured costs find nearly as cheap as the chain.")] = 0,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens (never past the context).")] = 512,
-    dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto = float32 on CPU).")] = "auto",
-    quant: Annotated[str, typer.Option("--quant", help="Target weights: auto (as loaded where they fit, quantized only where they do not; a GGUF file on the CPU runs as the file holds it with int8 activations, q8), none (on a GGUF file: float32 activations, exact), q8; on CPU fp16, int8, int4; on a GPU int8, nf4, fp4 (bitsandbytes). Anything but none/auto is a faster, slightly different target (see docs/speed.md). A preset's GGUF variant by name (Q4_K_M, Q8_0, ...): without CUDA a preset takes Q4_K_M (or a smaller variant that fits) unasked.")] = "auto",
-    mem_budget: Annotated[Optional[str], typer.Option("--mem-budget", help="Memory to plan for, e.g. gpu=6GiB,cpu=16GiB (unnamed ones are detected); see `specx plan`.")] = None,
-    allow_disk_offload: Annotated[bool, typer.Option("--allow-disk-offload", help="Let the plan keep weights on disk (slow) instead of refusing.")] = False,
-    moe_offload: Annotated[bool, typer.Option("--moe-offload", help="Keep MoE experts in CPU memory behind a cache on the compute device (on by default when they do not fit).")] = False,
-    draft_dtype: Annotated[Optional[str], typer.Option("--draft-dtype", help="Drafter dtype (default: --dtype).")] = None,
-    draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU: auto (a GGUF drafter as it is with int8 activations, q8; else int8dyn where available), none, q8, fp16, int8, int4, int8dyn (int8 weights and activations; drafters only). Never changes the output.")] = "auto",
-    draft_vocab: Annotated[Optional[int], typer.Option("--draft-vocab", help="Drafter scores only the N most frequent tokens (VocabTrim, e.g. 32768; default 0 = all). Never changes the output.")] = None,
+    drafter: model_flags.Drafter = "auto",
+    draft_tokens: model_flags.DraftTokens = 4,
+    draft_policy: model_flags.DraftPolicy = "auto",
+    confidence: model_flags.Confidence = 0.4,
+    tree: model_flags.Tree = 0,
+    max_tokens: model_flags.MaxTokens = 512,
+    dtype: model_flags.Dtype = "auto",
+    quant: model_flags.Quant = "auto",
+    mem_budget: model_flags.MemBudget = None,
+    allow_disk_offload: model_flags.AllowDiskOffload = False,
+    moe_offload: model_flags.MoeOffload = False,
+    draft_dtype: model_flags.DraftDtype = None,
+    draft_quant: model_flags.DraftQuant = "auto",
+    draft_vocab: model_flags.DraftVocab = None,
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0 = greedy (argmax).")] = 0.0,
     top_p: Annotated[Optional[float], typer.Option(help="Nucleus sampling mass in (0, 1].")] = None,
     top_k: Annotated[Optional[int], typer.Option(help="Sample among the k most likely tokens.")] = None,

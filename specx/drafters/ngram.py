@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from ..engine.draft import Ask, Draft, NoDrafter
 
+MAX_N = 3   # the longest suffix a lookup matches (`specx export vllm` writes it as prompt_lookup_max)
+
 
 class NgramDrafter(NoDrafter):
     """Prompt lookup that follows the copy: continue where the last accepted copy left off, else the
@@ -21,7 +23,7 @@ class NgramDrafter(NoDrafter):
     ONE_TOKEN_DRAFT = 2
     BRANCH = 4   # tokens a tree's other branch copies at most: it differs from the main copy's evidence at once
 
-    def __init__(self, max_n: int = 3):
+    def __init__(self, max_n: int = MAX_N):
         self.max_n = max_n
         self.prefill([])
 

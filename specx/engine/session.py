@@ -15,6 +15,12 @@ from ..errors import UsageError
 from .types import Done, Sampling, Stats, common_prefix
 
 
+def reusable(ids: list[int], cached: list[int]) -> int:
+    """How many of a prompt's first ids the caches already hold (`cached`: what they were last filled
+    with): the common prefix, short of the last prompt token, which verify feeds (Generation._prefill)."""
+    return min(common_prefix(ids, cached), len(ids) - 1)
+
+
 @dataclass
 class TurnRecord:
     user: str
@@ -97,7 +103,7 @@ class Turn:
 
         pair = session.pair
         self.session, self.user, self.messages, self.ids, self.stop = session, user, messages, ids, stop
-        self.reuse = min(common_prefix(ids, session.cached), len(ids) - 1)
+        self.reuse = reusable(ids, session.cached)
         policy = pair.policy(session.draft_policy, session.confidence, session.sampling, session.guard)
         self.generation = Generation(pair.target, pair.drafter, ids, k=policy.k_max, max_tokens=session.max_tokens,
                                      sampling=session.sampling, stop=stop, reuse=self.reuse, policy=policy,

@@ -19,11 +19,12 @@ INT = {"type": "integer", "minimum": 0}
 ROUND = {
     "type": "object", "additionalProperties": False,
     "required": ["version", "type", "text", "token_ids", "from_draft", "drafted", "accepted", "draft_s", "verify_s",
-                 "notice"],
+                 "notice", "tree"],
     "properties": {
         "version": {"const": 1}, "type": {"const": "round"}, "text": {"type": "string"},
         "token_ids": {"type": "array", "items": INT}, "from_draft": {"type": "array", "items": {"type": "boolean"}},
         "drafted": INT, "accepted": INT, "draft_s": NUM, "verify_s": NUM, "notice": {"type": "string"},
+        "tree": INT,
     },
 }
 STATS = {
@@ -32,7 +33,8 @@ STATS = {
                  "mean_acceptance_length", "per_position_acceptance", "decode_tok_s", "end_to_end_tok_s",
                  "time_to_first_token_s", "prefill_s", "draft_s", "verify_s", "decode_s", "total_s",
                  "peak_bytes", "k", "draft_policy", "mean_drafted", "drafter", "forward_s", "overhead_share",
-                 "notices", "placement", "gpu_peak_bytes", "experts"],
+                 "notices", "placement", "gpu_peak_bytes", "experts", "tree_rounds", "mean_tree_nodes",
+                 "mean_tree_path"],
     "properties": {
         "prompt_tokens": INT, "new_tokens": INT, "rounds": INT, "drafted": INT, "accepted": INT,
         "acceptance_rate": {"type": "number", "minimum": 0, "maximum": 1},
@@ -48,6 +50,7 @@ STATS = {
         "experts": {"oneOf": [{"type": "null"}, {
             "type": "object", "required": ["hits", "misses", "prefetches", "prefetch_used", "bytes_moved",
                                            "peak_bytes", "hit_rate"]}]},
+        "tree_rounds": INT, "mean_tree_nodes": NUM, "mean_tree_path": NUM,
     },
 }
 DONE = {
@@ -149,7 +152,8 @@ def test_color_drafted_needs_a_colour_stream(cli_models, monkeypatch):
     """--color-drafted: ANSI only when stdout takes colour (FORCE_COLOR here); NO_COLOR and --json win."""
     for var in ("NO_COLOR", "FORCE_COLOR"):
         monkeypatch.delenv(var, raising=False)
-    args = ["run", str(cli_models["target"]), PROMPT, "-n", "20", "-d", str(cli_models["target"]), "--color-drafted"]
+    args = ["run", str(cli_models["target"]), PROMPT, "-n", "20", "-d", str(cli_models["target"]), "--color-drafted",
+            "--draft-policy", "fixed"]   # auto's choice to draft depends on timing: drafts must happen here
     untinted = invoke(*args).stdout
     assert "\x1b" not in untinted                      # CliRunner's stdout is not a terminal
     tinted = invoke(*args, env={"FORCE_COLOR": "1"}).stdout
