@@ -15,8 +15,9 @@ RATE_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)                  # tok
 
 class Metrics:
     def __init__(self, model: str):
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
+        disable_created_metrics()   # the `_created` timestamp series double the output and no dashboard reads them
         self.registry = r = CollectorRegistry()
         labels, self.model = ["model_name"], model
 
