@@ -24,7 +24,7 @@ Examples:
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def bench(
     model: Annotated[str, typer.Argument(help="Target: a GGUF file, a Hugging Face model folder, or a preset name.")] = "smollm2",
-    drafter: Annotated[Optional[list[str]], typer.Option("--drafter", "-d", help="auto, ngram, or a model; repeat to compare several (the baseline `none` is always included).")] = None,
+    drafter: Annotated[Optional[list[str]], typer.Option("--drafter", "-d", help="auto, ngram, self (the target drafts with some of its own layers), or a model; repeat to compare several (the baseline `none` is always included).")] = None,
     draft_policy: Annotated[Optional[list[str]], typer.Option("--draft-policy", help="fixed, heuristic, confidence, auto (cost-model k, 0 when drafting does not pay); repeatable (default: as `specx run`, auto).")] = None,
     draft_tokens: Annotated[Optional[list[int]], typer.Option("--draft-tokens", "-k", help="Tokens drafted per round; repeatable (default: as `specx run` takes it: 16 for auto, its most; 4 for the others).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,

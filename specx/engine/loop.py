@@ -93,8 +93,9 @@ class Generation:
         return self.target.forward_s + getattr(self.drafter, "forward_s", 0.0)
 
     def _notice(self) -> str:
-        """A policy decision the user must hear about (speculation turned off or on), once."""
-        notice = self.policy.take_notice()
+        """A policy decision the user must hear about (speculation turned off or on), or the drafter's own
+        (a self-draft's search ending), once."""
+        notice = self.policy.take_notice() or getattr(self.drafter, "take_notice", str)()
         if notice:
             self.stats.notices.append(notice)
         return notice
