@@ -47,7 +47,8 @@ def plan(
     choice = split_hybrid(m.drafter)[0]   # MODEL+ngram: copying costs no memory beyond the model's
     if m.drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
-    draft_source = None if choice in ("none", "ngram", "self") or m.k == 0 else   # self: the target's own weights \
+    # self drafts with the target's own weights: no drafter memory
+    draft_source = None if choice in ("none", "ngram", "self") or m.k == 0 else \
         source_for(choice, Ask(m.draft_quant, m.draft_dtype or m.dtype, m.mem_budget))
     try:
         result = plan_for(source, draft_source, context, m.k, m.mem_budget, m.dtype, runtime_quant(m.quant),
