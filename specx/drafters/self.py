@@ -62,11 +62,10 @@ class SelfDrafter(ModelDrafter):
 
     def propose(self, seq: list[int], ask: Ask) -> Draft:
         """ModelDrafter's draft (greedy or sampled, the policy's stops) with the target's forward in this
-        shape; before it, one search step where the search's share of the answer's time allows."""
+        shape."""
         base = len(seq) - 1
         if self.lm.cached != base:   # the loop's contract; anything else would draft from stale slots
             return Draft([], None)
-        self._search_step(seq)
         try:
             return super().propose(seq, ask)
         finally:
@@ -92,9 +91,11 @@ class SelfDrafter(ModelDrafter):
 
     # ---- the search ---------------------------------------------------------------------------------
 
-    def _search_step(self, seq: list[int]) -> None:
-        """Score the search's next candidate if its time is under SEARCH_SHARE of the answer's so far."""
-        if self.search.done or self.searched_s > SEARCH_SHARE * (time.perf_counter() - self.began):
+    def between(self, seq: list[int]) -> None:
+        """Between rounds (engine/loop.py, outside the draft time the policy prices): score the search's
+        next candidate if its time is under SEARCH_SHARE of the answer's so far."""
+        if self.search.done or self.searched_s > SEARCH_SHARE * (time.perf_counter() - self.began) \
+                or self.lm.cached != len(seq) - 1:
             return
         t = time.perf_counter()
         self.step(seq)
@@ -119,7 +120,13 @@ class SelfDrafter(ModelDrafter):
 
     def teacher_forced(self, seq: list[int], shape: Shape, rows: int = TF_ROWS) -> tuple[float, float]:
         """(how often the shape's argmax equals the next token over the last `rows` context tokens, the
-        forward's seconds). The cache's slots there are rewritten by the scoring forward, then restored."""
+        forward's seconds)."""
+        hits, seconds = self.matches(seq, shape, rows)
+        return float(hits.float().mean()), seconds
+
+    def matches(self, seq: list[int], shape: Shape, rows: int = TF_ROWS) -> tuple[torch.Tensor, float]:
+        """(per context token of the last `rows`: whether the shape's argmax before it is it, the forward's
+        seconds). The cache's slots there are rewritten by the scoring forward, then restored."""
         base = len(seq) - 1
         start = base - min(rows, base - 1)
         with kept(self.lm.cache, start, base):
@@ -128,7 +135,7 @@ class SelfDrafter(ModelDrafter):
             logits = self._forward(seq[start:base], shape, last_only=False)
             seconds = time.perf_counter() - t
         guesses = logits[:, :self.usable_vocab].argmax(-1).cpu()
-        return float((guesses == torch.tensor(seq[start + 1:base + 1])).float().mean()), seconds
+        return guesses == torch.tensor(seq[start + 1:base + 1]), seconds
 
     def _save(self) -> None:
         if self.key is not None:

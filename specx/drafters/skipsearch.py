@@ -73,6 +73,7 @@ class Search:
     alpha: float = 0.0
     cost: float = 1.0
     tried: set = field(default_factory=set)
+    scores: dict = field(default_factory=dict)   # each scored shape's (alpha, cost), the last scoring's
     scored: int = 0                     # candidates scored so far
     done: bool = False
 
@@ -104,6 +105,7 @@ class Search:
         measurement of the same shape). True when the shape changed."""
         self.tried.add(shape)
         self.scored += 1
+        self.scores[shape] = (alpha, cost)
         score = expected_speedup(alpha, cost)[0]
         if shape == self.shape or self.score is None or score > self.score:
             changed = shape != self.shape
