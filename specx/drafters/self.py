@@ -39,7 +39,6 @@ class SelfDrafter(ModelDrafter):
         self.spent_s = 0.0                     # seconds in this drafter's forwards (drafts and scoring)
         self.searched_s = 0.0                  # ... of them scoring candidates
         self.began = time.perf_counter()       # the answer's start (prefill)
-        self.reference_s: float | None = None  # the full model's TF_ROWS-row forward (the cost unit)
         self.notice = ""
 
     @property
@@ -107,11 +106,11 @@ class SelfDrafter(ModelDrafter):
         shape = self.search.next()
         if shape is None or len(seq) - 1 < MIN_ROWS + 1:
             return False
-        if self.reference_s is None:
-            full = Shape((), self.lm.model.mode if self.lean else "f32")
-            self.reference_s = self.teacher_forced(seq, full, rows)[1]
+        # the cost against the full model's forward over the same rows, timed just before: a ratio of two
+        # back-to-back timings holds on a loaded machine where a reference timed once drifts
+        full_s = self.teacher_forced(seq, Shape((), self.lm.model.mode if self.lean else "f32"), rows)[1]
         alpha, seconds = self.teacher_forced(seq, shape, rows)
-        changed = self.search.record(shape, alpha, seconds / max(self.reference_s, 1e-9))
+        changed = self.search.record(shape, alpha, seconds / max(full_s, 1e-9))
         if changed or self.search.done or self.search.scored == 1:
             self._save()
         if self.search.done:
