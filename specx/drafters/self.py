@@ -37,7 +37,8 @@ class SelfDrafter(ModelDrafter):
         self.search, self.key = search, key    # key: where the shape is saved (None: not saved)
         self.lean = hasattr(lm.model, "mode")  # the lean decoder's forward takes a mode, the dense one's not
         self.spent_s = 0.0                     # seconds in this drafter's forwards (drafts and scoring)
-        self.searched_s = 0.0                  # ... of them scoring candidates
+        self.searched_s = 0.0                  # ... of them scoring candidates, this answer
+        self.step_s = 0.0                      # what the last search step took (the next is expected to)
         self.began = time.perf_counter()       # the answer's start (prefill)
         self.notice = ""
 
@@ -93,12 +94,14 @@ class SelfDrafter(ModelDrafter):
     def between(self, seq: list[int]) -> None:
         """Between rounds (engine/loop.py, outside the draft time the policy prices): score the search's
         next candidate if its time is under SEARCH_SHARE of the answer's so far."""
-        if self.search.done or self.searched_s > SEARCH_SHARE * (time.perf_counter() - self.began) \
+        elapsed = time.perf_counter() - self.began
+        if self.search.done or self.searched_s + self.step_s > SEARCH_SHARE * elapsed \
                 or self.lm.cached != len(seq) - 1:
             return
         t = time.perf_counter()
         self.step(seq)
-        self.searched_s += time.perf_counter() - t
+        self.step_s = time.perf_counter() - t
+        self.searched_s += self.step_s
 
     def step(self, seq: list[int], rows: int = TF_ROWS) -> bool:
         """One search step on seq's last `rows` context tokens: score the next candidate, keep it if better,
@@ -194,7 +197,8 @@ def lean_modes(target) -> tuple[str, ...]:
         return ("f32",)
     from ..decoder import linear
 
-    return ("f32", "q8") if linear._quant() is not None else ("f32",)
+    own = target.model.mode
+    return (own, *({"f32", "q8"} - {own})) if linear._quant() is not None else (own,)
 
 
 def search_fully(drafter: SelfDrafter, seq: list[int], rows: int = 4 * TF_ROWS) -> str:

@@ -44,9 +44,9 @@ class Shape:
         return cls(tuple(sorted(set(skip))), mode)
 
 
-def first_guess(layers: int) -> Shape:
-    """Every other layer of the middle half left out: a quarter of the layers."""
-    return Shape(tuple(range(max(1, layers // 4), min(layers - 1, 3 * layers // 4), 2)))
+def first_guess(layers: int, mode: str = "f32") -> Shape:
+    """Every other layer of the middle half left out (a quarter of the layers), in the target's own mode."""
+    return Shape(tuple(range(max(1, layers // 4), min(layers - 1, 3 * layers // 4), 2)), mode)
 
 
 def expected_speedup(alpha: float, cost: float, max_k: int = MAX_K) -> tuple[float, int]:
@@ -66,7 +66,7 @@ class Search:
     it if it scores better. Done once every neighbour of the current shape scored no better."""
 
     layers: int
-    modes: tuple[str, ...] = ("f32",)
+    modes: tuple[str, ...] = ("f32",)   # the target's own mode first
     shape: Shape = None
     seed: int = 0
     score: float | None = None          # the current shape's expected speedup (None: not scored yet)
@@ -78,7 +78,7 @@ class Search:
     done: bool = False
 
     def __post_init__(self):
-        self.shape = self.shape or first_guess(self.layers)
+        self.shape = self.shape or first_guess(self.layers, self.modes[0])
         self._queue: list[Shape] = []
 
     def next(self) -> Shape | None:

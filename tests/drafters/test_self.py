@@ -109,7 +109,7 @@ def restless(lm, monkeypatch) -> selfdraft.SelfDrafter:
     """A self drafter that scores a candidate every round (its slots restored in the loop) and switches to it."""
     monkeypatch.setattr(selfdraft, "SEARCH_SHARE", math.inf)
     layers = lm.model.config.num_hidden_layers
-    search = Restless(layers, selfdraft.lean_modes(lm), first_guess(layers), seed=1)
+    search = Restless(layers, selfdraft.lean_modes(lm), seed=1)
     return selfdraft.SelfDrafter(lm, min(len(lm.tokenizer), lm.vocab_size), search)
 
 
