@@ -250,3 +250,15 @@ def test_self_is_refused_on_a_transformers_fallback_model(tmp_path):
     with pytest.raises(UsageError) as e:
         prepare(str(tmp_path), "self")
     assert "transformers" in e.value.message and "--drafter ngram" in e.value.hint
+
+
+def test_the_tune_search_runs_to_a_local_optimum_and_saves_it(tiny):
+    """search_fully (`specx tune --drafter self`) ends with the search done, its shape saved for the key."""
+    from specx.policy import selfskip
+
+    key = {"target": "tiny-tune"}
+    d, _ = selfdraft.for_target(tiny, VOCAB, key)
+    seq = prompt(40)
+    sentence = selfdraft.search_fully(d, seq, rows=16)
+    assert d.search.done and sentence.startswith("self-draft: ") and "searched" in sentence
+    assert Shape.from_dict(selfskip.load(key)["shape"], 6, selfdraft.lean_modes(tiny)) == d.shape
