@@ -176,7 +176,8 @@ def for_target(target, usable_vocab: int, key: dict | None = None, seed: int = 0
 
     layers = target.model.config.num_hidden_layers
     modes = lean_modes(target)
-    search, said = Search(layers, modes, seed=seed), "searching which layers to leave out during the first answer"
+    search = Search(layers, modes, seed=seed)
+    said = f"searches which of its layers to leave out while it answers, starting from {search.shape.describe(layers)}"
     entry = selfskip.load(key) if key is not None else None
     if entry is not None:
         try:
@@ -184,10 +185,10 @@ def for_target(target, usable_vocab: int, key: dict | None = None, seed: int = 0
             search = Search(layers, modes, shape, seed=seed, done=bool(entry.get("done")),
                             alpha=float(entry.get("alpha", 0.0)), cost=float(entry.get("cost", 1.0)),
                             scored=int(entry.get("scored", 0)))
-            said = f"{shape.describe(layers)}, {'found' if search.done else 'partly searched'} by an earlier run"
+            said = f"drafts with {shape.describe(layers)}, {'found' if search.done else 'partly searched'} by an earlier run"
         except (TypeError, ValueError):
             pass
-    return SelfDrafter(target, usable_vocab, search, key), f"drafts with {said}"
+    return SelfDrafter(target, usable_vocab, search, key), said
 
 
 def lean_modes(target) -> tuple[str, ...]:
