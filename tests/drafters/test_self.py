@@ -137,14 +137,14 @@ def test_greedy_self_speculation_equals_plain_decoding_on_real_models(name, monk
 
 
 def test_sampled_self_speculation_follows_the_targets_law(tiny):
-    """Temperature 1, top-k 2: the law of the first three tokens (the 2nd and 3rd drafted by a 3-of-6-layer
-    self-draft) equals the target's exact law (chi-square, fixed seeds, 600 runs)."""
+    """Temperature 1, top-k 2: the law of the first three tokens (the 2nd and 3rd drafted by a 5-of-6-layer
+    self-draft, whose top-2 laws differ from the target's by 0.06–0.5 in total variation: drafts are both
+    accepted and rejected) equals the target's exact law (chi-square, fixed seeds, 600 runs)."""
     seq = prompt(8)
     law = exact_law(tiny, seq, depth=3)
-    sampling = Sampling(temperature=1.0, top_k=2)
     counts = torch.zeros(len(law), dtype=torch.float64)
     index = {path: i for i, path in enumerate(law)}
-    d = drafter(tiny, Shape((1, 3, 4)))
+    d = drafter(tiny, Shape((4,)))
     d.search.done = True   # a fixed shape: the law must hold for any shape
     for run in range(600):
         out = generate(tiny, d, seq, 2, 3, Sampling(1.0, 2, None, run))
@@ -154,7 +154,6 @@ def test_sampled_self_speculation_follows_the_targets_law(tiny):
     df = len(law) - 1
     p = float(torch.special.gammaincc(torch.tensor(df / 2, dtype=torch.float64), torch.tensor(stat / 2, dtype=torch.float64)))
     assert p > 1e-3, f"self-speculation deviates from the target law: p = {p:.3g}"
-    assert sampling.top_k == 2
 
 
 def exact_law(lm, seq: list[int], depth: int) -> dict[tuple[int, ...], float]:
