@@ -148,6 +148,7 @@ def test_sampled_self_speculation_follows_the_targets_law(tiny):
     d.search.done = True   # a fixed shape: the law must hold for any shape
     for run in range(600):
         out = generate(tiny, d, seq, 2, 3, Sampling(1.0, 2, None, run))
+        assert tuple(out) in index, f"{out}: a path the target's top-2 law never gives"
         counts[index[tuple(out)]] += 1
     expected = torch.tensor(list(law.values()), dtype=torch.float64) * counts.sum()
     stat = float(((counts - expected) ** 2 / expected).sum())
