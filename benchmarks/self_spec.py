@@ -10,6 +10,8 @@ repeat to repeat. Reported per category and overall: the median of the per-promp
 choice of shape (among those the search scored) and k made knowing which drafted tokens the target accepts
 would reach, at each shape's measured one-token cost and verify costs that grow VERIFY_SLOPE per row
 (skipsearch.py), acceptance read teacher-forced from the target's own answer in chunks of 8 tokens.
+Before timing, the shape is searched to the end on the warm-up answer (as `specx tune --drafter self`
+does; `--searching`: time the answers while the search runs, as a first use would).
 `--short`: one prompt per category, one repeat, 32 tokens (a check that it runs)."""
 from __future__ import annotations
 
@@ -96,6 +98,7 @@ def main() -> None:
     from specx import load
     from specx.api import prompt_ids
     from specx.bench import suite
+    from specx.drafters.self import search_fully
     from specx.state import machine
 
     ap = argparse.ArgumentParser()
@@ -103,6 +106,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--short", action="store_true")
     ap.add_argument("--only", help="one row: smollm2-135m or qwen2.5-coder-1.5b")
+    ap.add_argument("--searching", action="store_true",
+                    help="time answers while the search still runs (default: search to the end on the warm-up)")
     ap.add_argument("--json")
     a = ap.parse_args()
     prompts = suite.bundled()
@@ -118,7 +123,9 @@ def main() -> None:
         plain, spec = load(path, "none"), load(path, drafter, notify=lambda s: print("  " + s))
         d = self_drafter(spec)
         run(spec, prompts[0].text, a.max_tokens)   # warm-up: the search's first answer
-        run(plain, prompts[0].text, a.max_tokens)
+        warm = prompt_ids(spec.target.tokenizer, prompts[0].text) + run(plain, prompts[0].text, a.max_tokens)[0]
+        if not a.searching:   # as after `specx tune --drafter self`: the timed answers draft with a settled shape
+            print("  " + search_fully(d, warm))
         rows = []
         for r in range(a.repeats):
             for i, p in enumerate(prompts):
