@@ -28,7 +28,7 @@ class Shape:
     def describe(self, layers: int) -> str:
         kept = f"{layers - len(self.skip)} of its {layers} layers"
         left = f" (leaving out {_ranges(self.skip)})" if self.skip else ""
-        return kept + left + (", int8 activations" if self.mode == "q8" else "")
+        return kept + left + (", int8 activations" if self.mode == "q8" else ", float32 activations")
 
     def as_dict(self) -> dict:
         return {"skip": list(self.skip), "mode": self.mode}
@@ -50,10 +50,12 @@ def first_guess(layers: int, mode: str = "f32") -> Shape:
 
 
 def expected_speedup(alpha: float, cost: float, max_k: int = MAX_K) -> tuple[float, int]:
-    """(tokens per unit of time against plain decoding, the chain length k giving it) for a drafter whose
-    tokens the target accepts with probability `alpha` each, a drafted token costing `cost` plain steps:
-    a round gives 1 + alpha + … + alpha^k tokens for k·cost + (1 + VERIFY_SLOPE·k) steps."""
-    best = (1.0, 0)
+    """(tokens per unit of time against plain decoding, the chain length k >= 1 giving it) for a drafter
+    whose tokens the target accepts with probability `alpha` each, a drafted token costing `cost` plain
+    steps: a round gives 1 + alpha + … + alpha^k tokens for k·cost + (1 + VERIFY_SLOPE·k) steps. Below 1
+    where drafting does not pay (the draft policy then drafts less or not at all); still ordered, so the
+    search climbs toward the best shape there too."""
+    best = (0.0, 1)
     for k in range(1, max_k + 1):
         tokens = sum(alpha ** i for i in range(k + 1))
         best = max(best, (tokens / (k * cost + 1 + VERIFY_SLOPE * k), k))
@@ -120,7 +122,7 @@ class Search:
         k = expected_speedup(self.alpha, self.cost)[1]
         state = "searched" if self.done else "searching"
         return (f"self-draft: {self.shape.describe(self.layers)}; teacher-forced acceptance {self.alpha:.2f} per token "
-                f"at {self.cost:.2f}× a full step's cost, expected {self.score or 1.0:.2f}× plain decoding at k={k} "
+                f"at {self.cost:.2f}× a full step's cost, expected {self.score or 0.0:.2f}× plain decoding at k={k} "
                 f"({state}: {self.scored} shape{'s' * (self.scored != 1)} scored)")
 
 
