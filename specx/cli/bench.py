@@ -181,13 +181,18 @@ def tuned_config(shared: dict):
 
 def auto_drafter(model: str, dtype: str) -> str:
     """`auto` as `specx run` picks it (drafters/auto.py): a model drafter that also copies from the
-    context (`MODEL+ngram`), else ngram."""
+    context (`MODEL+ngram`), else the target drafting for itself and copying (`self+ngram`) where it runs
+    on specx's decoder (the target is loaded to know: memoised, the runs reuse it), else ngram."""
+    from ..api import drafts_itself, prepare
     from ..drafters.auto import pick
     from ..models.resolve import dtype_name, resolve
+    from ..options import ModelOptions
     from ..policy.tuned import HYBRID
 
     choice, _ = pick(resolve(model), dtype_name(dtype))
-    return choice if choice == "ngram" else choice + HYBRID
+    if choice != "ngram":
+        return choice + HYBRID
+    return "self" + HYBRID if drafts_itself(prepare(ModelOptions(model, "none", dtype=dtype)).target) else "ngram"
 
 
 def finish(m, settings, model, json_path, csv_path, plot_path, suite) -> None:
