@@ -83,7 +83,7 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
     from .engine.draft import NoDrafter
     from .drafters.model import ModelDrafter
     from .drafters.hybrid import HybridDrafter
-    from .models.resolve import dtype_name, eos_ids, load_lm, load_tokenizer, resolve
+    from .models.resolve import dtype_name, eos_ids, load_lm, load_tokenizer
     from .drafters.ngram import NgramDrafter
     from .memory.placement import attach_experts, plan_run
     from .policy.policy import DEFAULT_K, draft_cap
@@ -101,7 +101,7 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
         choice, auto_note = pick(source, dtype_name(o.dtype))
         hybrid = choice != "ngram"
     choice = "none" if k == 0 else choice
-    draft_source = None if choice in ("none", "ngram") else source_for(choice, Ask(o.draft_quant, o.draft_dtype or o.dtype,
+    draft_source = None if choice in ("none", "ngram", "self") else source_for(choice, Ask(o.draft_quant, o.draft_dtype or o.dtype,
                                                                                 o.mem_budget))
     if draft_source is not None:
         target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
@@ -116,6 +116,8 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
     target.placement = applied.summary
     if applied.moe_budget:
         target.experts = attach_experts(target, applied.moe_budget, notify)
+    if choice == "self" or (drafter == "auto" and choice == "ngram" and drafts_itself(target)):
+        return _self_pair(target, source, k, chosen, hybrid or drafter == "auto", auto_note if drafter == "auto" else "")
     if draft_source is None:
         why = "plain decoding" if choice == "none" else "prompt lookup, no model" + (
             f"; {auto_note}" if auto_note else "")
@@ -141,6 +143,34 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
                 f"{draft_lm.kernels.removeprefix('kernels: ')}{copies}" + (f"; {auto_note})" if auto_note else ")"),
                 measured_key=measured.make_key(target, source.path, "hybrid" if hybrid else "model", draft_lm,
                                                draft_source.path), k_chosen=chosen)
+
+
+def drafts_itself(target) -> bool:
+    """Whether the target can draft for itself (self-speculation): specx's lean or dense decoder, whose
+    forward leaves layers out; transformers' models cannot."""
+    from .decoder.lm import LeanLM
+
+    return isinstance(target, LeanLM)
+
+
+def _self_pair(target, source, k: int, chosen: bool, hybrid: bool, auto_note: str) -> Pair:
+    """The target as its own drafter (drafters/self.py), copying from the context too where `hybrid`."""
+    from .drafters.hybrid import HybridDrafter
+    from .drafters.ngram import NgramDrafter
+    from .drafters.self import for_target
+    from .policy import measured, selfskip
+
+    if not drafts_itself(target):
+        raise UsageError(f"--drafter self needs specx's own decoder, and {target.name} runs on transformers' model "
+                         f"(its architecture or format is not one the lean decoder reads)",
+                         "use --drafter ngram or a model drafter (--drafter MODEL)")
+    drafter, said = for_target(target, min(len(target.tokenizer), target.vocab_size),
+                               selfskip.make_key(target, source.path))
+    draft = HybridDrafter(NgramDrafter(), drafter) if hybrid else drafter
+    copies = "; copies from the context instead where it already holds the continuation" if hybrid else ""
+    why = f"; {auto_note}, so the target drafts for itself" if auto_note else ""
+    return Pair(target, draft, k, f"drafter: {draft.name} (self-speculation: the target {said}{copies}{why})",
+                measured_key=measured.make_key(target, source.path, draft.name), k_chosen=chosen)
 
 
 def validate(pair: Pair, ids: list[int]) -> None:

@@ -179,7 +179,7 @@ def tuned_layer(values: Mapping[str, object], explicit: set[str], target_weights
     if drafter == "none" or ("k" in explicit and k == 0) or not tuned.load_entries():
         return {}
     wanted = None if drafter == "auto" else drafter
-    if wanted and wanted != "ngram" and Path(wanted).expanduser().exists():
+    if wanted and wanted not in tuned.SPECIAL and Path(wanted).expanduser().exists():
         wanted = str(Path(wanted).expanduser().resolve())
     key = tuned.make_key(values["model"], wanted, values["dtype"], values["temperature"], target_weights)
     setting = tuned.lookup_tuned(key, notify)
@@ -210,4 +210,4 @@ def _usable(ref: str) -> bool:
     from .policy import tuned
 
     ref = tuned.split_hybrid(ref)[0]
-    return ref in ("none", "ngram") or "/" not in ref or Path(ref).exists()
+    return ref in tuned.SPECIAL or "/" not in ref or Path(ref).exists()

@@ -27,7 +27,8 @@ def describe_pair(pair, dtype: str) -> tuple[str, int]:
     specx's packed CPU linears included (their weights are not parameters)."""
     from ..models.resolve import dtype_name
 
-    lms = [pair.target] + ([pair.drafter.lm] if hasattr(pair.drafter, "lm") else [])
+    drafter = getattr(pair.drafter, "lm", None)
+    lms = [pair.target] + ([drafter] if drafter is not None and drafter is not pair.target else [])   # self: none
     weights = sum(_weight_bytes(lm.model) for lm in lms)
     kinds = "/".join(sorted({str(p.dtype).removeprefix("torch.") for lm in lms for p in lm.model.parameters()}))
     packed = "/".join(sorted({m.precision for lm in lms for m in lm.model.modules() if getattr(m, "precision", "")}))

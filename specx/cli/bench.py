@@ -24,7 +24,7 @@ Examples:
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def bench(
     model: Annotated[str, typer.Argument(help="Target: a GGUF file, a Hugging Face model folder, or a preset name.")] = "smollm2",
-    drafter: Annotated[Optional[list[str]], typer.Option("--drafter", "-d", help="auto, ngram, or a model; repeat to compare several (the baseline `none` is always included).")] = None,
+    drafter: Annotated[Optional[list[str]], typer.Option("--drafter", "-d", help="auto, ngram, self (the target drafts with some of its own layers), or a model; repeat to compare several (the baseline `none` is always included).")] = None,
     draft_policy: Annotated[Optional[list[str]], typer.Option("--draft-policy", help="fixed, heuristic, confidence, auto (cost-model k, 0 when drafting does not pay); repeatable (default: as `specx run`, auto).")] = None,
     draft_tokens: Annotated[Optional[list[int]], typer.Option("--draft-tokens", "-k", help="Tokens drafted per round; repeatable (default: as `specx run` takes it: 16 for auto, its most; 4 for the others).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
@@ -181,13 +181,18 @@ def tuned_config(shared: dict):
 
 def auto_drafter(model: str, dtype: str) -> str:
     """`auto` as `specx run` picks it (drafters/auto.py): a model drafter that also copies from the
-    context (`MODEL+ngram`), else ngram."""
+    context (`MODEL+ngram`), else the target drafting for itself and copying (`self+ngram`) where it runs
+    on specx's decoder (the target is loaded to know: memoised, the runs reuse it), else ngram."""
+    from ..api import drafts_itself, prepare
     from ..drafters.auto import pick
     from ..models.resolve import dtype_name, resolve
+    from ..options import ModelOptions
     from ..policy.tuned import HYBRID
 
     choice, _ = pick(resolve(model), dtype_name(dtype))
-    return choice if choice == "ngram" else choice + HYBRID
+    if choice != "ngram":
+        return choice + HYBRID
+    return "self" + HYBRID if drafts_itself(prepare(ModelOptions(model, "none", dtype=dtype)).target) else "ngram"
 
 
 def finish(m, settings, model, json_path, csv_path, plot_path, suite) -> None:

@@ -24,7 +24,7 @@ COMMANDS = ("/stats (session totals), /reset (forget the conversation), /system 
 def chat(
     ctx: typer.Context,
     model: Annotated[Optional[str], typer.Argument(help="A GGUF file, a model folder or a preset (default: `specx config set model …`).", autocompletion=complete_model)] = None,
-    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, a model, or MODEL+ngram.", autocompletion=complete_drafter)] = "auto",
+    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, none, ngram, self (the target drafts with some of its own layers), a model, or MODEL+ngram (self+ngram too).", autocompletion=complete_drafter)] = "auto",
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding); the most with --draft-policy auto, which drafts up to 16 unless -k is set.")] = 4,
     draft_policy: Annotated[str, typer.Option("--draft-policy", help="auto (drafts up to k while measured costs say it pays), fixed, heuristic or confidence.")] = "auto",
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,

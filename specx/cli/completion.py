@@ -5,7 +5,7 @@ import glob
 import json
 import os
 
-SPECIAL_DRAFTERS = ("auto", "none", "ngram")
+SPECIAL_DRAFTERS = ("auto", "none", "ngram", "self", "self+ngram")
 
 
 def _presets() -> list[str]:

@@ -22,7 +22,7 @@ Examples:
 def plan(
     ctx: typer.Context,
     model: Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, or a preset name.")],
-    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (the preset's model drafter), none, ngram, a model, or MODEL+ngram.")] = "auto",
+    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto (the preset's model drafter), none, ngram, self (no drafter memory: the target's own layers), a model, or MODEL+ngram.")] = "auto",
     mem_budget: Annotated[Optional[str], typer.Option("--mem-budget", help="Simulate budgets, e.g. gpu=6GiB,cpu=16GiB[,disk=100GB]; gpu=0 plans without a GPU. Unnamed ones are detected.")] = None,
     context: Annotated[Optional[int], typer.Option("--context", help="Tokens of context to plan for (default: min(model limit, 4096)).")] = None,
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", show_default=False, help="Tokens drafted per round (default: as `specx run` takes it: up to 16 under its auto policy).")] = 4,
@@ -47,7 +47,8 @@ def plan(
     choice = split_hybrid(m.drafter)[0]   # MODEL+ngram: copying costs no memory beyond the model's
     if m.drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
-    draft_source = None if choice in ("none", "ngram") or m.k == 0 else \
+    # self drafts with the target's own weights: no drafter memory
+    draft_source = None if choice in ("none", "ngram", "self") or m.k == 0 else \
         source_for(choice, Ask(m.draft_quant, m.draft_dtype or m.dtype, m.mem_budget))
     try:
         result = plan_for(source, draft_source, context, m.k, m.mem_budget, m.dtype, runtime_quant(m.quant),

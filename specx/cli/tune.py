@@ -21,7 +21,7 @@ Examples:
 @app.command(epilog=EXAMPLES + "\n" + EXIT_CODES)
 def tune(
     model: Annotated[Optional[str], typer.Argument(help="Target: a GGUF file, a Hugging Face model folder, or a preset name.")] = None,
-    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, ngram, or a model (file/folder/preset).")] = "auto",
+    drafter: Annotated[str, typer.Option("--drafter", "-d", help="auto, ngram, self (also searches which layers it leaves out), or a model (file/folder/preset).")] = "auto",
     prompts: Annotated[Optional[str], typer.Option("--prompts", help="Calibrate on your own prompts (all of them) instead of one bundled prompt per category.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 64,
     repeats: Annotated[int, typer.Option("--repeats", "-r", help="Measured runs of every prompt and configuration.")] = 2,
@@ -69,6 +69,8 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     configs = candidates(ref)
     runner = Runner(options.model, configs, chosen, max_tokens=max_tokens, sampling=options.run.sampling,
                     notify=output.note)
+    if tuned.split_hybrid(ref)[0] == "self":   # which layers it leaves out, before its k and policy are measured
+        output.note(search_self(options.model, chosen, max_tokens))
     runner.load()
     output.note(f"tuning {len(runner.configs)} configurations (the baseline included) on {len(chosen)} prompts, "
                 f"{repeats} repeats, {max_tokens} new tokens each")
@@ -86,6 +88,26 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     if m.interrupted:
         output.note(f"interrupted: the setting comes from {len(m.complete_units())} finished comparisons")
         raise typer.Exit(130)
+
+
+def search_self(m, prompts, max_tokens: int) -> str:
+    """Search a self-draft's shape to a local optimum on the target's plain answer to the longest tuning
+    prompt (teacher-forced, drafters/self.search_fully) and save it; the sentence that says what it found."""
+    from dataclasses import replace
+
+    from ..api import prepare, prompt_ids
+    from ..drafters.self import search_fully
+    from ..engine.draft import NoDrafter
+    from ..engine.loop import Generation
+    from ..engine.types import Round, Sampling
+
+    pair = prepare(replace(m, drafter="self", k=4), output.note)
+    drafter = getattr(pair.drafter, "model", pair.drafter)
+    prompt = max(prompts, key=lambda p: len(p.text))
+    seq = prompt_ids(pair.target.tokenizer, prompt.text, None, False)
+    seq += [t for e in Generation(pair.target, NoDrafter(), seq, k=0, max_tokens=max_tokens, sampling=Sampling())
+            if isinstance(e, Round) for t in e.token_ids]
+    return search_fully(drafter, seq)
 
 
 def show_trials(found: list[dict]) -> None:
@@ -145,6 +167,6 @@ def _absolute(ref: str) -> str:
     from ..policy import tuned
 
     base, hybrid = tuned.split_hybrid(ref)
-    if base != "ngram" and Path(base).expanduser().exists():
+    if base not in tuned.SPECIAL and Path(base).expanduser().exists():
         base = str(Path(base).expanduser().resolve())
     return base + ("+ngram" if hybrid else "")

@@ -102,13 +102,15 @@ class Decoder:
 
     @torch.inference_mode()
     def forward(self, cache: Cache, ids: Sequence[int], positions: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None, skip: Collection[int] = (), last_only: bool = False) -> torch.Tensor:
+                mask: torch.Tensor | None = None, skip: Collection[int] = (), last_only: bool = False,
+                mode: str | None = None) -> torch.Tensor:
         """Logits (T, vocab) of `ids` appended to the cache (the last row only with `last_only`).
 
         positions: rotary positions (T,) int64, default the cache slots they fill. mask: (T, T) bool, which
         earlier rows of this call each row sees (a token tree; default all). skip: layer indices to leave out
-        (their cache slots for these ids stay unwritten: crop them before a full forward reads them)."""
-        c, w, start, rows, mode = self.config, self.weights, cache.length, len(ids), self.mode
+        (their cache slots for these ids stay unwritten: crop them before a full forward reads them).
+        mode: the linear kernels' activation mode for this call (default the decoder's; a self-draft's "q8")."""
+        c, w, start, rows, mode = self.config, self.weights, cache.length, len(ids), mode or self.mode
         if start + rows > min(cache.capacity, self.context):
             raise ContextFull(f"{start + rows} positions do not fit a context of {self.context}")
         if positions is None:

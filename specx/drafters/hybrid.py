@@ -40,6 +40,15 @@ class HybridDrafter(NoDrafter):
     def lm(self):
         return self.model.lm
 
+    def between(self, seq: list[int]) -> None:
+        """The model drafter's work between rounds, if it has any (a self-draft's search)."""
+        if hasattr(self.model, "between") and not self.copies_only:
+            self.model.between(seq)
+
+    def take_notice(self) -> str:
+        """The model drafter's notice, if it has one (a self-draft's search ending)."""
+        return getattr(self.model, "take_notice", str)()
+
     def sit_out(self, seq: list[int], reuse: int = 0, budget: float | None = None) -> str:
         """Whether the model sits the next answer out (see the class; `budget`: the seconds its prompt
         pass may cost); the sentence that says so, or ""."""

@@ -57,6 +57,8 @@ class Generation:
             if self.stats.rounds == 1 and self.k:
                 forward_before += self._prefill_drafter(seq)   # prefill, not decoding: out of the overhead figure
             k, model_k = self._round_k(len(seq))
+            tb = time.perf_counter()
+            self._between(seq)
             t0 = time.perf_counter()
             draft = self._propose(seq, k, model_k)                                            # 1. propose
             t1 = time.perf_counter()
@@ -77,7 +79,7 @@ class Generation:
             self.policy.update(sent, accepted, t1 - t0, t2 - t1, draft.source, made, said)   # 6. adapt k
             self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1, depth)
             self.stats.first_token_s = self.stats.first_token_s or (t2 - start)
-            self.stats.decode_s += t2 - t0
+            self.stats.decode_s += t2 - tb
             self.stats.forward_s = self._forward_s() - forward_before
             if reason is None and self.stop.is_set():
                 reason = "interrupted"
@@ -106,8 +108,9 @@ class Generation:
         return self.target.forward_s + getattr(self.drafter, "forward_s", 0.0)
 
     def _notice(self) -> str:
-        """A policy decision the user must hear about (speculation turned off or on), once."""
-        notice = self.policy.take_notice()
+        """A policy decision the user must hear about (speculation turned off or on), or the drafter's own
+        (a self-draft's search ending), once."""
+        notice = self.policy.take_notice() or getattr(self.drafter, "take_notice", str)()
         if notice:
             self.stats.notices.append(notice)
         return notice
@@ -135,6 +138,13 @@ class Generation:
         self.drafter.prefill(seq, self.reuse)
         self.stats.prefill_s += time.perf_counter() - t
         return self._forward_s() - forward
+
+    def _between(self, seq: list[int]) -> None:
+        """The drafter's work between rounds (a self-draft's search scoring a candidate on the target's
+        cache, which holds seq[:-1]): in the answer's decoding time, outside the draft and verify times the
+        policy prices drafting by."""
+        if self.stats.rounds and self.k and hasattr(self.drafter, "between"):
+            self.drafter.between(seq)
 
     def _propose(self, seq: list[int], k: int, model_k: int) -> Draft:
         """The drafter's draft as the policy trims it (auto: a copy to what its evidence earned, a

@@ -20,6 +20,7 @@ from ..state.paths import config_dir
 from .policy import POLICIES
 
 FILE, LOCK = "tuned.json", "tuned.json.lock"
+SPECIAL = ("none", "ngram", "self")   # drafters that name no model file (self: the target's own layers)
 VERSION = 1
 
 
@@ -95,7 +96,7 @@ _FIELD_CHECKS = {
 
 
 def _short(ref: str) -> str:
-    return ref if ref in ("none", "ngram") else Path(ref).stem or ref
+    return ref if ref in SPECIAL else Path(ref).stem or ref
 
 
 # ---- identities ---------------------------------------------------------------------------------
@@ -106,7 +107,7 @@ def model_identity(ref: str, ask=None) -> str:
     from ..memory.variant import Ask, source_for
     from ..models.store import sha256_file
 
-    if ref in ("none", "ngram"):
+    if ref in SPECIAL:
         return ref
     source = source_for(ref, ask or Ask())
     if source.kind == "gguf":

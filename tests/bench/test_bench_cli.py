@@ -315,11 +315,12 @@ def test_the_default_is_a_quick_look_at_what_specx_run_does(cli_models, prompts_
     target = str(cli_models["target"])
     args = (None, None, None, 0.4, 8, QUICK_REPEATS, None, "auto", 0.0, 0, None, None)
     _, configs, prompts, _, run = plan(target, *args)
-    assert [c.label for c in configs] == ["none", f"ngram k={AUTO_K_MAX} auto"]
+    # the tiny target runs on specx's decoder and names no model drafter: it drafts for itself and copies
+    assert [c.label for c in configs] == ["none", f"self+ngram k={AUTO_K_MAX} auto"]
     assert [p.category for p in prompts] == suite.categories(suite.bundled()) and run.max_tokens == 8
     assert plan(target, *args, full=True)[2] == suite.bundled() and QUICK_REPEATS < FULL_REPEATS
     doc = json.loads(bench(target, "--prompts", prompts_file, "-n", "4", "-r", "1", "--no-warmup", "--json", "-").stdout)
-    assert [c["label"] for c in doc["configs"]] == ["none", f"ngram k={AUTO_K_MAX} auto"]
+    assert [c["label"] for c in doc["configs"]] == ["none", f"self+ngram k={AUTO_K_MAX} auto"]
 
 
 def test_the_default_row_follows_the_settings_a_run_reads(cli_models):
@@ -329,7 +330,7 @@ def test_the_default_row_follows_the_settings_a_run_reads(cli_models):
 
     settings.write_config({"draft_policy": "fixed"})
     _, configs, *_ = plan(str(cli_models["target"]), None, None, None, 0.4, 8, 1, None, "auto", 0.0, 0, None, None)
-    assert [c.label for c in configs] == ["none", "ngram k=4 fixed"]
+    assert [c.label for c in configs] == ["none", "self+ngram k=4 fixed"]
 
 
 def test_the_time_left_counts_measured_runs_only(monkeypatch):

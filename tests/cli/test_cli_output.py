@@ -241,7 +241,8 @@ def test_no_color_keeps_the_panel_without_colour(cli_models, term, monkeypatch):
 
 def test_dumb_terminal_gets_plain_lines(cli_models, term, monkeypatch):
     monkeypatch.setenv("TERM", "dumb")
-    code, tty, stdout = term.run("run", str(cli_models["target"]), PROMPT, "-n", "20", "--color-drafted",
+    # the n-gram drafter: no draft-policy notice (a self-draft's may come mid-text) splits the words
+    code, tty, stdout = term.run("run", str(cli_models["target"]), PROMPT, "-n", "20", "--color-drafted", "-d", "ngram",
                                  stdout_tty=True)
     assert code == 0 and "\x1b" not in tty
     assert "stop: length" in tty and re.search(r"(w\d+ ){19}w\d+", tty)

@@ -118,7 +118,7 @@ def test_embedded_default_runs_from_its_preset_name():
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
-    assert "drafter: ngram" in proc.stderr
+    assert "drafter: self+ngram" in proc.stderr   # it names no model drafter: it drafts for itself, and copies
     again = subprocess.run([sys.executable, "-m", "specx", "run", "smollm2", "-n", "4", "Hi"],
                            capture_output=True, text=True, timeout=300, env={**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/"})
     assert again.returncode == 0, again.stderr
