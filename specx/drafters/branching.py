@@ -66,8 +66,9 @@ def level(candidates: list[Child], nodes: int, room: int, stops: Stops) -> list[
 
 def growing(kept: list[Child], stops: Stops) -> list[int]:
     """Which of a level's kept children (their indices in `kept`) may be grown further: those the drafter
-    did not doubt (Stops.min_confidence)."""
-    return [i for i, c in enumerate(kept) if stops.min_confidence is None or c[4] >= stops.min_confidence]
+    did not doubt (Stops.min_confidence) whose children could still pass FLOOR."""
+    return [i for i, c in enumerate(kept)
+            if c[0] >= FLOOR and (stops.min_confidence is None or c[4] >= stops.min_confidence)]
 
 
 def pays(chance: float, rows: int, nodes: int, depth: int, stops: Stops) -> bool:
