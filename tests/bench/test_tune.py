@@ -40,6 +40,23 @@ def test_candidates_sweep_k_1_to_8_and_the_policies():
     assert candidates("none") == []
 
 
+def test_candidates_include_token_trees_and_the_chosen_width_is_saved():
+    """Tune tries auto at its cap with trees of 8 nodes and sized by measured costs beside chains; a tree row
+    that wins is saved with its width, described and read back; a width out of range is not read."""
+    trees = {c.tree for c in candidates("./draft.gguf") if c.policy == "auto" and c.k == AUTO_K_MAX}
+    assert trees == {0, 8, -1} and {c.tree for c in candidates("ngram")} == {0, 8, -1}
+    assert all(not c.tree for c in candidates("ngram") if c.policy != "auto")
+    found = [dict(trial("k=16 auto tree auto", AUTO_K_MAX, 1.5, "auto"), tree=-1), trial("k=2", 2, 1.2),
+             trial("none", 0, 1.0, baseline=True)]
+    best = choose(found, "ngram")
+    assert best.tree == -1 and "trees sized by measured costs" in best.describe()
+    assert choose(found[1:], "ngram").tree == 0
+    tuned.record(KEY, best, [])
+    assert tuned.lookup_tuned(KEY).tree == -1
+    with pytest.raises(ValueError):
+        TunedSetting.from_dict({"drafter": "ngram", "k": 4, "tree": 99})
+
+
 def test_choose_picks_the_fastest_and_turns_speculation_off_when_nothing_beats_the_baseline():
     found = [trial("k=5", 5, 1.4), trial("k=2", 2, 1.2), trial("none", 0, 1.0, baseline=True)]
     best = choose(found, "ngram")
@@ -158,6 +175,17 @@ def test_run_uses_the_tuned_setting_and_flags_override_it(cli_models):
     tuned.record(key, TunedSetting("none", 0, tuned_at="2026-11-23T04:00:00Z"), [])
     stats, err = run_k(target)
     assert (stats["k"], stats["drafter"]) == (0, "none") and "speculation off (tuned 2026-11-23" in err
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_run_takes_the_tuned_tree_width_unless_tree_was_given(cli_models):
+    """The tuned layer sets --tree as it sets k and the policy; a --tree the user gave wins."""
+    from specx.options import resolve
+
+    target = str(cli_models["target"])
+    tuned.record(tuned.make_key(target, "ngram"), TunedSetting("ngram", 4, "auto", speedup=1.4, tree=8), [])
+    assert resolve({"model": target, "drafter": "ngram"}).run.tree == 8
+    assert resolve({"model": target, "drafter": "ngram", "tree": 0}).run.tree == 0
 
 
 @pytest.mark.usefixtures("one_thread")
