@@ -4,11 +4,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import torch
 
 from .sampling import warp
-from .tree import judged, tree_mask, tree_positions, verify_tree_greedy, verify_tree_sampled
+from .tree import cut_lead, judged, lead, tree_mask, tree_positions, verify_tree_greedy, verify_tree_sampled
 from .verify import verify_greedy, verify_sampled
 from .detok import TextStream
 from .draft import Ask, Draft
@@ -136,16 +137,19 @@ class Generation:
 
     def _propose(self, seq: list[int], k: int, model_k: int) -> Draft:
         """The drafter's draft as the policy trims it (auto: a copy to what its evidence earned, a
-        model's draft to what is worth verifying); where a copy is cut to nothing, the drafter's other
-        draft if it has one (a hybrid's model), trimmed too. None in the first round, which is plain
-        (see _prefill_drafter)."""
+        model's draft to what is worth verifying; a copy's tree: its main copy so, its other continuations
+        kept); where a copy is cut to nothing, the drafter's other draft if it has one (a hybrid's model),
+        trimmed too. None in the first round, which is plain (see _prefill_drafter)."""
         if not self.stats.rounds:
             return Draft([], None)
         ask = self._ask(k, model_k)
         proposed = self.drafter.propose(seq, ask)
-        if proposed.parents is not None:
-            return proposed   # the policy prices chains; a tree's size was priced in the ask (_tree_size)
-        draft = self.policy.trim(proposed)
+        if proposed.parents is not None and not proposed.lookup:
+            return proposed   # a model's tree grew as the policy's stops allowed (drafters/branching.py)
+        draft = self.policy.trim(proposed if proposed.parents is None else
+                                 replace(proposed, tokens=proposed.tokens[:lead(proposed.parents)], parents=None))
+        if proposed.parents is not None and draft.tokens:   # a copy's tree: its main copy cut as a chain's,
+            return cut_lead(proposed, len(draft.tokens))      # its other continuations kept
         if proposed.lookup and proposed.tokens and not draft.tokens:
             other = self.drafter.instead(seq, ask)
             draft = draft if other is None else self.policy.trim(other)

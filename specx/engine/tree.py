@@ -17,7 +17,7 @@ verification is the chain's (engine/verify.py), coin for coin.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -137,3 +137,19 @@ def judged(draft, path: list[int]) -> tuple[tuple[float, ...], int]:
             return tuple(out), len(out) - 1
         node = first[0]
     return tuple(out), len(out)
+
+
+def lead(parents) -> int:
+    """How many leading nodes form one chain from the root (an n-gram tree's main copy)."""
+    return next((i for i, p in enumerate(parents) if p != i - 1), len(parents))
+
+
+def cut_lead(draft, keep: int):
+    """A deterministic tree draft whose leading chain is cut to its first `keep` nodes; every other node (the
+    branches from the root) stays, renumbered."""
+    m = lead(draft.parents)
+    drop = m - keep
+    if drop <= 0:
+        return draft
+    parents = list(draft.parents[:keep]) + [p if p < m else p - drop for p in draft.parents[m:]]
+    return replace(draft, tokens=draft.tokens[:keep] + draft.tokens[m:], parents=tuple(parents))
