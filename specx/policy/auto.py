@@ -84,7 +84,11 @@ class Auto(Switched):
         nodes judged, and the switch's bookkeeping as for a chain of its depth."""
         self.cost.observe_tree(r)
         self.cost.calibration.add(r.judged, r.passed)
-        self.full.pop(r.source, None)
+        if r.source != MODEL:   # a copy's tree accepted as deep as it went: copy further next time (_grow)
+            if r.accepted == r.depth:
+                self.full[r.source] = r.depth
+            else:
+                self.full.pop(r.source, None)
         if r.source == MODEL:
             self.judged += min(r.depth, r.accepted + 1)
             if self.probing:
