@@ -152,7 +152,7 @@ class Generation:
             return cut_lead(proposed, len(draft.tokens))      # its other continuations kept
         if proposed.lookup and proposed.tokens and not draft.tokens:
             other = self.drafter.instead(seq, ask)
-            draft = draft if other is None else self.policy.trim(other)
+            draft = draft if other is None else other if other.parents is not None else self.policy.trim(other)
         return draft
 
     def _round_k(self, length: int) -> tuple[int, int]:

@@ -253,3 +253,32 @@ def test_cutting_a_copy_trees_main_copy_keeps_every_branch_whole():
     assert [[cut.tokens[i] for i in tree.path(leaf)] for leaf in (1, 3, 6)] == [[100, 101], [105, 106],
                                                                                  [107, 108, 109]]
     assert cut_lead(draft, 5) is draft and cut_lead(draft, 9) is draft
+
+
+def test_a_tree_drafted_instead_of_a_cut_copy_reaches_the_target_whole():
+    """Where the policy cuts a copy to nothing and the drafter's other draft (a hybrid's model) is a tree, the
+    tree is verified as it grew: cutting its tokens would leave its parents behind (it once did)."""
+    from types import SimpleNamespace
+
+    from specx.engine.draft import Draft, NoDrafter
+    from specx.engine.loop import Generation
+    from specx.engine.types import Sampling
+    from specx.policy.base import Policy
+
+    class CutsAll(Policy):
+        def trim(self, draft):
+            return Draft([], None, draft.source)
+
+    tree = Draft([1, 2, 3], None, confidences=(0.5, 0.3, 0.9), parents=(ROOT, ROOT, 0))
+
+    class Hybrid(NoDrafter):
+        def propose(self, seq, ask):
+            return Draft([7, 8], None, "match3")
+
+        def instead(self, seq, ask):
+            return tree
+
+    loop = object.__new__(Generation)
+    loop.stats, loop.policy, loop.drafter = SimpleNamespace(rounds=1), CutsAll(4), Hybrid()
+    loop.tree, loop._room, loop.sampling, loop.generator, loop.stop = 8, 100, Sampling(), None, None
+    assert loop._propose([5, 6], 4, 4) is tree
