@@ -250,20 +250,20 @@ def test_tune_then_run_end_to_end_and_show_and_reset(cli_models, prompts_file):
 def test_ctrl_c_keeps_finished_trials_and_leaves_a_whole_file(cli_models, prompts_file, monkeypatch):
     from specx.cli import bench as bench_cli
 
-    calls = {"n": 0}
+    calls, rows = {"n": 0}, len(candidates("ngram")) + 1   # the baseline too
     original = bench_cli.ProgressBar.advance
 
     def interrupting(self, label, sample):
         original(self, label, sample)
         calls["n"] += 1
-        if calls["n"] == 13 + 13 + 3:   # warm-ups, one complete prompt, part of the next
+        if calls["n"] == rows + rows + 3:   # warm-ups, one complete prompt, part of the next
             raise KeyboardInterrupt
     monkeypatch.setattr(bench_cli.ProgressBar, "advance", interrupting)
     result = invoke("tune", str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1")
     assert result.exit_code == 130, result.stderr
     assert "interrupted: the setting comes from 1 finished comparisons" in result.stderr
     entry = json.loads(tuned.path().read_text())["entries"][0]
-    assert entry["setting"]["complete"] is False and len(entry["trials"]) == 13
+    assert entry["setting"]["complete"] is False and len(entry["trials"]) == rows
     assert all(t["samples"] == 1 for t in entry["trials"])
     assert sorted(p.name for p in tuned.path().parent.iterdir()) == ["tuned.json", "tuned.json.lock"]
 
