@@ -163,7 +163,7 @@ def resolve(given: Mapping[str, object], *, tuned: bool = True, environ: Mapping
 
 # ---- the tuned layer ---------------------------------------------------------------------------
 
-FLAG = {"k": "-k", "draft_policy": "--draft-policy", "confidence": "--confidence"}
+FLAG = {"k": "-k", "draft_policy": "--draft-policy", "confidence": "--confidence", "tree": "--tree"}
 
 
 def tuned_layer(values: Mapping[str, object], explicit: set[str], target_weights: str,
@@ -193,7 +193,7 @@ def tuned_layer(values: Mapping[str, object], explicit: set[str], target_weights
         notify(f"tuned: {setting.describe()}; --drafter or -k overrides it")
         return {"drafter": "none", "k": 0}
     found = {n: v for n, v in (("k", setting.k), ("draft_policy", setting.policy),
-                               ("confidence", setting.confidence)) if n not in explicit}
+                               ("confidence", setting.confidence), ("tree", setting.tree)) if n not in explicit}
     if wanted is None:   # `auto` takes the tuned drafter
         found["drafter"] = setting.drafter
     overridden = [FLAG[n] for n in FLAG if n in explicit]

@@ -26,6 +26,7 @@ class Config:
     confidence: float = 0.4
     peer: str = ""
     tuned: bool = False      # `--config tuned`: run as `specx run` runs it (the policy guarded: policy.Guarded)
+    tree: int = 0            # token trees (`--tree`): 0 chains, -1 sized by measured costs, N at most N nodes
 
     @property
     def baseline(self) -> bool:
@@ -43,12 +44,17 @@ class Config:
         name = base if base in ("ngram", "self", "auto") else Path(base).stem or base
         name += HYBRID if hybrid else ""
         policy = f"confidence {self.confidence:g}" if self.policy == "confidence" else self.policy
-        return f"{name} k={self.k} {policy}" + (" (tuned)" if self.tuned else "")
+        return f"{name} k={self.k} {policy}{tree_label(self.tree)}" + (" (tuned)" if self.tuned else "")
 
     def as_dict(self) -> dict:
         return {"label": self.label, "drafter": self.drafter, "k": self.k, "policy": self.policy,
                 "confidence": self.confidence, "peer": self.peer or None, "baseline": self.baseline,
-                "tuned": self.tuned}
+                "tuned": self.tuned, "tree": self.tree}
+
+
+def tree_label(tree: int) -> str:
+    """How a configuration's name shows its token trees: nothing for chains."""
+    return "" if not tree else " tree auto" if tree < 0 else f" tree {tree}"
 
 
 BASELINE = Config("none", 0)

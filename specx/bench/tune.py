@@ -11,17 +11,20 @@ from .runner import Config
 KS = tuple(range(1, 9))
 THRESHOLDS = (0.3, 0.5, 0.7)
 HEURISTIC_START = 4
+TREES = (8, -1)   # token trees tried under auto at its default cap: 8 nodes, and sized by measured costs
 
 
-def candidates(drafter: str, ks: tuple[int, ...] = KS) -> list[Config]:
+def candidates(drafter: str, ks: tuple[int, ...] = KS, trees: tuple[int, ...] = TREES) -> list[Config]:
     """fixed k for every k, heuristic from k=4, auto (cost-model k, 0 when drafting does not pay) up to
     4, up to the largest k and up to its own default cap (what `specx run` does when k is not set),
-    and (model drafters only) confidence at a few thresholds."""
+    the last with token trees of each width in `trees`, and (model drafters only) confidence at a few
+    thresholds. (A target that verifies chains only runs the tree rows as chains.)"""
     if drafter == "none":
         return []
     out = [Config(drafter, k, "fixed") for k in ks]
     out.append(Config(drafter, HEURISTIC_START, "heuristic"))
     out += [Config(drafter, k, "auto") for k in sorted({min(4, max(ks)), max(ks), AUTO_K_MAX})]
+    out += [Config(drafter, AUTO_K_MAX, "auto", tree=t) for t in trees]
     if drafter != "ngram":   # the n-gram drafter has no probabilities to be confident about
         out += [Config(drafter, max(ks), "confidence", t) for t in THRESHOLDS]
     return out
@@ -52,4 +55,5 @@ def choose(trial_list: list[dict], drafter_ref: str, complete: bool = True) -> T
         return TunedSetting("none", 0, "fixed", tok_s=base["tok_s"], baseline_tok_s=base["tok_s"], speedup=1.0,
                             tuned_at=stamp, complete=complete)
     return TunedSetting(drafter_ref, best["k"], best["policy"], best["confidence"], tok_s=best["tok_s"],
-                        baseline_tok_s=base["tok_s"], speedup=best["speedup"], tuned_at=stamp, complete=complete)
+                        baseline_tok_s=base["tok_s"], speedup=best["speedup"], tuned_at=stamp, complete=complete,
+                        tree=best.get("tree", 0))

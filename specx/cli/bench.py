@@ -14,6 +14,7 @@ Examples:
   specx bench smollm2
   specx bench smollm2 --full
   specx bench ./target.gguf --drafter ./drafter.gguf --drafter ngram -k 2 -k 4 --repeats 5
+  specx bench ./target.gguf --drafter ./drafter.gguf+ngram --tree 0 --tree 8 --tree -1
   specx bench ./target.gguf -c tuned -c drafter=ngram,k=8,policy=auto --quant fp16
   specx bench ./target.gguf --drafter ./drafter.gguf --peer hf --json result.json --csv result.csv
   specx bench smollm2 --prompts my-prompts.toml --json - | jq '.rows[] | select(.category=="overall")'
@@ -28,7 +29,8 @@ def bench(
     draft_policy: Annotated[Optional[list[str]], typer.Option("--draft-policy", help="fixed, heuristic, confidence, auto (cost-model k, 0 when drafting does not pay); repeatable (default: as `specx run`, auto).")] = None,
     draft_tokens: Annotated[Optional[list[int]], typer.Option("--draft-tokens", "-k", help="Tokens drafted per round; repeatable (default: as `specx run` takes it: 16 for auto, its most; 4 for the others).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")] = 0.4,
-    config: Annotated[Optional[list[str]], typer.Option("--config", "-c", metavar="SPEC", help="One exact configuration, `drafter=D,k=K,policy=P[,confidence=C]`, or `tuned` (what `specx tune` saved for this model, run as `specx run` runs it: guarded, labelled `(tuned)`); repeatable, added to the --drafter × --draft-policy × -k grid.")] = None,
+    tree: Annotated[Optional[list[int]], typer.Option("--tree", help="Token trees: 0 chains, -1 sized by measured costs, N at most N nodes a verify; repeatable, a grid axis (default: as `specx run`).")] = None,
+    config: Annotated[Optional[list[str]], typer.Option("--config", "-c", metavar="SPEC", help="One exact configuration, `drafter=D,k=K,policy=P[,confidence=C][,tree=N]`, or `tuned` (what `specx tune` saved for this model, run as `specx run` runs it: guarded, labelled `(tuned)`); repeatable, added to the --drafter × --draft-policy × -k × --tree grid.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="New tokens per prompt.")] = 128,
     repeats: Annotated[Optional[int], typer.Option("--repeats", "-r", help=f"Measured runs of every prompt and configuration (default {QUICK_REPEATS}; {FULL_REPEATS} with --full).")] = None,
     full: Annotated[bool, typer.Option("--full", help="The whole bundled suite (4 prompts per category) instead of the quick look (the first prompt of each).")] = False,
@@ -53,7 +55,7 @@ def bench(
     repeats = repeats if repeats is not None else FULL_REPEATS if full else QUICK_REPEATS
     settings, configs, chosen, base, run = plan(
         model, drafter, draft_policy, draft_tokens, confidence, max_tokens, repeats, prompts, dtype, temperature,
-        seed, peer, plot_path, json_path, csv_path, quant, config, full)
+        seed, peer, plot_path, json_path, csv_path, quant, config, full, tree)
     runner = Runner(base, configs, chosen, max_tokens=run.max_tokens, sampling=run.sampling, notify=output.note)
     runner.load()
     total = len(runner.configs) * (repeats * len(chosen) + (1 if warmup else 0))
@@ -70,16 +72,16 @@ QUICK_REPEATS, FULL_REPEATS = 2, 5   # a quick look: one prompt per category, pa
 
 
 def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts, dtype, temperature, seed,
-         peers, plot_path, json_out=None, csv_out=None, quant="auto", specs=None, full=False):
-    """Every check that needs no model, then the configurations: drafters × policies × k (by default
-    the one `specx run` takes), plus exact ones and peers; the options the rows share."""
+         peers, plot_path, json_out=None, csv_out=None, quant="auto", specs=None, full=False, trees=None):
+    """Every check that needs no model, then the configurations: drafters × policies × k × trees (by
+    default the ones `specx run` takes), plus exact ones and peers; the options the rows share."""
     from ..bench import suite
     from ..bench.peers import peer_configs
     from ..bench.runner import Config, with_baseline
     from ..errors import UsageError
     from ..models.resolve import dtype_name
     from ..options import resolve
-    from ..state.limits import MAX_K
+    from ..state.limits import MAX_K, check
 
     shared = {"model": model, "dtype": dtype, "quant": quant, "temperature": temperature, "max_tokens": max_tokens,
               "seed": seed if temperature else None}
@@ -88,6 +90,8 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
              for p in policies or ["auto"]}   # -k as `specx run` takes it with that policy (checked)
     if repeats < 1:
         raise UsageError(f"--repeats must be at least 1 (got {repeats})", "try --repeats 5")
+    for t in trees or []:
+        check("tree", t, "--tree")
     for k in ks or []:
         if not 1 <= k <= MAX_K:
             raise UsageError(f"-k must be between 1 and {MAX_K} in a benchmark (got {k})",
@@ -101,9 +105,10 @@ def plan(model, drafters, policies, ks, confidence, max_tokens, repeats, prompts
             raise UsageError(f"the folder of {dest} does not exist", "create it first, or write somewhere else")
     chosen = suite.load(prompts) if prompts or full else suite.calibration(suite.bundled())
     exact = [parse_spec(s, shared) for s in specs or []]
-    if drafters or policies or ks or exact:
+    if drafters or policies or ks or trees or exact:
         names = [auto_drafter(model, dtype) if d == "auto" else d for d in (drafters or ([] if exact else ["auto"]))]
-        grid = [Config(d, k, p, confidence) for d in names if d != "none" for p in k_for for k in ks or [k_for[p]]]
+        grid = [Config(d, k, p, confidence, tree=t) for d in names if d != "none" for p in k_for
+                for k in ks or [k_for[p]] for t in trees or [base.run.tree]]
     else:
         grid = [run_config(resolve(shared), dtype)]
     configs = with_baseline(grid + exact)
@@ -128,16 +133,17 @@ def run_config(options, dtype: str):
     if m.drafter == "none" or m.k == 0:
         return BASELINE
     drafter = auto_drafter(m.model, dtype) if m.drafter == "auto" else m.drafter
-    return Config(drafter, m.k, r.draft_policy, r.confidence, tuned=options.sources["draft_policy"] == "tuned")
+    return Config(drafter, m.k, r.draft_policy, r.confidence, tuned=options.sources["draft_policy"] == "tuned",
+                  tree=r.tree)
 
 
 def parse_spec(spec: str, shared: dict):
-    """`drafter=D,k=K,policy=P[,confidence=C]` or `tuned` → a Config (checked like the flags; k by
+    """`drafter=D,k=K,policy=P[,confidence=C][,tree=N]` or `tuned` → a Config (checked like the flags; k by
     default as `specx run` takes it with that policy)."""
     from ..bench.runner import Config
     from ..errors import UsageError
     from ..options import resolve
-    from ..state.limits import MAX_K
+    from ..state.limits import MAX_K, check
 
     hint = "e.g. --config drafter=ngram,k=8,policy=auto or --config tuned"
     if spec.strip() == "tuned":
@@ -145,7 +151,7 @@ def parse_spec(spec: str, shared: dict):
     fields = {}
     for part in filter(None, spec.split(",")):
         key, eq, value = part.partition("=")
-        if not eq or key.strip() not in ("drafter", "k", "policy", "confidence"):
+        if not eq or key.strip() not in ("drafter", "k", "policy", "confidence", "tree"):
             raise UsageError(f"cannot read --config {spec!r} at {part!r}", hint)
         fields[key.strip()] = value.strip()
     if "drafter" not in fields:
@@ -153,13 +159,15 @@ def parse_spec(spec: str, shared: dict):
     try:
         policy, conf = fields.get("policy", "fixed"), float(fields.get("confidence", 0.4))
         given = int(fields["k"]) if "k" in fields else None
+        tree = int(fields.get("tree", 0))
     except ValueError:
-        raise UsageError(f"--config {spec!r}: k must be an integer and confidence a number", hint) from None
+        raise UsageError(f"--config {spec!r}: k and tree must be integers and confidence a number", hint) from None
     k = resolve({**shared, "draft_policy": policy, "confidence": conf}, tuned=False).model.k if given is None else given
     if not 1 <= k <= MAX_K:
         raise UsageError(f"--config {spec!r}: k must be between 1 and {MAX_K}", hint)
+    check("tree", tree, "--config tree")
     drafter = auto_drafter(shared["model"], shared["dtype"]) if fields["drafter"] == "auto" else fields["drafter"]
-    return Config(drafter, k, policy, conf)
+    return Config(drafter, k, policy, conf, tree=tree)
 
 
 def tuned_config(shared: dict):
@@ -176,7 +184,7 @@ def tuned_config(shared: dict):
                          f"run `specx tune {shared['model']}` first (with the same options)")
     output.note(f"tuned: {setting.describe()}")
     return BASELINE if setting.off else Config(setting.drafter, setting.k, setting.policy, setting.confidence,
-                                               tuned=True)
+                                               tuned=True, tree=setting.tree)
 
 
 def auto_drafter(model: str, dtype: str) -> str:

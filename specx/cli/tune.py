@@ -31,7 +31,7 @@ def tune(
     show: Annotated[bool, typer.Option("--show", help="List the tuned settings and exit.")] = False,
     reset: Annotated[bool, typer.Option("--reset", help="Forget the tuned settings (of MODEL, or all) and exit.")] = False,
 ) -> None:
-    """Sweep k (1-8) and the draft policies; save the fastest measured setting for `specx run` (or "speculation off")."""
+    """Sweep k (1-8), the draft policies and token trees; save the fastest measured setting for `specx run` (or "speculation off")."""
     from ..policy import tuned
     from ..errors import UsageError
 

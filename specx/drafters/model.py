@@ -1,6 +1,8 @@
 """A smaller model as the drafter: it drafts with its own KV cache and rolls it back to what the target accepted."""
 from __future__ import annotations
 
+import time
+
 import torch
 
 from ..engine.sampling import greedy, sample, warp
@@ -174,34 +176,40 @@ class ModelDrafter(NoDrafter):
         return Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences), made=len(tokens))
 
     def _propose_tree(self, seq: list[int], ask: Ask) -> Draft:
-        """A token tree of at most ask.tree nodes, ask.model_limit deep, grown level by level
-        (drafters/branching.py): one drafter forward a level, over the nodes past the shared trunk with
-        the tree's mask. A tree that never branched is returned as the chain it is."""
-        logits = self._logits(self._unread(seq))
+        """A token tree of at most ask.tree nodes, ask.model_limit deep, grown level by level while the
+        policy's stops say a level pays (drafters/branching.py): one drafter forward a level, over the nodes
+        past the shared trunk with the tree's mask, each timed with its rows (Draft.levels). A tree that never
+        branched is returned as the chain it is."""
+        stops, t = ask.stops, time.perf_counter()
+        unread = self._unread(seq)
+        logits, rows = self._logits(unread), len(unread)
         self.base = len(seq) - self.offset
-        tokens, parents, rows, confidences = [], [], [], []
+        tokens, parents, qs, confidences, levels = [], [], [], [], []
         frontier, self.forwarded = [(ROOT, logits[0], 1.0)], 0
-        for level in range(ask.model_limit):
-            if ask.stop is not None and ask.stop.is_set():
-                break
-            grown = sorted(((w, node, local, q, p) for node, scores, weight in frontier
-                            for w, local, q, p in branching.children(scores, weight, ask.sampling, ask.generator)),
-                           key=lambda c: -c[0])
-            grown = [c for c in grown if c[0] >= branching.FLOOR][:min(branching.MAX_WIDTH, ask.tree - len(tokens))]
+        for depth in range(1, ask.model_limit + 1):
+            candidates = [c for node, scores, chance in frontier
+                          for c in branching.children(scores, node, chance, stops, ask.sampling, ask.generator)]
+            kept = branching.level(candidates, len(tokens), ask.tree - len(tokens), stops)
+            levels.append((rows, time.perf_counter() - t))
             first = len(tokens)
-            for _, node, local, q, p in grown:
+            for _, node, local, q, p in kept:
                 tokens.append(local if self.keep is None else int(self.keep[local]))
                 parents.append(node)
-                rows.append(q if q is not None else _one_hot(local, logits.shape[-1]))
+                qs.append(q if q is not None else _one_hot(local, logits.shape[-1]))
                 confidences.append(p)
-            if not grown or len(tokens) >= ask.tree or level + 1 == ask.model_limit:
+            grow = branching.growing(kept, stops)
+            rows = len(tokens) - min(branching.trunk(parents), self.forwarded)
+            if (not grow or len(tokens) >= ask.tree or depth == ask.model_limit
+                    or (ask.stop is not None and ask.stop.is_set())
+                    or not branching.pays(kept[grow[0]][0], rows, len(tokens), depth, stops)):
                 break
+            t = time.perf_counter()
             scores = self._tree_forward(tokens, parents)
-            frontier = [(i, scores[i], grown[i - first][0]) for i in range(first, len(tokens))]
-        probs = None if ask.sampling.greedy else self._pad(rows)
-        if parents == list(range(-1, len(tokens) - 1)):
-            return Draft(tokens, probs, confidences=tuple(confidences), made=len(tokens))
-        return Draft(tokens, probs, confidences=tuple(confidences), made=len(tokens), parents=tuple(parents))
+            frontier = [(first + i, scores[first + i], kept[i][0]) for i in grow]
+        probs = None if ask.sampling.greedy else self._pad(qs)
+        tree = None if parents == list(range(-1, len(tokens) - 1)) else tuple(parents)
+        return Draft(tokens, probs, confidences=tuple(confidences), made=len(tokens), parents=tree,
+                     levels=tuple(levels))
 
     def _tree_forward(self, tokens: list[int], parents: list[int]) -> torch.Tensor:
         """Scores (nodes, V') of every node's next token, the nodes past the trunk (branching.trunk) forwarded

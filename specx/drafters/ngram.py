@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..engine.draft import Ask, Draft, NoDrafter
+from ..engine.tree import ROOT
 
 MAX_N = 3   # the longest suffix a lookup matches (`specx export vllm` writes it as prompt_lookup_max)
 
@@ -105,14 +106,17 @@ class NgramDrafter(NoDrafter):
         return Draft(tokens, None, evidence_kind(self.evidence), parents=tuple(parents))
 
     def commit_tree(self, draft: Draft, path: list[int]) -> None:
-        """Follow the copy whose branch the target accepted (the main one where it accepted nothing)."""
-        first = max((b for b in self.branches if path and path[0] >= b[0]), default=None)
-        if first is not None:
-            self.start, self.evidence = first[1], first[2]
-            self.commit(len(draft.tokens) - first[0], len(path))
+        """Follow the copy whose branch the target accepted (the main one where it accepted nothing). The
+        branches are told apart by their first nodes, the root's children after the main copy's (the loop
+        may have cut the main copy: engine.tree.cut_lead)."""
+        roots = draft.tree.children(ROOT)
+        ends = roots[1:] + [len(draft.tokens)]
+        if path and path[0] != roots[0]:
+            b = roots.index(path[0]) - 1
+            _, self.start, self.evidence = self.branches[b]
+            self.commit(ends[b + 1] - roots[b + 1], len(path))
         else:
-            ends = [b[0] for b in self.branches]
-            self.commit(min(ends, default=len(draft.tokens)), len(path))
+            self.commit(ends[0], len(path))
 
     def commit(self, drafted: int, accepted: int) -> None:
         # The target's own token either continues the copy or replaces source token start+accepted;

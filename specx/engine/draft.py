@@ -21,6 +21,7 @@ class Draft:
     confidences: tuple[float, ...] = ()   # a model drafter's probability of each drafted token
     made: int | None = None     # tokens a model drafter produced (the policy may send fewer: Policy.trim)
     parents: tuple[int, ...] | None = None   # a token tree (engine/tree.py): each token's parent; None: a chain
+    levels: tuple[tuple[int, float], ...] = ()   # a model drafter's tree: its forwards, (rows, seconds) each
 
     @property
     def lookup(self) -> bool:

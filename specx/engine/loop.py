@@ -4,16 +4,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import torch
 
 from .sampling import warp
-from .tree import tree_mask, tree_positions, verify_tree_greedy, verify_tree_sampled
+from .tree import cut_lead, judged, lead, tree_mask, tree_positions, verify_tree_greedy, verify_tree_sampled
 from .verify import verify_greedy, verify_sampled
 from .detok import TextStream
 from .draft import Ask, Draft
 from ..memory.probe import peak_rss_bytes
-from ..policy.base import Policy
+from ..policy.base import Policy, TreeRound
 from ..state.limits import MAX_TREE
 from ..policy.policy import make
 from .types import Done, Event, Round, Sampling, Stats
@@ -67,16 +68,14 @@ class Generation:
                 accepted, nxt = self._accept(logits, draft)                                   # 3. accept
                 self.target.crop(len(seq) + accepted)                                         # 4. rewind
                 self.drafter.commit(len(draft.tokens), accepted)
-                path, depth = draft.tokens[:accepted], None
+                path, depth, path_nodes = draft.tokens[:accepted], None, None
             else:
-                path, nxt, depth = self._verify_tree(seq, draft)                              # 2–4 for a tree
-                accepted = len(path)
+                path_nodes, nxt, depth = self._verify_tree(seq, draft)                        # 2–4 for a tree
+                path, accepted = [draft.tokens[i] for i in path_nodes], len(path_nodes)
             kept, pieces, reason = self._finish(path + [nxt], len(seq))                       # 5. stop rules
             seq.extend(kept)
             t2 = time.perf_counter()
-            # a tree is learnt from as the chain of its depth (its nodes' confidences do not line up with a path)
-            sent, made, said = (len(draft.tokens), draft.made, draft.confidences) if depth is None else (depth, depth, ())
-            self.policy.update(sent, accepted, t1 - t0, t2 - t1, draft.source, made, said)   # 6. adapt k
+            self._learn(draft, accepted, t1 - t0, t2 - t1, path_nodes)                       # 6. adapt k
             self.stats.add_round(len(draft.tokens), accepted, len(kept), t1 - t0, t2 - t1, depth)
             self.stats.first_token_s = self.stats.first_token_s or (t2 - start)
             self.stats.decode_s += t2 - tb
@@ -148,19 +147,22 @@ class Generation:
 
     def _propose(self, seq: list[int], k: int, model_k: int) -> Draft:
         """The drafter's draft as the policy trims it (auto: a copy to what its evidence earned, a
-        model's draft to what is worth verifying); where a copy is cut to nothing, the drafter's other
-        draft if it has one (a hybrid's model), trimmed too. None in the first round, which is plain
-        (see _prefill_drafter)."""
+        model's draft to what is worth verifying; a copy's tree: its main copy so, its other continuations
+        kept); where a copy is cut to nothing, the drafter's other draft if it has one (a hybrid's model),
+        trimmed too. None in the first round, which is plain (see _prefill_drafter)."""
         if not self.stats.rounds:
             return Draft([], None)
         ask = self._ask(k, model_k)
         proposed = self.drafter.propose(seq, ask)
-        if proposed.parents is not None:
-            return proposed   # the policy prices chains; a tree's size was priced in the ask (_tree_size)
-        draft = self.policy.trim(proposed)
+        if proposed.parents is not None and not proposed.lookup:
+            return proposed   # a model's tree grew as the policy's stops allowed (drafters/branching.py)
+        draft = self.policy.trim(proposed if proposed.parents is None else
+                                 replace(proposed, tokens=proposed.tokens[:lead(proposed.parents)], parents=None))
+        if proposed.parents is not None and draft.tokens:   # a copy's tree: its main copy cut as a chain's,
+            return cut_lead(proposed, len(draft.tokens))      # its other continuations kept
         if proposed.lookup and proposed.tokens and not draft.tokens:
             other = self.drafter.instead(seq, ask)
-            draft = draft if other is None else self.policy.trim(other)
+            draft = draft if other is None else other if other.parents is not None else self.policy.trim(other)
         return draft
 
     def _round_k(self, length: int) -> tuple[int, int]:
@@ -175,8 +177,8 @@ class Generation:
 
     def _ask(self, k: int, model_k: int) -> Ask:
         """This round's request, with the policy's stops for a model drafter as numbers."""
-        return Ask(k, self.sampling, self.generator, self.stop, model_k, self.policy.stops(model_k),
-                   self._tree_size(k, self._room))
+        tree = self._tree_size(k, self._room)
+        return Ask(k, self.sampling, self.generator, self.stop, model_k, self.policy.stops(model_k, tree), tree)
 
     def _tree_size(self, k: int, room: int) -> int:
         """The most nodes this round's draft tree may hold (0: a chain): `--tree N`, else what the cost model
@@ -198,7 +200,7 @@ class Generation:
     def _verify_tree(self, seq: list[int], draft: Draft) -> tuple[list[int], int, int]:
         """One tree-masked target forward over the last token and the tree's nodes, the walk down it
         (engine/tree.py), the accepted path's cache slots moved behind the context (compact), the drafter
-        told the path. Returns the path's tokens, the next token and the tree's depth."""
+        told the path. Returns the path's nodes, the next token and the tree's depth."""
         tree, start = draft.tree, len(seq) - 1
         logits = self.target.forward(seq[-1:] + draft.tokens, positions=tree_positions(tree, start),
                                      mask=tree_mask(tree))
@@ -210,7 +212,18 @@ class Generation:
             path, nxt = verify_tree_sampled(probs, tree, draft.probs, self.generator)
         self.target.compact(start + 1, [start + 1 + i for i in path])
         self.drafter.commit_tree(draft, path)
-        return [draft.tokens[i] for i in path], nxt, tree.depth
+        return path, nxt, tree.depth
+
+    def _learn(self, draft: Draft, accepted: int, draft_s: float, verify_s: float, nodes: list[int] | None) -> None:
+        """The policy learns from the round: a chain's, or a tree's (`nodes`: its accepted path) with what its
+        drafter forwards and its verify rows cost."""
+        if nodes is None:
+            self.policy.update(len(draft.tokens), accepted, draft_s, verify_s, draft.source, draft.made,
+                               draft.confidences)
+            return
+        said, passed = judged(draft, nodes)
+        self.policy.update_tree(TreeRound(len(draft.tokens), draft.tree.depth, accepted, draft_s, verify_s,
+                                          draft.source, said, passed, draft.levels))
 
     def _finish(self, new: list[int], length: int) -> tuple[list[int], list[str], str | None]:
         """Apply EOS, stop strings, the token budget and the context to this round's tokens."""

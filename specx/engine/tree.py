@@ -17,7 +17,7 @@ verification is the chain's (engine/verify.py), coin for coin.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -118,3 +118,38 @@ def verify_tree_sampled(target_probs: torch.Tensor, tree: Tree, draft_probs: tor
             p = residual(p, q, token)
         else:
             return path, int(sample(p.unsqueeze(0), generator)[0])
+
+
+def judged(draft, path: list[int]) -> tuple[tuple[float, ...], int]:
+    """What a model drafter's tree tells its calibration (the acceptance of the drafter's first choices by
+    confidence): the probabilities of the first children (slot order: the drafter's likeliest) down the accepted
+    path while it runs through them, then of the next first child if the walk left it, and how many of those
+    were accepted; ((), 0) without probabilities. For a chain: its confidences[:accepted + 1] and accepted."""
+    if len(draft.confidences) != len(draft.tokens):
+        return (), 0
+    tree, node, out = draft.tree, ROOT, []
+    for step in range(len(path) + 1):
+        first = tree.children(node)[:1]
+        if not first:
+            break
+        out.append(draft.confidences[first[0]])
+        if step == len(path) or path[step] != first[0]:
+            return tuple(out), len(out) - 1
+        node = first[0]
+    return tuple(out), len(out)
+
+
+def lead(parents) -> int:
+    """How many leading nodes form one chain from the root (an n-gram tree's main copy)."""
+    return next((i for i, p in enumerate(parents) if p != i - 1), len(parents))
+
+
+def cut_lead(draft, keep: int):
+    """A deterministic tree draft whose leading chain is cut to its first `keep` nodes; every other node (the
+    branches from the root) stays, renumbered."""
+    m = lead(draft.parents)
+    drop = m - keep
+    if drop <= 0:
+        return draft
+    parents = list(draft.parents[:keep]) + [p if p < m else p - drop for p in draft.parents[m:]]
+    return replace(draft, tokens=draft.tokens[:keep] + draft.tokens[m:], parents=tuple(parents))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .base import Stops
+from .base import Stops, TreeRound
 from .costmodel import COPIES, MODEL
 from .switch import Switched
 
@@ -39,11 +39,14 @@ class Auto(Switched):
         held short; none in a round that times plain decoding."""
         return 0 if self.refreshing else self.k_max
 
-    def stops(self, model_k: int) -> Stops:
+    def stops(self, model_k: int, tree: int = 0) -> Stops:
         """The confidence stop, and per draft length m the floor under the chance that all m tokens
         are accepted (CostModel.survival_floor: the drafter's confidence, calibrated, is a cautious
-        estimate, so drafts end early rather than late), with the calibration measured so far."""
-        return Stops(self.threshold, self.cost.survival_floors(model_k), self.cost.calibration.table())
+        estimate, so drafts end early rather than late), with the calibration measured so far; for a
+        token tree of up to `tree` nodes, what its drafter forwards and verify rows cost (tree_costs)."""
+        stops = Stops(self.threshold, self.cost.survival_floors(model_k), self.cost.calibration.table())
+        costs = self.cost.tree_costs(tree) if tree else None
+        return stops if costs is None else replace(stops, level_costs=costs[0], node_costs=costs[1])
 
     def trim(self, draft):
         """A model's draft cut to the prefix worth verifying (its tokens are made already, but each
@@ -75,6 +78,22 @@ class Auto(Switched):
             self._probed()
         if drafted or (made and source == MODEL):
             self._measure(accepted + 1, draft_s + verify_s)
+
+    def update_tree(self, r: TreeRound) -> None:
+        """A tree's round: its costs by rows and nodes (CostModel.observe_tree), the calibration from the
+        nodes judged, and the switch's bookkeeping as for a chain of its depth."""
+        self.cost.observe_tree(r)
+        self.cost.calibration.add(r.judged, r.passed)
+        if r.source != MODEL:   # a copy's tree accepted as deep as it went: copy further next time (_grow)
+            if r.accepted == r.depth:
+                self.full[r.source] = r.depth
+            else:
+                self.full.pop(r.source, None)
+        if r.source == MODEL:
+            self.judged += min(r.depth, r.accepted + 1)
+            if self.probing:
+                self._probed()
+        self._measure(r.accepted + 1, r.draft_s + r.verify_s)
 
     def _decide(self) -> int:
         knobs = self.knobs

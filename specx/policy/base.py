@@ -20,6 +20,9 @@ class Stops:
     floors: tuple[float | None, ...] | None = None   # or once the chance that all its m tokens are accepted
     #   falls below floors[m - 1] (None there: no floor yet; past the end the last one holds); None: never
     calibration: Chances | None = None    # that chance per token from its confidence (None: the confidence)
+    # a token tree's growth (drafters/branching.py), in plain decoding's tokens; None: not measured
+    level_costs: tuple[float | None, ...] | None = None   # a drafter forward of r rows: level_costs[r - 1]
+    node_costs: tuple[float | None, ...] | None = None    # the verify row of the tree's n-th node: node_costs[n - 1]
 
     @property
     def scored(self) -> bool:
@@ -36,6 +39,24 @@ class Stops:
 
 
 NO_STOPS = Stops()
+
+
+@dataclass(frozen=True)
+class TreeRound:
+    """A verified token tree, as the policy learns from it: `nodes` drafted (the verify forward has
+    nodes + 1 rows), `depth` levels, `accepted` nodes on the accepted path; `judged`: the model drafter's
+    probability of each of its first choices the target judged, of which the first `passed` were accepted
+    (engine.tree.judged); `levels`: the drafter's forwards, (rows, seconds) each."""
+
+    nodes: int
+    depth: int
+    accepted: int
+    draft_s: float
+    verify_s: float
+    source: str = "model"
+    judged: tuple[float, ...] = ()
+    passed: int = 0
+    levels: tuple[tuple[int, float], ...] = ()
 
 
 class Policy:
@@ -64,8 +85,9 @@ class Policy:
         """How far a copy from the context may go this round."""
         return self.current
 
-    def stops(self, model_k: int) -> Stops:
-        """What a model drafter is told about ending its draft of up to model_k tokens early."""
+    def stops(self, model_k: int, tree: int = 0) -> Stops:
+        """What a model drafter is told about ending its draft of up to model_k tokens (or a tree of up
+        to `tree` nodes) early."""
         return NO_STOPS
 
     def trim(self, draft):
@@ -77,6 +99,10 @@ class Policy:
         """Learn from the round that just ended: `drafted` tokens sent, `accepted` of them, the two
         timings, where the draft came from (`source`), how many tokens the model drafter made
         (`made`: more than `drafted` where `trim` cut them) and its probability of each."""
+
+    def update_tree(self, r: TreeRound) -> None:
+        """Learn from a token tree's round: as the chain of its depth, unless the policy prices trees."""
+        self.update(r.depth, r.accepted, r.draft_s, r.verify_s, r.source, r.depth)
 
     def describe(self) -> str:
         """The policy in words, as `specx tune` names it."""

@@ -14,7 +14,7 @@ class Confidence(Policy):
         super().__init__(k, cost)
         self.threshold = threshold
 
-    def stops(self, model_k: int) -> Stops:
+    def stops(self, model_k: int, tree: int = 0) -> Stops:
         return Stops(min_confidence=self.threshold)
 
     def describe(self) -> str:

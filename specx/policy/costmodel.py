@@ -128,6 +128,7 @@ class CostModel:
 
     verify_s: dict[int, float] = field(default_factory=dict)   # tokens per target forward → seconds
     draft_step_s: float | None = None                           # seconds per token the model drafts
+    draft_rows_s: dict[int, float] = field(default_factory=dict)   # a token tree's drafter forward: rows → seconds
     moe: bool = False          # a mixture-of-experts target: the explanation says why verifying costs more
     tracks: dict[str, Track] = field(default_factory=dict)
     calibration: Calibration | None = None   # None: a new one, with these knobs
@@ -148,21 +149,16 @@ class CostModel:
         if previous is None:
             return cls(moe=moe)
         return cls(verify_s=dict(previous.verify_s), draft_step_s=previous.draft_step_s, moe=moe,
-                   calibration=copy.deepcopy(previous.calibration), knobs=previous.knobs)
+                   draft_rows_s=dict(previous.draft_rows_s), calibration=copy.deepcopy(previous.calibration),
+                   knobs=previous.knobs)
 
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float, source: str = MODEL,
                 made: int | None = None) -> None:
         """Fold in one round: drafted tokens, how many were accepted, the two timings, and where the
         draft came from; `made`: tokens the model drafter produced, when the policy sent fewer.
         Every round ages every track (plain ones too: the text moves on)."""
-        n = drafted + 1
         made = drafted if made is None else made
-        self.clock += 1
-        old = self.knobs.decay ** self.age(n)
-        self.verify_s[n] = verify_s if n not in self.verify_s else old * self.verify_s[n] + (1 - old) * verify_s
-        self.measured_at[n] = self.clock
-        for track in self.tracks.values():
-            track.decay(self.knobs.decay)
+        self._tick(drafted + 1, verify_s)
         if source == MODEL and made:
             step = draft_s / made
             self.draft_step_s = step if self.draft_step_s is None else _ema(self.draft_step_s, step, self.knobs.decay)
@@ -173,6 +169,31 @@ class CostModel:
         if source != MODEL and source not in self.knobs.weak:
             self.track(COPIES).add(drafted, accepted)
         self.track(source).add(drafted, accepted)
+
+    def observe_tree(self, r) -> None:
+        """Fold in a token tree's round (policy.base.TreeRound): its verify time is that of a forward of
+        nodes + 1 rows (the mask changes what rows see, not what they cost); the drafter's forwards are
+        timed by their rows (a level's forward of one row is a drafting step); acceptance is learnt as
+        the chain of the tree's depth, which accepted as many tokens."""
+        self._tick(r.nodes + 1, r.verify_s)
+        for rows, seconds in r.levels:
+            old = self.draft_rows_s.get(rows)
+            self.draft_rows_s[rows] = seconds if old is None else _ema(old, seconds, self.knobs.decay)
+            if rows == 1:
+                self.draft_step_s = seconds if self.draft_step_s is None else _ema(self.draft_step_s, seconds,
+                                                                                   self.knobs.decay)
+        if r.source != MODEL and r.source not in self.knobs.weak:
+            self.track(COPIES).add(r.depth, r.accepted)
+        self.track(r.source).add(r.depth, r.accepted)
+
+    def _tick(self, n: int, verify_s: float) -> None:
+        """A round's clock tick: the forward of n tokens timed, every track aged (the text moves on)."""
+        self.clock += 1
+        old = self.knobs.decay ** self.age(n)
+        self.verify_s[n] = verify_s if n not in self.verify_s else old * self.verify_s[n] + (1 - old) * verify_s
+        self.measured_at[n] = self.clock
+        for track in self.tracks.values():
+            track.decay(self.knobs.decay)
 
     def age(self, n: int) -> int:
         """Rounds since a forward of n tokens was last timed (at least 1); one carried from an earlier
@@ -219,18 +240,31 @@ class CostModel:
 
     def _between(self, n: int, known: list[int]) -> float | None:
         """verify_time of an unmeasured size n, given the measured sizes in order."""
-        if len(known) < 2 or n == 1:
+        return None if n == 1 else _between(self.verify_s, n, known)
+
+    def draft_time(self, rows: int) -> float | None:
+        """Seconds for a model drafter's forward of `rows` tokens while it grows a token tree: measured, else
+        as verify_time interpolates; a size beyond what is measured, with one size measured, the drafting
+        step's (flat: the first tree round measures it); None before any drafting step is measured."""
+        times = dict(self.draft_rows_s)
+        if 1 not in times and self.draft_step_s is not None:
+            times[1] = self.draft_step_s
+        if rows in times:
+            return times[rows]
+        return _between(times, rows, sorted(times)) or (max(times.values()) if times else None)
+
+    def tree_costs(self, nodes: int) -> tuple[tuple[float | None, ...], tuple[float | None, ...]] | None:
+        """What growing a token tree of up to `nodes` nodes costs, in plain decoding's tokens (what a node must
+        be accepted with the chance of to pay for itself): a drafter forward of r rows, r = 1..nodes
+        (draft_time), and the n-th node's verify row, n = 1..nodes (a forward of n + 1 tokens against one of
+        n: verify_time). None until plain decoding is measured. The survival floors price a chain this way."""
+        plain = self.verify_s.get(1)
+        if not plain:
             return None
-        if n > known[-1]:
-            short, long = known[-2], known[-1]
-            per_log = max(self.verify_s[long] - self.verify_s[short], 0.0) / math.log(long / short)
-            return self.verify_s[long] + per_log * math.log(n / long)
-        lower = max((m for m in known if m < n), default=known[0])
-        upper = min(m for m in known if m > n)
-        if lower == upper or lower > n:   # below the shortest measured: along its line to the next
-            lower, upper = known[0], known[1]
-        slope = (self.verify_s[upper] - self.verify_s[lower]) / (upper - lower)
-        return max(self.verify_s[lower] + slope * (n - lower), 1e-9)
+        levels = tuple(None if (t := self.draft_time(r)) is None else t / plain for r in range(1, nodes + 1))
+        times = [self.verify_time(m) for m in range(1, nodes + 2)]   # times[m - 1]: a forward of m tokens
+        rows = tuple(None if a is None or b is None else max(b - a, 0.0) / plain for a, b in zip(times, times[1:]))
+        return levels, rows
 
     def rate(self, k: int, source: str = MODEL) -> float | None:
         """Expected tokens per second when drafting k from `source` (k = 0: plain decoding)."""
@@ -322,6 +356,23 @@ class CostModel:
         return (f"k={k}: acceptance {self.acceptance:.0%}, expected {self.expected_tokens(k):.1f} tokens per "
                 f"{1e3 * ((self.verify_time(k + 1) or 0) + k * (self.draft_step_s or 0)):.0f} ms round "
                 f"vs {1e3 * plain:.0f} ms per plain token")
+
+
+def _between(times: dict[int, float], n: int, known: list[int]) -> float | None:
+    """The time of an unmeasured size n from the measured `times` (sizes `known`, in order): linear between
+    the sizes around it, along the logarithm of the size beyond the longest (CostModel.verify_time)."""
+    if len(known) < 2:
+        return None
+    if n > known[-1]:
+        short, long = known[-2], known[-1]
+        per_log = max(times[long] - times[short], 0.0) / math.log(long / short)
+        return times[long] + per_log * math.log(n / long)
+    lower = max((m for m in known if m < n), default=known[0])
+    upper = min(m for m in known if m > n)
+    if lower == upper or lower > n:   # below the shortest measured: along its line to the next
+        lower, upper = known[0], known[1]
+    slope = (times[upper] - times[lower]) / (upper - lower)
+    return max(times[lower] + slope * (n - lower), 1e-9)
 
 
 def _tokens_per_round(hazards: list[float]) -> list[float]:

@@ -7,7 +7,7 @@ they fall more than guard_slack behind (benchmarks/results/2026-11-25-guard).
 """
 from __future__ import annotations
 
-from .base import Policy, Stops
+from .base import Policy, Stops, TreeRound
 from .costmodel import MODEL
 from .switch import Switched
 
@@ -29,8 +29,8 @@ class Guarded(Switched):
     def copy_k(self) -> int:
         return self.inner.copy_k if self.asked and not self.refreshing else 0
 
-    def stops(self, model_k: int) -> Stops:
-        return self.inner.stops(model_k)
+    def stops(self, model_k: int, tree: int = 0) -> Stops:
+        return self.inner.stops(model_k, tree)
 
     def trim(self, draft):
         return self.inner.trim(draft)
@@ -41,6 +41,12 @@ class Guarded(Switched):
         if self.asked:
             self._judge(accepted + 1, draft_s + verify_s)
         self.inner.update(drafted, accepted, draft_s, verify_s, source, made, confidences)
+
+    def update_tree(self, r: TreeRound) -> None:
+        self.cost.observe_tree(r)
+        if self.asked:
+            self._judge(r.accepted + 1, r.draft_s + r.verify_s)
+        self.inner.update_tree(r)
 
     def describe(self) -> str:
         return self.inner.describe()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import SpecxError
 from ..state import machine
-from ..state.limits import MAX_K
+from ..state.limits import MAX_K, MAX_TREE
 from ..state.paths import config_dir
 from .policy import POLICIES
 
@@ -54,6 +54,7 @@ class TunedSetting:
     speedup: float | None = None
     tuned_at: str = ""          # ISO 8601, UTC
     complete: bool = True       # False: the tune was interrupted and this comes from the finished trials
+    tree: int = 0               # token trees (`--tree`): 0 chains, -1 sized by measured costs, N at most N nodes
 
     @property
     def off(self) -> bool:
@@ -67,7 +68,8 @@ class TunedSetting:
             return f"speculation off (tuned {date}: nothing beat plain decoding{partial})"
         policy = f"confidence {self.confidence:g}" if self.policy == "confidence" else self.policy
         gain = f" ({self.speedup:.2f}× plain decoding{partial})" if self.speedup else ""
-        return f"k={self.k} {policy} with drafter {_short(self.drafter)}, tuned {date}{gain}"
+        tree = "" if not self.tree else ", trees sized by measured costs" if self.tree < 0 else f", trees of {self.tree}"
+        return f"k={self.k} {policy}{tree} with drafter {_short(self.drafter)}, tuned {date}{gain}"
 
     @classmethod
     def from_dict(cls, data: dict) -> "TunedSetting":
@@ -92,6 +94,7 @@ _FIELD_CHECKS = {
     "confidence": lambda v: _number(v, none=False) and 0 < v < 1,
     "tok_s": _number, "baseline_tok_s": _number, "speedup": _number,
     "tuned_at": lambda v: isinstance(v, str), "complete": lambda v: isinstance(v, bool),
+    "tree": lambda v: isinstance(v, int) and not isinstance(v, bool) and -1 <= v <= MAX_TREE,
 }
 
 

@@ -36,7 +36,7 @@ CONFIG = {"type": "object", "additionalProperties": False,
                        "weights_bytes"],
           "properties": {"label": STR, "drafter": STR, "k": INT, "policy": STR, "confidence": NUM,
                          "peer": {"type": ["string", "null"]}, "baseline": {"type": "boolean"},
-                         "tuned": {"type": "boolean"},
+                         "tuned": {"type": "boolean"}, "tree": {"type": "integer", "minimum": -1},
                          "precision": {"type": "string", "minLength": 1}, "weights_bytes": INT}}
 SAMPLE = {"type": "object", "required": ["config", "prompt", "category", "repeat", "new_tokens", "total_s", "tok_s"],
           "properties": {"repeat": INT, "new_tokens": INT, "total_s": NUM, "tok_s": NUM}}
@@ -224,7 +224,7 @@ def test_plot_without_matplotlib_is_a_clear_error_before_any_work(cli_models, mo
     (["--plot", "x.jpg"], "PNG"), (["--peer", "vllm"], "unknown peer"),
     (["--json", "/nonexistent/r.json"], "does not exist"), (["-c", "k=4"], "names no drafter"),
     (["-c", "drafter=ngram,speed=9"], "cannot read --config"), (["-c", "tuned"], "no tuned setting"),
-    (["--quant", "int3"], "int3"),
+    (["--quant", "int3"], "int3"), (["--tree", "99"], "--tree"), (["-c", "drafter=ngram,tree=x"], "integers"),
 ])
 def test_bad_options_fail_with_one_usage_error(cli_models, args, fragment):
     result = invoke("bench", str(cli_models["target"]), *args)
@@ -321,6 +321,26 @@ def test_the_default_is_a_quick_look_at_what_specx_run_does(cli_models, prompts_
     assert plan(target, *args, full=True)[2] == suite.bundled() and QUICK_REPEATS < FULL_REPEATS
     doc = json.loads(bench(target, "--prompts", prompts_file, "-n", "4", "-r", "1", "--no-warmup", "--json", "-").stdout)
     assert [c["label"] for c in doc["configs"]] == ["none", f"self+ngram k={AUTO_K_MAX} auto"]
+
+
+def test_tree_widths_are_a_grid_axis_named_in_the_rows(cli_models, prompts_file):
+    """--tree 0 --tree 8 --tree -1 runs each configuration with chains and trees, the width in its name; a
+    --config's tree= too; greedy trees give the baseline's tokens."""
+    from specx.cli.bench import plan
+
+    target = str(cli_models["target"])
+    _, configs, *_ = plan(target, ["ngram"], ["fixed"], [4], 0.4, 8, 1, None, "auto", 0.0, 0, None, None,
+                          trees=[0, 8, -1])
+    assert [c.label for c in configs] == ["none", "ngram k=4 fixed", "ngram k=4 fixed tree 8",
+                                          "ngram k=4 fixed tree auto"]
+    assert [c.tree for c in configs] == [0, 0, 8, -1]
+    doc = json.loads(bench(target, "-d", "ngram", "--draft-policy", "fixed", "-k", "4", "--tree", "8",
+                           "-c", "drafter=ngram,k=4,tree=-1", "--prompts", prompts_file, "-n", "6", "-r", "1",
+                           "--no-warmup", "--json", "-").stdout)
+    assert [(c["label"], c["tree"]) for c in doc["configs"]] == [
+        ("none", 0), ("ngram k=4 fixed tree 8", 8), ("ngram k=4 fixed tree auto", -1)]
+    overall = {r["config"]: r for r in doc["rows"] if r["category"] == "overall"}
+    assert overall["ngram k=4 fixed tree 8"]["outputs_matched"] == overall["ngram k=4 fixed tree 8"]["outputs_compared"]
 
 
 def test_the_default_row_follows_the_settings_a_run_reads(cli_models):

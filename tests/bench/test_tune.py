@@ -40,6 +40,23 @@ def test_candidates_sweep_k_1_to_8_and_the_policies():
     assert candidates("none") == []
 
 
+def test_candidates_include_token_trees_and_the_chosen_width_is_saved():
+    """Tune tries auto at its cap with trees of 8 nodes and sized by measured costs beside chains; a tree row
+    that wins is saved with its width, described and read back; a width out of range is not read."""
+    trees = {c.tree for c in candidates("./draft.gguf") if c.policy == "auto" and c.k == AUTO_K_MAX}
+    assert trees == {0, 8, -1} and {c.tree for c in candidates("ngram")} == {0, 8, -1}
+    assert all(not c.tree for c in candidates("ngram") if c.policy != "auto")
+    found = [dict(trial("k=16 auto tree auto", AUTO_K_MAX, 1.5, "auto"), tree=-1), trial("k=2", 2, 1.2),
+             trial("none", 0, 1.0, baseline=True)]
+    best = choose(found, "ngram")
+    assert best.tree == -1 and "trees sized by measured costs" in best.describe()
+    assert choose(found[1:], "ngram").tree == 0
+    tuned.record(KEY, best, [])
+    assert tuned.lookup_tuned(KEY).tree == -1
+    with pytest.raises(ValueError):
+        TunedSetting.from_dict({"drafter": "ngram", "k": 4, "tree": 99})
+
+
 def test_choose_picks_the_fastest_and_turns_speculation_off_when_nothing_beats_the_baseline():
     found = [trial("k=5", 5, 1.4), trial("k=2", 2, 1.2), trial("none", 0, 1.0, baseline=True)]
     best = choose(found, "ngram")
@@ -161,6 +178,17 @@ def test_run_uses_the_tuned_setting_and_flags_override_it(cli_models):
 
 
 @pytest.mark.usefixtures("one_thread")
+def test_a_run_takes_the_tuned_tree_width_unless_tree_was_given(cli_models):
+    """The tuned layer sets --tree as it sets k and the policy; a --tree the user gave wins."""
+    from specx.options import resolve
+
+    target = str(cli_models["target"])
+    tuned.record(tuned.make_key(target, "ngram"), TunedSetting("ngram", 4, "auto", speedup=1.4, tree=8), [])
+    assert resolve({"model": target, "drafter": "ngram"}).run.tree == 8
+    assert resolve({"model": target, "drafter": "ngram", "tree": 0}).run.tree == 0
+
+
+@pytest.mark.usefixtures("one_thread")
 def test_a_tuned_policy_runs_guarded_unless_the_user_chose_the_policy(cli_models, monkeypatch):
     """What `auto` takes from the tune may still turn speculation off (policy.Guarded); a policy
     given by flag is run as given."""
@@ -222,20 +250,20 @@ def test_tune_then_run_end_to_end_and_show_and_reset(cli_models, prompts_file):
 def test_ctrl_c_keeps_finished_trials_and_leaves_a_whole_file(cli_models, prompts_file, monkeypatch):
     from specx.cli import bench as bench_cli
 
-    calls = {"n": 0}
+    calls, rows = {"n": 0}, len(candidates("ngram")) + 1   # the baseline too
     original = bench_cli.ProgressBar.advance
 
     def interrupting(self, label, sample):
         original(self, label, sample)
         calls["n"] += 1
-        if calls["n"] == 13 + 13 + 3:   # warm-ups, one complete prompt, part of the next
+        if calls["n"] == rows + rows + 3:   # warm-ups, one complete prompt, part of the next
             raise KeyboardInterrupt
     monkeypatch.setattr(bench_cli.ProgressBar, "advance", interrupting)
     result = invoke("tune", str(cli_models["target"]), "-d", "ngram", "--prompts", prompts_file, "-n", "4", "-r", "1")
     assert result.exit_code == 130, result.stderr
     assert "interrupted: the setting comes from 1 finished comparisons" in result.stderr
     entry = json.loads(tuned.path().read_text())["entries"][0]
-    assert entry["setting"]["complete"] is False and len(entry["trials"]) == 13
+    assert entry["setting"]["complete"] is False and len(entry["trials"]) == rows
     assert all(t["samples"] == 1 for t in entry["trials"])
     assert sorted(p.name for p in tuned.path().parent.iterdir()) == ["tuned.json", "tuned.json.lock"]
 

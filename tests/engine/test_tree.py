@@ -235,3 +235,50 @@ def test_tree_walk_commits_the_target_joint_law_and_a_broken_walk_is_detected():
     assert good > 1e-3, f"tree sampling deviates from the target law: p = {good:.3g}"
     bad = _chi2_pvalue(_histogram(_broken_walk, t, d, N_BROKEN, SEED), joint)
     assert bad < 1e-6, f"negative control not detected: p = {bad:.3g}"
+
+
+def test_cutting_a_copy_trees_main_copy_keeps_every_branch_whole():
+    """cut_lead keeps the first `keep` nodes of the leading chain and every branch from the root, each branch's
+    root-to-leaf tokens unchanged; a cut past the chain's end changes nothing."""
+    from specx.engine.draft import Draft
+    from specx.engine.tree import cut_lead, lead
+
+    #   main 0-1-2-3-4, branches 5-6 and 7-8-9 from the root
+    parents = (ROOT, 0, 1, 2, 3, ROOT, 5, ROOT, 7, 8)
+    draft = Draft(list(range(100, 110)), None, "match3", parents=parents)
+    assert lead(parents) == 5
+    cut = cut_lead(draft, 2)
+    assert cut.tokens == [100, 101, 105, 106, 107, 108, 109]
+    tree = cut.tree
+    assert [[cut.tokens[i] for i in tree.path(leaf)] for leaf in (1, 3, 6)] == [[100, 101], [105, 106],
+                                                                                 [107, 108, 109]]
+    assert cut_lead(draft, 5) is draft and cut_lead(draft, 9) is draft
+
+
+def test_a_tree_drafted_instead_of_a_cut_copy_reaches_the_target_whole():
+    """Where the policy cuts a copy to nothing and the drafter's other draft (a hybrid's model) is a tree, the
+    tree is verified as it grew: cutting its tokens would leave its parents behind (it once did)."""
+    from types import SimpleNamespace
+
+    from specx.engine.draft import Draft, NoDrafter
+    from specx.engine.loop import Generation
+    from specx.engine.types import Sampling
+    from specx.policy.base import Policy
+
+    class CutsAll(Policy):
+        def trim(self, draft):
+            return Draft([], None, draft.source)
+
+    tree = Draft([1, 2, 3], None, confidences=(0.5, 0.3, 0.9), parents=(ROOT, ROOT, 0))
+
+    class Hybrid(NoDrafter):
+        def propose(self, seq, ask):
+            return Draft([7, 8], None, "match3")
+
+        def instead(self, seq, ask):
+            return tree
+
+    loop = object.__new__(Generation)
+    loop.stats, loop.policy, loop.drafter = SimpleNamespace(rounds=1), CutsAll(4), Hybrid()
+    loop.tree, loop._room, loop.sampling, loop.generator, loop.stop = 8, 100, Sampling(), None, None
+    assert loop._propose([5, 6], 4, 4) is tree
