@@ -108,9 +108,12 @@ def main() -> None:
     ap.add_argument("--only", help="one row: smollm2-135m or qwen2.5-coder-1.5b")
     ap.add_argument("--searching", action="store_true",
                     help="time answers while the search still runs (default: search to the end on the warm-up)")
+    ap.add_argument("--per-category", type=int, default=0, help="the first N prompts of each category (0: all)")
     ap.add_argument("--json")
     a = ap.parse_args()
     prompts = suite.bundled()
+    if a.per_category:
+        prompts = [p for p in prompts if [q.category for q in prompts[:prompts.index(p)]].count(p.category) < a.per_category]
     if a.short:
         prompts = [next(p for p in prompts if p.category == c) for c in dict.fromkeys(p.category for p in prompts)]
         a.repeats, a.max_tokens = 1, 32

@@ -53,9 +53,13 @@ def serve(
     for line in options.notes:
         output.note(line)
     output.note(f"model: {options.model.model}")
-    pair = prepare(options.model, output.note)   # says the memory plan
-    output.note(pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
-    run_server(pair, options.model.model, options.run, host, port, api_key or None, output.note)
+
+    def load():
+        pair = prepare(options.model, output.note)   # says the memory plan
+        output.note(pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
+        return pair
+
+    run_server(load, options.model.model, options.run, host, port, api_key or None, output.note)
 
 
 EXPORT_EXAMPLES = """\b

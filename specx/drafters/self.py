@@ -13,6 +13,7 @@ precision and machine (policy/selfskip.py), so later answers and processes draft
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 
 import torch
@@ -64,12 +65,13 @@ class SelfDrafter(ModelDrafter):
 
     def propose(self, seq: list[int], ask: Ask) -> Draft:
         """ModelDrafter's draft (greedy or sampled, the policy's stops) with the target's forward in this
-        shape."""
+        shape, always a chain: a tree's level forwards (ModelDrafter._tree_forward) run the full model and
+        its commit would compact the target's own cache a second time."""
         base = len(seq) - 1
         if self.lm.cached != base:   # the loop's contract; anything else would draft from stale slots
             return Draft([], None)
         try:
-            return super().propose(seq, ask)
+            return super().propose(seq, dataclasses.replace(ask, tree=0))
         finally:
             self.lm.crop(base)
 

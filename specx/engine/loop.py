@@ -63,15 +63,9 @@ class Generation:
             t0 = time.perf_counter()
             draft = self._propose(seq, k, model_k)                                            # 1. propose
             t1 = time.perf_counter()
-            if draft.parents is None:
-                logits = self.target.forward(seq[-1:] + draft.tokens)                         # 2. verify k+1
-                accepted, nxt = self._accept(logits, draft)                                   # 3. accept
-                self.target.crop(len(seq) + accepted)                                         # 4. rewind
-                self.drafter.commit(len(draft.tokens), accepted)
-                path, depth, path_nodes = draft.tokens[:accepted], None, None
-            else:
-                path_nodes, nxt, depth = self._verify_tree(seq, draft)                        # 2–4 for a tree
-                path, accepted = [draft.tokens[i] for i in path_nodes], len(path_nodes)
+            verify = self._verify_chain if draft.parents is None else self._verify_tree
+            path_nodes, nxt, depth = verify(seq, draft)                # 2. verify, 3. accept, 4. rewind
+            path, accepted = [draft.tokens[i] for i in path_nodes], len(path_nodes)
             kept, pieces, reason = self._finish(path + [nxt], len(seq))                       # 5. stop rules
             seq.extend(kept)
             t2 = time.perf_counter()
@@ -197,6 +191,16 @@ class Generation:
         probs = warp(logits, s.temperature, s.top_k, s.top_p).cpu()
         return verify_sampled(probs, tokens, draft.probs, self.generator)
 
+    def _verify_chain(self, seq: list[int], draft: Draft) -> tuple[list[int], int, None]:
+        """One target forward over the last token and the k drafts, the accepted prefix kept (the cache
+        cropped behind it), the drafter told. Returns the accepted drafts' indices, the next token and None
+        (no tree)."""
+        logits = self.target.forward(seq[-1:] + draft.tokens)
+        accepted, nxt = self._accept(logits, draft)
+        self.target.crop(len(seq) + accepted)
+        self.drafter.commit(len(draft.tokens), accepted)
+        return list(range(accepted)), nxt, None
+
     def _verify_tree(self, seq: list[int], draft: Draft) -> tuple[list[int], int, int]:
         """One tree-masked target forward over the last token and the tree's nodes, the walk down it
         (engine/tree.py), the accepted path's cache slots moved behind the context (compact), the drafter
@@ -214,10 +218,10 @@ class Generation:
         self.drafter.commit_tree(draft, path)
         return path, nxt, tree.depth
 
-    def _learn(self, draft: Draft, accepted: int, draft_s: float, verify_s: float, nodes: list[int] | None) -> None:
+    def _learn(self, draft: Draft, accepted: int, draft_s: float, verify_s: float, nodes: list[int]) -> None:
         """The policy learns from the round: a chain's, or a tree's (`nodes`: its accepted path) with what its
         drafter forwards and its verify rows cost."""
-        if nodes is None:
+        if draft.parents is None:
             self.policy.update(len(draft.tokens), accepted, draft_s, verify_s, draft.source, draft.made,
                                draft.confidences)
             return

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .costmodel import Chances, CostModel
+from .acceptance import Chances
+from .costmodel import CostModel
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ import math
 import time
 from pathlib import Path
 
-from .costmodel import Calibration, CostModel
+from .acceptance import Calibration
+from .costmodel import CostModel
 from ..state.paths import state_dir
 
 FILE, LOCK = "measured.json", "measured.json.lock"

@@ -48,15 +48,16 @@ def make_server(app, engine, host: str, port: int, say: Callable[[str], None] = 
     return Draining(config)
 
 
-def serve(pair, model: str, defaults, host: str, port: int, api_key: str | None,
+def serve(load: Callable[[], object], model: str, defaults, host: str, port: int, api_key: str | None,
           say: Callable[[str], None]) -> None:
-    """Serve `pair` until SIGTERM/SIGINT (drained), saying where on stderr."""
+    """Serve the pair `load` makes (on the engine's thread: worker.py says why) until SIGTERM/SIGINT
+    (drained), saying where on stderr."""
     from . import app as app_module
     from .metrics import Metrics
     from .worker import Engine
 
     metrics = Metrics(model)
-    engine = Engine(pair, metrics).start()
+    engine = Engine(metrics=metrics, load=load).start()
 
     def ready() -> None:
         say(f"serving on {url(host, port)}  (OpenAI API at {url(host, port)}/v1; SIGTERM or Ctrl-C drains and exits)")

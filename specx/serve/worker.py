@@ -5,7 +5,12 @@ the models and their KV caches are never shared between two answers. The caches 
 answers: a request whose prompt starts with what they hold (a conversation resent with one more turn)
 prefills only the rest (engine/session.py: reusable, as `specx chat` does). A client that leaves sets
 its job's stop event: the answer ends after the round under way, or is skipped if still waiting.
-Draining (SIGTERM): new requests are refused with 503, accepted ones are answered."""
+Draining (SIGTERM): new requests are refused with 503, accepted ones are answered.
+
+The engine's thread also loads the pair (`load`), so every kernel runs on that one thread and the main
+thread (uvicorn's) never starts an OpenMP team: once two threads have, libgomp counts more threads than
+cores and cuts its spin-waiting, and each kernel call on a 2-core machine took twice as long (served 0.62×
+`specx run`'s speed, 1.0× with the load moved here: benchmarks/results/2026-11-26-serve)."""
 from __future__ import annotations
 
 import math
@@ -50,8 +55,9 @@ class Started:
 
 
 class Engine:
-    def __init__(self, pair, metrics=None, queue_size: int = QUEUE_SIZE):
-        self.pair, self.metrics = pair, metrics
+    def __init__(self, pair=None, metrics=None, queue_size: int = QUEUE_SIZE, load: Callable[[], object] | None = None):
+        self.pair, self.metrics, self.load = pair, metrics, load   # load: makes the pair on the engine's thread
+        self.loaded, self.failure = threading.Event(), None
         self.jobs: queue.Queue[Job | None] = queue.Queue(queue_size)
         self.cached: list[int] = []          # a prefix of both caches' contents (session.ChatSession.cached)
         self.running: Job | None = None
@@ -61,7 +67,12 @@ class Engine:
         self.thread = threading.Thread(target=self._loop, name="specx-engine", daemon=True)
 
     def start(self) -> "Engine":
+        """Start the engine's thread; with `load`, once the pair is loaded (its error raised here)."""
         self.thread.start()
+        if self.load is not None:
+            self.loaded.wait()
+            if self.failure is not None:
+                raise self.failure
         return self
 
     # ---- the request side (the event loop's thread) --------------------------------------------
@@ -110,6 +121,14 @@ class Engine:
     # ---- the engine's thread --------------------------------------------------------------------
 
     def _loop(self) -> None:
+        if self.load is not None:
+            try:
+                self.pair = self.load()
+            except BaseException as e:  # noqa: BLE001  (raised again by start, on the caller's thread)
+                self.failure = e
+                return
+            finally:
+                self.loaded.set()
         while (job := self.jobs.get()) is not None:
             self.running = job
             self._gauges()

@@ -121,6 +121,19 @@ def test_greedy_self_speculation_equals_plain_decoding_while_the_shape_changes_t
     assert generate(tiny, d, seq, 4, 40) == plain and d.search.scored > 3
 
 
+def test_self_drafts_chains_when_trees_are_asked_and_stays_lossless(tiny, monkeypatch):
+    """Asked for trees (--tree 8), a self drafter drafts chains, and the tokens still equal plain decoding's."""
+    seq = prompt()
+    plain = generate(tiny.fresh(), NoDrafter(), seq, 0, 40)
+    d = restless(tiny, monkeypatch)
+    drafts = []
+    propose = d.propose
+    monkeypatch.setattr(d, "propose", lambda s, ask: drafts.append(propose(s, ask)) or drafts[-1])
+    events = Generation(tiny, d, seq, k=4, max_tokens=40, sampling=Sampling(), tree=8)
+    assert [t for e in events if isinstance(e, Round) for t in e.token_ids] == plain
+    assert any(x.tokens for x in drafts) and all(x.parents is None for x in drafts)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-coder-1.5b"])
 def test_greedy_self_speculation_equals_plain_decoding_on_real_models(name, monkeypatch):

@@ -30,7 +30,8 @@ def test_expected_tokens_follow_the_geometric_law():
 
 
 def _pooled(accepted: float, rejected: float, **costs):
-    from specx.policy.costmodel import CostModel, Track
+    from specx.policy.acceptance import Track
+    from specx.policy.costmodel import CostModel
 
     return CostModel(**costs, tracks={"model": Track(accepted, rejected)})
 

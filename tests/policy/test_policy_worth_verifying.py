@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specx.policy.costmodel import MODEL, Calibration, CostModel
+from specx.policy.acceptance import Calibration
+from specx.policy.costmodel import MODEL, CostModel
 from specx.engine.draft import Draft
 from specx.drafters.model import ModelDrafter
 from specx.engine.loop import Generation

@@ -37,7 +37,7 @@ class Served:
         self.model, self.defaults = str(path), RunOptions()
         options = from_keywords(self.model).model
         self.reference = prepare(options)        # what `specx run` answers with (api.stream)
-        self.engine = Engine(prepare(options), Metrics(self.model)).start()
+        self.engine = Engine(metrics=Metrics(self.model), load=lambda: prepare(options)).start()   # as serve() does
         self.jobs = []
         making = self.engine.job
         self.engine.job = lambda *a: self.jobs.append(making(*a)) or self.jobs[-1]
@@ -91,7 +91,7 @@ def test_chat_and_completion_equal_specx_run_streamed_or_not(served):
     whole = client.chat.completions.create(model=served.model, messages=msg, max_tokens=N)
     assert whole.choices[0].message.content == served.specx_run("Name three colours.")
     assert whole.usage.completion_tokens == N and whole.choices[0].finish_reason == "length"
-    assert whole.model_extra["specx"]["drafter"] == "ngram"
+    assert whole.model_extra["specx"]["drafter"] == served.reference.drafter.name   # what `specx run` drafts with
     chunks = list(client.chat.completions.create(model=served.model, messages=msg, max_tokens=N, stream=True,
                                                  stream_options={"include_usage": True}))
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == whole.choices[0].message.content

@@ -155,3 +155,19 @@ def test_a_job_whose_client_left_while_waiting_is_skipped():
     engine.close()
     engine.thread.join(timeout=10)
     assert got == [] and job.done is None and engine.idle
+
+
+def test_the_engine_loads_its_pair_on_its_own_thread_and_raises_a_load_error_to_the_caller():
+    """`load` runs on the engine's thread (so the kernels' OpenMP team is that thread's alone: worker.py), start
+    returns once it has; a load that fails raises on the caller's thread."""
+    import threading
+
+    from specx.errors import UsageError
+    from specx.serve.worker import Engine
+
+    where = []
+    engine = Engine(load=lambda: where.append(threading.current_thread()) or FakePair(context=8)).start()
+    assert where == [engine.thread] and engine.pair.context == 8
+    engine.close()
+    with pytest.raises(UsageError, match="no such model"):
+        Engine(load=lambda: (_ for _ in ()).throw(UsageError("no such model", "pull it"))).start()
