@@ -113,9 +113,9 @@ def main() -> None:
     a = ap.parse_args()
     prompts = suite.bundled()
     if a.per_category:
-        prompts = [p for p in prompts if [q.category for q in prompts[:prompts.index(p)]].count(p.category) < a.per_category]
+        prompts = suite.calibration(prompts, a.per_category)
     if a.short:
-        prompts = [next(p for p in prompts if p.category == c) for c in dict.fromkeys(p.category for p in prompts)]
+        prompts = suite.calibration(prompts)
         a.repeats, a.max_tokens = 1, 32
     print(f"cpu: {machine.identity()}; {len(prompts)} prompts, {a.repeats} repeats, {a.max_tokens} tokens, greedy")
     out = {}

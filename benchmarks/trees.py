@@ -18,7 +18,6 @@ import json
 import os
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 FIXTURES = Path(os.environ.get("SPECX_FIXTURE_MODELS", "~/.cache/specx-fixture-models")).expanduser()
@@ -55,10 +54,11 @@ def main() -> int:
 
     import specx
 
-    prompts = tomllib.loads(Path(args.prompts).read_text(encoding="utf-8"))["prompt"]
+    from specx.bench import suite
+
+    prompts = suite.load(args.prompts)
     if args.per_category:
-        prompts = [p for i, p in enumerate(prompts)
-                   if sum(q["category"] == p["category"] for q in prompts[:i]) < args.per_category]
+        prompts = suite.calibration(prompts, args.per_category)
     settings = [0] + [int(t) for t in args.trees.split(",")]
     pair = specx.load(args.target, f"{args.drafter}+ngram")
     samples = []
@@ -66,9 +66,9 @@ def main() -> int:
         for i, p in enumerate(prompts):
             shift = (rep + i) % len(settings)
             for tree in settings[shift:] + settings[:shift]:
-                s = run_one(pair, p["text"], args.tokens, tree, args.policy)
-                samples.append({"tree": tree, "category": p["category"], "prompt": i, "rep": rep, **s})
-                print(f"rep {rep} {p['category']:<14} tree {tree:>3} {len(s['tokens']):>4} tok "
+                s = run_one(pair, p.text, args.tokens, tree, args.policy)
+                samples.append({"tree": tree, "category": p.category, "prompt": i, "rep": rep, **s})
+                print(f"rep {rep} {p.category:<14} tree {tree:>3} {len(s['tokens']):>4} tok "
                       f"{len(s['tokens']) / s['decode_s']:6.2f} tok/s", file=sys.stderr, flush=True)
     report(samples, settings)
     if args.json:

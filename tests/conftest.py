@@ -100,3 +100,21 @@ def tiny_lm(arch: str = "llama", seed: int = 0, layers: int = 2, **kw):
 @pytest.fixture
 def make_lm():
     return tiny_lm
+
+
+@pytest.fixture(scope="module")
+def one_thread_module():
+    """Tiny tensors: intra-op threads only add overhead (and stall badly on a busy 2-core box)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def generator(seed: int):
+    """A seeded CPU torch.Generator: the randomness a test's kernels are handed."""
+    import torch
+
+    return torch.Generator().manual_seed(seed)

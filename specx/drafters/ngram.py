@@ -36,7 +36,9 @@ class NgramDrafter(NoDrafter):
         self.evidence: str | int = 0   # ... and why: the match length, or "resume" (past a replaced token)
         self.edits: dict[int, int] = {}   # source token → the token the target wrote in its place
         self.guessed: int | None = None   # the source token of an edit this round's resume guessed
-        self.nexts: list[dict[tuple[int, ...], dict[int, int]]] = [{} for _ in range(self.max_n + 1)]
+        # each n-gram's next tokens, the latest copy of each (a tree's other continuations); built on the first
+        # tree asked for, since keeping it costs about 4 µs a token that chains never use
+        self.nexts: list[dict[tuple[int, ...], dict[int, int]]] | None = None
         self.branches: list[tuple[int, int, int]] = []   # a tree round's other copies: (first node, start, match)
 
     def _extend_index(self, seq: list[int]) -> None:
@@ -44,10 +46,17 @@ class NgramDrafter(NoDrafter):
         for end in range(self.indexed_to, len(seq) - 1):
             for n in range(1, self.max_n + 1):
                 if end - n + 1 >= 0:
-                    key = tuple(seq[end - n + 1:end + 1])
-                    self.index[n][key] = end + 1
-                    self.nexts[n].setdefault(key, {})[seq[end + 1]] = end + 1   # each next token's latest copy
+                    self.index[n][tuple(seq[end - n + 1:end + 1])] = end + 1
+        if self.nexts is not None:
+            self._index_nexts(seq, self.indexed_to)
         self.indexed_to = max(self.indexed_to, len(seq) - 1)
+
+    def _index_nexts(self, seq: list[int], begin: int) -> None:
+        """Record each n-gram ending in [begin, len(seq) − 1) with its next token (the latest copy of each)."""
+        for end in range(begin, len(seq) - 1):
+            for n in range(1, self.max_n + 1):
+                if end - n + 1 >= 0:
+                    self.nexts[n].setdefault(tuple(seq[end - n + 1:end + 1]), {})[seq[end + 1]] = end + 1
 
     def _source(self, seq: list[int]) -> tuple[int | None, str | int]:
         """(where to copy from, the evidence: "resume", or how many tokens before the end already
@@ -87,6 +96,9 @@ class NgramDrafter(NoDrafter):
         """The main copy and, where the context continued the matched suffix differently elsewhere, those
         continuations too (longest match first, the latest of each next token; at most BRANCH tokens each),
         as branches from the root while the tree has room (ask.tree nodes). A copy alone stays a chain."""
+        if self.nexts is None:   # the first tree: index what the chains' rounds indexed so far
+            self.nexts = [{} for _ in range(self.max_n + 1)]
+            self._index_nexts(seq[:self.indexed_to + 1], 0)
         tokens, parents = list(main), list(range(-1, len(main) - 1))
         seen = {main[0]}
         for n in range(min(self.max_n, len(seq)), 0, -1):

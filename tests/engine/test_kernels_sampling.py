@@ -6,20 +6,10 @@ import math
 import pytest
 import torch
 
+from conftest import generator as _gen
 from specx.engine.sampling import BadLogits, check_logits, greedy, sample, warp
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only add overhead (and stall badly on a busy 2-core box)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 # ---------------------------------------------------------------- greedy

@@ -4,23 +4,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conftest import generator as _gen
 from specx.engine.sampling import sample
 from specx.engine.verify import accept_probability, residual, verify_greedy, verify_sampled
 
 F64 = torch.float64
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: intra-op threads only add overhead (and stall badly on a busy 2-core box)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 def _rand_dist(v: int, g: torch.Generator, zero_frac: float = 0.0) -> torch.Tensor:

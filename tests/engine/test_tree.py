@@ -4,23 +4,14 @@ from __future__ import annotations
 import pytest
 import torch
 
+from conftest import generator as _gen
 from specx.engine.sampling import sample
 from specx.engine.tree import ROOT, Tree, tree_mask, tree_positions, verify_tree_greedy, verify_tree_sampled
 from specx.engine.verify import accept_probability, residual, verify_greedy, verify_sampled
 
 F64 = torch.float64
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 #   root ─ 0:a ─ 2:c ─ 4:e
