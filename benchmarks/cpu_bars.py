@@ -10,7 +10,9 @@ Configurations (greedy, the same prompt ids for all, built with the target's cha
   none      specx's plain decoding (`--drafter none`);
   default   specx's default setup for a preset with a drafter: the 0.5B GGUF drafter with copies
             (`--drafter DRAFTER.gguf+ngram`), draft policy auto;
-  ngram     specx with the n-gram drafter alone.
+  ngram     specx with the n-gram drafter alone;
+  vocabN    the default setup with the drafter's output layer trimmed to N rows and the context's ids
+            (`--draft-vocab N`, VocabTrim; vocab0: every row).
 Configurations alternate inside every repeat (rotated order) so drift cancels. A time is end to end (the
 prompt pass included, loading excluded); decode-only times are kept too. Every specx output is compared with
 specx's plain output (lossless: must be equal), llama.cpp's with specx's plain output (agreement, reported).
@@ -130,6 +132,9 @@ def main() -> int:
         pairs["default"] = specx.load(args.target, f"{args.drafter}+ngram")
     if "ngram" in configs:
         pairs["ngram"] = specx.load(args.target, "ngram")
+    for name in configs:
+        if name.startswith("vocab"):
+            pairs[name] = specx.load(args.target, f"{args.drafter}+ngram", draft_vocab=int(name[5:]))
     print(f"specx loaded in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
     any_pair = next(iter(pairs.values()))
     tokenizer, eos = any_pair.target.tokenizer, sorted(any_pair.target.eos_ids)

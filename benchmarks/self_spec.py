@@ -109,6 +109,8 @@ def main() -> None:
     ap.add_argument("--searching", action="store_true",
                     help="time answers while the search still runs (default: search to the end on the warm-up)")
     ap.add_argument("--per-category", type=int, default=0, help="the first N prompts of each category (0: all)")
+    ap.add_argument("--draft-vocab", type=int, default=None,
+                    help="the drafts' output rows (VocabTrim; 0: all; default: specx's default)")
     ap.add_argument("--json")
     a = ap.parse_args()
     prompts = suite.bundled()
@@ -117,13 +119,14 @@ def main() -> None:
     if a.short:
         prompts = suite.calibration(prompts)
         a.repeats, a.max_tokens = 1, 32
-    print(f"cpu: {machine.identity()}; {len(prompts)} prompts, {a.repeats} repeats, {a.max_tokens} tokens, greedy")
+    print(f"{machine.identity()}; {len(prompts)} prompts, {a.repeats} repeats, {a.max_tokens} tokens, greedy")
     out = {}
     for name, drafter in ROWS:
         if a.only and a.only != name:
             continue
         path = str(FIXTURES / f"{name}.gguf")
-        plain, spec = load(path, "none"), load(path, drafter, notify=lambda s: print("  " + s))
+        vocab = {} if a.draft_vocab is None else {"draft_vocab": a.draft_vocab}
+        plain, spec = load(path, "none"), load(path, drafter, notify=lambda s: print("  " + s), **vocab)
         d = self_drafter(spec)
         run(spec, prompts[0].text, a.max_tokens)   # warm-up: the search's first answer
         warm = prompt_ids(spec.target.tokenizer, prompts[0].text) + run(plain, prompts[0].text, a.max_tokens)[0]

@@ -117,7 +117,8 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
     if applied.moe_budget:
         target.experts = attach_experts(target, applied.moe_budget, notify)
     if choice == "self" or (drafter == "auto" and choice == "ngram" and drafts_itself(target)):
-        return _self_pair(target, source, k, chosen, hybrid or drafter == "auto", auto_note if drafter == "auto" else "")
+        return _self_pair(target, source, k, chosen, hybrid or drafter == "auto", auto_note if drafter == "auto" else "",
+                          o.draft_vocab)
     if draft_source is None:
         why = "plain decoding" if choice == "none" else "prompt lookup, no model" + (
             f"; {auto_note}" if auto_note else "")
@@ -128,7 +129,8 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
         return pair
     d = applied.drafter
     draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (o.draft_dtype or o.dtype), d.weights,
-                       0 if d.dispatched else vocabtrim.choose_keep(o.draft_vocab, len(draft_tok)), placement=d)
+                       0 if d.dispatched else vocabtrim.choose_keep(o.draft_vocab, len(draft_tok), d.weights.startswith("native")),
+                       placement=d)
     ratio = target.n_params / max(draft_lm.n_params, 1)
     if ratio < 1:
         _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "
@@ -153,7 +155,7 @@ def drafts_itself(target) -> bool:
     return isinstance(target, LeanLM)
 
 
-def _self_pair(target, source, k: int, chosen: bool, hybrid: bool, auto_note: str) -> Pair:
+def _self_pair(target, source, k: int, chosen: bool, hybrid: bool, auto_note: str, draft_vocab: int | None) -> Pair:
     """The target as its own drafter (drafters/self.py), copying from the context too where `hybrid`."""
     from .drafters.hybrid import HybridDrafter
     from .drafters.ngram import NgramDrafter
@@ -164,8 +166,11 @@ def _self_pair(target, source, k: int, chosen: bool, hybrid: bool, auto_note: st
         raise UsageError(f"--drafter self needs specx's own decoder, and {target.name} runs on transformers' model "
                          f"(its architecture or format is not one the lean decoder reads)",
                          "use --drafter ngram or a model drafter (--drafter MODEL)")
-    drafter, said = for_target(target, min(len(target.tokenizer), target.vocab_size),
-                               selfskip.make_key(target, source.path))
+    from .decoder import vocabtrim
+
+    usable = min(len(target.tokenizer), target.vocab_size)
+    keep = vocabtrim.choose_keep(draft_vocab, usable)
+    drafter, said = for_target(target, usable, selfskip.make_key(target, source.path, keep), draft_vocab=keep)
     draft = HybridDrafter(NgramDrafter(), drafter) if hybrid else drafter
     copies = "; copies from the context instead where it already holds the continuation" if hybrid else ""
     why = f"; {auto_note}, so the target drafts for itself" if auto_note else ""

@@ -20,5 +20,5 @@ AllowDiskOffload = Annotated[bool, typer.Option("--allow-disk-offload", help="Le
 MoeOffload = Annotated[bool, typer.Option("--moe-offload", help="Keep MoE experts in CPU memory behind a cache on the compute device (on by default when they do not fit).")]
 DraftDtype = Annotated[Optional[str], typer.Option("--draft-dtype", help="Drafter dtype (default: --dtype).")]
 DraftQuant = Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU: auto (a GGUF drafter as it is with int8 activations, q8; else int8dyn where available), none, q8, fp16, int8, int4, int8dyn (int8 weights and activations; drafters only). Never changes the output.")]
-DraftVocab = Annotated[Optional[int], typer.Option("--draft-vocab", help="Drafter scores only the N most frequent tokens (VocabTrim, e.g. 32768; default 0 = all). Never changes the output.")]
+DraftVocab = Annotated[Optional[int], typer.Option("--draft-vocab", help="Drafter scores only the N most frequent tokens and the context's (VocabTrim; default on specx's decoder 32768 or a third of a smaller vocabulary, else all; 0 = all). Never changes the output.")]
 MaxTokens = Annotated[int, typer.Option("--max-tokens", "-n", help="Most new tokens (never past the context).")]

@@ -57,7 +57,7 @@ def load(path: str | Path, device, dtype: str = "bfloat16", *, context: int | No
     formats = f.weights.types()
     dense = from_weights(f.weights, DTYPES[dtype], torch.device(device))
     lm = DenseLM(DenseDecoder(f.config, dense, context), f.tokenizer, f.name, eos=f.eos, vocab=f.config.vocab_size,
-                 keep_ids=f.keep, weights=formats, use_graphs=use_graphs)
+                 trim=f.keep, weights=formats, use_graphs=use_graphs)
     lm.kernels = describe(lm, formats) + f.trimmed()
     return lm
 

@@ -30,7 +30,8 @@ class LeanLM:
     n_params: int = 0
     kernels: str = ""
     vocab: int = 0                # rows of the full output layer (before any VocabTrim)
-    keep_ids: object = None       # VocabTrim: the ids the output layer still scores, else None
+    head: object = None           # VocabTrim (a drafter's): the vocabtrim.DraftHead it scores, else None
+    trim: object = None           # ... or the fixed ids a trimmed output layer scores (the dense decoder's)
     weights: str = ""             # the matrices' formats as the file holds them, e.g. "Q4_K/Q6_K"
     cache: Cache | None = None
     forward_s: float = 0.0        # time spent in forward(), for the loop's overhead figure
@@ -52,6 +53,11 @@ class LeanLM:
     def reset(self) -> None:
         """Forget everything cached."""
         self.crop(0)
+
+    @property
+    def keep_ids(self) -> torch.Tensor | None:
+        """VocabTrim: the ids its logit columns are (DraftHead.ids, growing with the context), else None."""
+        return self.trim if self.head is None else self.head.ids
 
     @property
     def cached(self) -> int:
@@ -85,7 +91,8 @@ class LeanLM:
         return logits
 
     def _logits(self, ids: list[int], last_only: bool, positions=None, mask=None) -> torch.Tensor:
-        return self.model.forward(self.cache, ids, positions, mask, last_only=last_only)
+        head = None if self.head is None else self.head.weights()
+        return self.model.forward(self.cache, ids, positions, mask, last_only=last_only, head=head)
 
     def crop(self, length: int) -> None:
         """Drop cached positions beyond `length`."""
@@ -108,12 +115,27 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     `context`: cache positions (default model.DEFAULT_CONTEXT or the model's own, the smaller);
     `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
-    f = read(path, draft_vocab)
+    f = read(path)
+    head = None
+    if draft_vocab:
+        from . import vocabtrim
+
+        usable = min(len(f.tokenizer), f.config.vocab_size)
+        head = vocabtrim.DraftHead(f.weights.output, vocabtrim.keep_ids(f.tokenizer, usable, draft_vocab), usable)
     activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
     kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are, {linear.describe()}, "
-               f"{activations}; {attention.describe()}") + f.trimmed()
+               f"{activations}; {attention.describe()}") + trimmed(head, f.config.vocab_size)
     return LeanLM(Decoder(f.config, f.weights, context, mode), f.tokenizer, f.name, eos=f.eos, kernels=kernels,
-                  vocab=f.config.vocab_size, keep_ids=f.keep)
+                  vocab=f.config.vocab_size, head=head)
+
+
+def trimmed(head, vocab: int) -> str:
+    """The kernels sentence's VocabTrim part ("" without it)."""
+    if head is None:
+        return ""
+    from . import vocabtrim
+
+    return f", {vocabtrim.describe(head.base, vocab, context=True)}"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import torch
 from ..cpu import attention
 from . import linear
 from .config import DecoderConfig, Rope
+from ..cpu.qweight import QWeight
 from .weights import Weights
 
 # A cache reserves (without touching) context × layers × kv heads × head dim × 8 bytes; Linux refuses one
@@ -103,13 +104,14 @@ class Decoder:
     @torch.inference_mode()
     def forward(self, cache: Cache, ids: Sequence[int], positions: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None, skip: Collection[int] = (), last_only: bool = False,
-                mode: str | None = None) -> torch.Tensor:
+                mode: str | None = None, head: Sequence[QWeight] | None = None) -> torch.Tensor:
         """Logits (T, vocab) of `ids` appended to the cache (the last row only with `last_only`).
 
         positions: rotary positions (T,) int64, default the cache slots they fill. mask: (T, T) bool, which
         earlier rows of this call each row sees (a token tree; default all). skip: layer indices to leave out
         (their cache slots for these ids stay unwritten: crop them before a full forward reads them).
-        mode: the linear kernels' activation mode for this call (default the decoder's; a self-draft's "q8")."""
+        mode: the linear kernels' activation mode for this call (default the decoder's; a self-draft's "q8").
+        head: the output rows to score instead of the whole output layer (a drafter's, vocabtrim.DraftHead)."""
         c, w, start, rows, mode = self.config, self.weights, cache.length, len(ids), mode or self.mode
         if start + rows > min(cache.capacity, self.context):
             raise ContextFull(f"{start + rows} positions do not fit a context of {self.context}")
@@ -133,7 +135,7 @@ class Decoder:
             out = linear.matmul(attention.glu(linear.matmul(h, lw.gate_up, mode), c.hidden_act), lw.down, mode)
             h = attention.residual_norm(x, out, lw.post_ffn_norm, norms[n + 1], c.rms_norm_eps)
         cache.length = start + rows
-        return linear.matmul(h[-1:] if last_only else h, [w.output], mode)
+        return linear.matmul(h[-1:] if last_only else h, head or [w.output], mode)
 
     # what code written for a transformers model reads from `lm.model`
     def parameters(self):

@@ -22,7 +22,8 @@ class ModelDrafter(NoDrafter):
     """A smaller LM of the same tokenizer: drafts k tokens autoregressively with its own KV cache.
 
     With VocabTrim (`lm.keep_ids`) the drafter scores a subset of the vocabulary; its ids are mapped
-    back to the shared vocabulary and its draft distribution is zero elsewhere."""
+    back to the shared vocabulary and its draft distribution is zero elsewhere. A lean drafter's subset
+    (`head`, vocabtrim.DraftHead) also holds the context's ids: it follows each answer's sequence."""
 
     CPU_WINDOW = 64   # on a CPU it reads at most the last 64 unread tokens at once (see _unread) ...
     SIT_OUT = 2       # ... and sits an answer out when it would read more than this many windows (sits_out),
@@ -34,7 +35,7 @@ class ModelDrafter(NoDrafter):
         self.name = lm.name
         self.target_vocab = target_vocab
         self.usable_vocab = usable_vocab  # ids beyond the tokenizer are padding rows: never drafted
-        self.keep = lm.keep_ids           # None, or the sorted ids the trimmed output layer scores
+        self.head = getattr(lm, "head", None)   # a lean drafter's VocabTrim head, which follows the context
         self.max_context = lm.max_context
         self.window = window              # the most unread tokens it reads at once (0: all); see _unread
         self.offset = 0                   # the sequence position of its cache's first token
@@ -49,6 +50,11 @@ class ModelDrafter(NoDrafter):
     @property
     def forward_s(self) -> float:
         return self.lm.forward_s
+
+    @property
+    def keep(self) -> torch.Tensor | None:
+        """None, or the ids its logit columns are (VocabTrim; a DraftHead's grow between rounds)."""
+        return self.head.ids if self.head is not None else self.lm.keep_ids
 
     def reads_all(self, unread: int, budget: float | None) -> bool:
         """Whether reading `unread` tokens at once costs at most `budget` seconds (what drafting is
@@ -98,6 +104,8 @@ class ModelDrafter(NoDrafter):
         self._rest, self._reading = False, self.window
         if self.resting:
             return
+        if self.head is not None:
+            self.head.restart(seq)
         kept = common_prefix(self.held, seq[self.offset:reuse]) if reuse > self.offset else 0
         if kept:
             self._crop(kept)
@@ -143,6 +151,8 @@ class ModelDrafter(NoDrafter):
         falls below the floor for that many (a further token would likely be drafted for nothing)."""
         if self.resting:
             return Draft([], None)
+        if self.head is not None:
+            self.head.follow(seq)
         if ask.tree and getattr(self.lm, "trees", None) == "":
             return self._propose_tree(seq, ask)
         ids, tokens, probs, confidences, survival = self._unread(seq), [], [], [], 1.0

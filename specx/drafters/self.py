@@ -34,9 +34,10 @@ class SelfDrafter(ModelDrafter):
     """The target as its own drafter (a ModelDrafter whose forward is the target's with a Shape, on the
     target's cache, which it leaves as it found it); `search` changes the shape between rounds."""
 
-    def __init__(self, lm, usable_vocab: int, search: Search, key: dict | None = None):
+    def __init__(self, lm, usable_vocab: int, search: Search, key: dict | None = None, head=None):
         super().__init__(lm, lm.vocab_size, usable_vocab)
         self.name = "self"
+        self.head = head                       # VocabTrim over the target's output layer (lean decoder only)
         self.search, self.key = search, key    # key: where the shape is saved (None: not saved)
         self.lean = hasattr(lm.model, "mode")  # the lean decoder's forward takes a mode, the dense one's not
         self.spent_s = 0.0                     # seconds in this drafter's forwards (drafts and scoring)
@@ -53,12 +54,18 @@ class SelfDrafter(ModelDrafter):
     def forward_s(self) -> float:
         return self.spent_s
 
+    @property
+    def keep(self) -> torch.Tensor | None:
+        return None if self.head is None else self.head.ids
+
     def sit_out(self, seq: list[int], reuse: int = 0, budget: float | None = None) -> str:
         return ""   # it reads nothing: the target's cache is its own
 
     def prefill(self, seq: list[int], reuse: int = 0) -> None:
         """Nothing to read (the target's cache holds seq[:-1]); the answer's clock starts."""
         self.resting, self.began, self.searched_s = False, time.perf_counter(), 0.0
+        if self.head is not None:
+            self.head.restart(seq)
 
     def would_read(self, seq: list[int], reuse: int = 0) -> int:
         return 0
@@ -89,6 +96,8 @@ class SelfDrafter(ModelDrafter):
         shape = shape or self.shape
         t = time.perf_counter()
         mode = {"mode": shape.mode} if self.lean else {}
+        if self.head is not None:
+            mode["head"] = self.head.weights()
         logits = self.lm.model.forward(self.lm.cache, ids, skip=shape.skip, last_only=last_only, **mode)
         self.spent_s += time.perf_counter() - t
         return logits
@@ -144,7 +153,10 @@ class SelfDrafter(ModelDrafter):
             t = time.perf_counter()
             logits = self._forward(seq[start:base], shape, last_only=False)
             seconds = time.perf_counter() - t
-        guesses = logits[:, :self.usable_vocab].argmax(-1).cpu()
+        if self.head is None:
+            guesses = logits[:, :self.usable_vocab].argmax(-1).cpu()
+        else:   # the head's columns: the kept ids (those the scored context holds among them)
+            guesses = self.head.ids[logits.argmax(-1).cpu()]
         return guesses == torch.tensor(seq[start + 1:base + 1]), seconds
 
     def _save(self) -> None:
@@ -176,9 +188,11 @@ def kept(cache, start: int, end: int):
         cache.length = length
 
 
-def for_target(target, usable_vocab: int, key: dict | None = None, seed: int = 0) -> tuple[SelfDrafter, str]:
+def for_target(target, usable_vocab: int, key: dict | None = None, seed: int = 0,
+               draft_vocab: int = 0) -> tuple[SelfDrafter, str]:
     """The target's self-drafter, starting from the shape saved for `key` (else the first guess), and the
-    sentence that says which."""
+    sentence that says which. `draft_vocab` > 0: its drafts score that many of the output layer's rows and the
+    context's (VocabTrim, lean decoder only)."""
     from ..policy import selfskip
     from .skipsearch import Search
 
@@ -196,7 +210,14 @@ def for_target(target, usable_vocab: int, key: dict | None = None, seed: int = 0
             said = f"drafts with {shape.describe(layers)}, {'found' if search.done else 'partly searched'} by an earlier run"
         except (TypeError, ValueError):
             pass
-    return SelfDrafter(target, usable_vocab, search, key), said
+    head = None
+    if draft_vocab and hasattr(target.model, "mode"):
+        from ..decoder import vocabtrim
+
+        base = vocabtrim.keep_ids(target.tokenizer, usable_vocab, draft_vocab)
+        head = vocabtrim.DraftHead(target.model.weights.output, base, usable_vocab)
+        said += f"; it {vocabtrim.describe(base, target.vocab_size, context=True)}"
+    return SelfDrafter(target, usable_vocab, search, key, head), said
 
 
 def lean_modes(target) -> tuple[str, ...]:

@@ -48,9 +48,10 @@ def make_key(target, target_path: Path, drafter_label: str, drafter_lm=None, dra
     key = {"target": identity(target_path), "target_kernels": _kernels(target),
            "placement": target.placement, "device": machine.identity(str(device)), "drafter": drafter_label}
     if drafter_lm is not None and drafter_path is not None:
-        rows = "all" if drafter_lm.keep_ids is None else len(drafter_lm.keep_ids)
+        from ..decoder.vocabtrim import rows
+
         key["drafter"] = f"{identity(drafter_path)}|{drafter_label}"
-        key["drafter_kernels"] = f"{_kernels(drafter_lm)}; output rows {rows}"
+        key["drafter_kernels"] = f"{_kernels(drafter_lm)}; output rows {rows(drafter_lm)}"
     return key
 
 

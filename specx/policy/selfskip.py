@@ -20,12 +20,13 @@ def path() -> Path:
     return config_dir() / FILE
 
 
-def make_key(target, target_path: Path) -> dict:
+def make_key(target, target_path: Path, draft_vocab: int = 0) -> dict:
     """What a shape depends on: the target file, its precision and kernels (their build too), where it
-    lives and the machine (processor, vector instructions, threads): measured.make_key's fields."""
+    lives and the machine (processor, vector instructions, threads): measured.make_key's fields; and the
+    output rows its drafts score (VocabTrim changes what a draft costs)."""
     from .measured import make_key as measured_key
 
-    return measured_key(target, target_path, "self")
+    return measured_key(target, target_path, f"self|output rows {draft_vocab}" if draft_vocab else "self")
 
 
 def load(key: dict) -> dict | None:

@@ -170,18 +170,17 @@ def test_assisted_generation_gets_the_drafter_with_every_output_row(cli_models, 
     from specx.bench import peers
     from specx.decoder import vocabtrim
 
-    monkeypatch.setattr(vocabtrim, "MIN_VOCAB_TO_TRIM", 16)
-    monkeypatch.setattr(vocabtrim, "DEFAULT_KEEP", 24)
-    seen = []
+    monkeypatch.setattr(vocabtrim, "choose_keep", lambda requested, vocab, lean=True: 24)
+    seen, given = [], []
     real = peers.full_vocabulary
-    monkeypatch.setattr(peers, "full_vocabulary", lambda *a: seen.append(real(*a)) or seen[-1])
+    monkeypatch.setattr(peers, "full_vocabulary", lambda *a: given.append(a[0]) or seen.append(real(*a)) or seen[-1])
     draft = make_folder(tmp_path / "draft", layers=1, seed=5)
     result = bench(str(cli_models["target"]), "-d", str(draft), "--draft-policy", "fixed", "--prompts", prompts_file, "-n", "4", "-r", "1",
                    "--no-warmup", "--peer", "hf-assisted", "--json", "-", "--dtype", "float32")
     labels = [c["label"] for c in json.loads(result.stdout)["configs"]]
     assert labels == ["none", "draft k=4 fixed", "hf-assisted"]
     head = seen[0].model.get_output_embeddings()
-    assert seen[0].keep_ids is None and head.out_features == seen[0].vocab
+    assert given[0].keep_ids is not None and seen[0].keep_ids is None and head.out_features == seen[0].vocab
 
 
 def test_compare_shows_the_change_between_two_saved_results(cli_models, prompts_file, tmp_path):

@@ -27,10 +27,13 @@ def test_keep_ids_are_the_first_ids_plus_special_tokens(make_lm):
     assert vocabtrim.keep_ids(lm.tokenizer, 96, 1000).tolist() == list(range(96))
 
 
-def test_choose_keep_trims_only_when_asked():
-    assert vocabtrim.choose_keep(None, 151_936) == 0 and vocabtrim.choose_keep(None, 49_152) == 0
+def test_choose_keep_trims_lean_drafters_by_default_and_others_when_asked():
+    """Lean drafters (which add the context's ids) keep DEFAULT_KEEP rows, or a third of a vocabulary of
+    MIN_VOCAB_TO_TRIM or more; transformers' drafters and small vocabularies keep all unless asked."""
+    assert vocabtrim.choose_keep(None, 151_936) == 32_768 and vocabtrim.choose_keep(None, 49_152) == 16_384
+    assert vocabtrim.choose_keep(None, 32_000) == 0 and vocabtrim.choose_keep(None, 151_936, lean=False) == 0
     assert vocabtrim.choose_keep(0, 151_936) == 0 and vocabtrim.choose_keep(200_000, 151_936) == 0
-    assert vocabtrim.choose_keep(5000, 151_936) == 5000
+    assert vocabtrim.choose_keep(5000, 151_936, lean=False) == 5000
 
 
 def test_trimmed_drafter_proposes_the_best_kept_token(make_lm):
