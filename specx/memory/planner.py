@@ -138,6 +138,21 @@ def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool) -> int:
     return RUNTIME_OVERHEAD + (fastpath_copy(shape, scheme_name) if on_cpu else 0)
 
 
+def draft_head_bytes(shape: Shape, scheme_name: str) -> int:
+    """The copy of the output rows a drafter on specx's decoder keeps by default (vocabtrim.DraftHead: the first
+    ids, at the file's bytes per row; the context's rows are a few dozen an answer)."""
+    from ..decoder.vocabtrim import choose_keep
+    from .footprint import file_scheme, is_native
+
+    keep = choose_keep(None, shape.vocab) if is_native(scheme_name) else 0
+    if not keep:
+        return 0
+    scheme = file_scheme(shape)
+    heads = [g for g in shape.groups if g.kind == "head" and scheme.group_bytes(g)] or \
+        [g for g in shape.groups if g.kind == "embed"]   # a tied head is the embedding
+    return keep * sum(scheme.group_bytes(g) for g in heads) // max(shape.vocab, 1)
+
+
 def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements: list[Placement],
                     context: int, lossy: bool, prompt: int, reasons: list[str] | None = None) -> ModelPlan:
     from .footprint import NATIVE, is_native
@@ -148,7 +163,8 @@ def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements:
     placements = _mapped(role, shape, dtype, native or quant, placements, context, on_cpu, reasons)
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
                      shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act), lossy,
-                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu), native.removesuffix(NATIVE))
+                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu)
+                     + (draft_head_bytes(shape, native) if role == "drafter" and on_cpu else 0), native.removesuffix(NATIVE))
 
 
 def _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons) -> list[Placement]:

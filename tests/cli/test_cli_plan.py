@@ -57,3 +57,26 @@ def test_plan_names_the_lean_decoders_activation_mode_as_asked(tmp_path):
         said[quant] = next(line for line in result.stdout.splitlines() if line.startswith("target "))
     assert all("lean decoder" in line for line in said.values()), said
     assert "(q8)" in said["auto"] and "(q8)" in said["q8"] and "float32 activations (exact)" in said["none"]
+
+
+def test_a_lean_drafters_trimmed_output_rows_are_in_the_plan(tmp_path, monkeypatch):
+    """A drafter on specx's decoder keeps a copy of its first output rows (VocabTrim's default): the plan
+    counts that many rows at the file's bytes per row in the drafter's CPU runtime, and nothing for a
+    vocabulary too small to trim."""
+    from specx.decoder import vocabtrim
+
+    target, drafter = make_folder(tmp_path / "t", layers=2), make_folder(tmp_path / "d", layers=1, seed=5)
+
+    def drafter_plan():
+        result = invoke("plan", str(target), "-d", str(drafter), "--mem-budget", "gpu=0", "--json")
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)["drafter"]
+
+    untrimmed = drafter_plan()
+    monkeypatch.setattr(vocabtrim, "MIN_VOCAB_TO_TRIM", 48)
+    monkeypatch.setattr(vocabtrim, "DEFAULT_KEEP", 16)
+    trimmed = drafter_plan()
+    groups = {g["kind"]: g["bytes"] for g in trimmed["groups"] if g["bytes"]}
+    vocab = 96
+    row = (groups.get("head") or groups["embed"]) // vocab
+    assert trimmed["runtime_bytes"] - untrimmed["runtime_bytes"] == 16 * row > 0
