@@ -54,10 +54,6 @@ class SelfDrafter(ModelDrafter):
     def forward_s(self) -> float:
         return self.spent_s
 
-    @property
-    def keep(self) -> torch.Tensor | None:
-        return None if self.head is None else self.head.ids
-
     def sit_out(self, seq: list[int], reuse: int = 0, budget: float | None = None) -> str:
         return ""   # it reads nothing: the target's cache is its own
 
@@ -95,10 +91,10 @@ class SelfDrafter(ModelDrafter):
     def _forward(self, ids: list[int], shape: Shape | None = None, last_only: bool = True) -> torch.Tensor:
         shape = shape or self.shape
         t = time.perf_counter()
-        mode = {"mode": shape.mode} if self.lean else {}
+        lean = {"mode": shape.mode} if self.lean else {}
         if self.head is not None:
-            mode["head"] = self.head.weights()
-        logits = self.lm.model.forward(self.lm.cache, ids, skip=shape.skip, last_only=last_only, **mode)
+            lean["head"] = self.head.weights()
+        logits = self.lm.model.forward(self.lm.cache, ids, skip=shape.skip, last_only=last_only, **lean)
         self.spent_s += time.perf_counter() - t
         return logits
 
