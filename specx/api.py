@@ -159,7 +159,7 @@ def _self_pair(target, source, k: int, chosen: bool, hybrid: bool, auto_note: st
     """The target as its own drafter (drafters/self.py), copying from the context too where `hybrid`."""
     from .drafters.hybrid import HybridDrafter
     from .drafters.ngram import NgramDrafter
-    from .drafters.self import for_target
+    from .drafters.self import for_target, lean_decoder
     from .policy import measured, selfskip
 
     if not drafts_itself(target):
@@ -169,7 +169,7 @@ def _self_pair(target, source, k: int, chosen: bool, hybrid: bool, auto_note: st
     from .decoder import vocabtrim
 
     usable = min(len(target.tokenizer), target.vocab_size)
-    keep = vocabtrim.choose_keep(draft_vocab, usable)
+    keep = vocabtrim.choose_keep(draft_vocab, usable) if lean_decoder(target) else 0   # the CUDA decoder: all rows
     drafter, said = for_target(target, usable, selfskip.make_key(target, source.path, keep), draft_vocab=keep)
     draft = HybridDrafter(NgramDrafter(), drafter) if hybrid else drafter
     copies = "; copies from the context instead where it already holds the continuation" if hybrid else ""

@@ -116,26 +116,18 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
     f = read(path)
+    activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
+    kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are, {linear.describe()}, "
+               f"{activations}; {attention.describe()}")
     head = None
     if draft_vocab:
         from . import vocabtrim
 
         usable = min(len(f.tokenizer), f.config.vocab_size)
         head = vocabtrim.DraftHead(f.weights.output, vocabtrim.keep_ids(f.tokenizer, usable, draft_vocab), usable)
-    activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
-    kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are, {linear.describe()}, "
-               f"{activations}; {attention.describe()}") + trimmed(head, f.config.vocab_size)
+        kernels += f", {vocabtrim.describe(head.base, f.config.vocab_size, context=True)}"
     return LeanLM(Decoder(f.config, f.weights, context, mode), f.tokenizer, f.name, eos=f.eos, kernels=kernels,
                   vocab=f.config.vocab_size, head=head)
-
-
-def trimmed(head, vocab: int) -> str:
-    """The kernels sentence's VocabTrim part ("" without it)."""
-    if head is None:
-        return ""
-    from . import vocabtrim
-
-    return f", {vocabtrim.describe(head.base, vocab, context=True)}"
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ class SelfDrafter(ModelDrafter):
         self.name = "self"
         self.head = head                       # VocabTrim over the target's output layer (lean decoder only)
         self.search, self.key = search, key    # key: where the shape is saved (None: not saved)
-        self.lean = hasattr(lm.model, "mode")  # the lean decoder's forward takes a mode, the dense one's not
+        self.lean = lean_decoder(lm)           # the lean decoder's forward takes a mode and a head, the dense one's not
         self.spent_s = 0.0                     # seconds in this drafter's forwards (drafts and scoring)
         self.searched_s = 0.0                  # ... of them scoring candidates, this answer
         self.step_s = 0.0                      # what the last search step took (the next is expected to)
@@ -207,7 +207,7 @@ def for_target(target, usable_vocab: int, key: dict | None = None, seed: int = 0
         except (TypeError, ValueError):
             pass
     head = None
-    if draft_vocab and hasattr(target.model, "mode"):
+    if draft_vocab and lean_decoder(target):
         from ..decoder import vocabtrim
 
         base = vocabtrim.keep_ids(target.tokenizer, usable_vocab, draft_vocab)
@@ -216,10 +216,16 @@ def for_target(target, usable_vocab: int, key: dict | None = None, seed: int = 0
     return SelfDrafter(target, usable_vocab, search, key, head), said
 
 
+def lean_decoder(lm) -> bool:
+    """Whether `lm` runs on the CPU's lean decoder (its forward takes an activation mode and a head), not the
+    dense CUDA one."""
+    return hasattr(lm.model, "mode")
+
+
 def lean_modes(target) -> tuple[str, ...]:
     """The activation modes a self-draft may use: f32, and q8 where specx's block kernels run (the reference
     linear is exact float32 whatever the mode) on the lean decoder."""
-    if not hasattr(target.model, "mode"):
+    if not lean_decoder(target):
         return ("f32",)
     from ..decoder import linear
 

@@ -6,7 +6,7 @@ from . import backends as bk
 from .footprint import (DTYPE_BYTES, NATIVE_QUANTS, RUNTIME_OVERHEAD, Scheme, Shape, fastpath_copy, file_scheme,
                         int8dyn_scheme, is_native, plain)
 from .plan import MemoryPlan, Placement
-from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, draft_head_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, speculation_bytes)
+from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, speculation_bytes)
 from .probe import Budgets, fmt_bytes
 
 BNB = ("int8", "nf4", "fp4")
@@ -180,7 +180,7 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     else:
         reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {_weights(scheme)}, placed first "
                        "because it runs k times per round")
-    runtime = runtime_bytes(drafter, scheme.name, dev == CPU) + (draft_head_bytes(drafter, scheme.name) if dev == CPU else 0)
+    runtime = runtime_bytes(drafter, scheme.name, dev == CPU, draft_scheme=scheme.name)
     if need(scheme) + head + (runtime if dev == CPU else 0) > room[dev]:
         from .planner import refuse
         raise refuse(f"the drafter {drafter.name} does not fit", [(dev, need(scheme) + head, room[dev])],

@@ -131,11 +131,14 @@ def act_bytes(dtype: str) -> int:
     return DTYPE_BYTES[dtype]
 
 
-def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool) -> int:
-    """CPU bytes beyond the tensors: tokenizer and objects, plus the fast path's packed copy on the CPU."""
+def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool, draft_scheme: str = "") -> int:
+    """CPU bytes beyond the tensors: tokenizer and objects, plus on the CPU the fast path's packed copy and,
+    for a drafter (`draft_scheme`: the scheme its weights run in), its copy of its kept output rows."""
     from .footprint import RUNTIME_OVERHEAD, fastpath_copy
 
-    return RUNTIME_OVERHEAD + (fastpath_copy(shape, scheme_name) if on_cpu else 0)
+    if not on_cpu:
+        return RUNTIME_OVERHEAD
+    return RUNTIME_OVERHEAD + fastpath_copy(shape, scheme_name) + draft_head_bytes(shape, draft_scheme)
 
 
 def draft_head_bytes(shape: Shape, scheme_name: str) -> int:
@@ -163,8 +166,8 @@ def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements:
     placements = _mapped(role, shape, dtype, native or quant, placements, context, on_cpu, reasons)
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
                      shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act), lossy,
-                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu)
-                     + (draft_head_bytes(shape, native) if role == "drafter" and on_cpu else 0), native.removesuffix(NATIVE))
+                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu, native if role == "drafter" else ""),
+                     native.removesuffix(NATIVE))
 
 
 def _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons) -> list[Placement]:
