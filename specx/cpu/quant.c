@@ -52,7 +52,12 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
    xs[8]    dx·Σq per block (float).
    The integer products pair unsigned with signed bytes (VNNI, maddubs): weights that are never negative
    (unsigned_weights) take q as it is; signed weights take q + 128 and subtract 128·Σw, a sum over the
-   weights alone (decoded once for all rows). Values past the row's end are zeros with scale 0. */
+   weights alone (decoded once for all rows). Values past the row's end are zeros with scale 0.
+   TAIL: a weight row of a 32-value type whose last group holds fewer than 8 blocks (K = 896, 576, 640) is
+   still decoded 8 blocks at a time, reading on into the next row of the same call, and the extra blocks'
+   weight scales are set to zero: against zero activations (q = 0, dx = 0) their lanes then add exactly what
+   zero blocks add (s = 0, t = +0), so results equal a zero-padded copy's bit for bit without copying. The
+   call's last row, whose next bytes may lie outside the tensor, is copied into zero padding instead. */
 #define XG 640
 #define XG_S 256
 #define XG_DX 512

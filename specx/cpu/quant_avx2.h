@@ -235,13 +235,21 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
         for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = accb[r] = _mm256_setzero_ps();
         for (int64_t s = 0; s < groups; ++s) {
             const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
-            if (!kt && nblocks - 8 * s < 8) {   /* a row's last, partial group: zero blocks after it */
+            const int tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
+            if (tail && c == nout - 1) {   /* the call's last row: reading past it could leave the tensor */
                 memset(pad, 0, sizeof pad);
-                memcpy(pad, g, (nblocks - 8 * s) * bytes);
+                memcpy(pad, g, tail * bytes);
                 g = pad;
             }
             wq o;
             decode_q8(type, g, &o);
+            if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
+                const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
+                                                                           _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+                o.a[0] = _mm256_and_ps(o.a[0], keep);
+                o.a[1] = _mm256_and_ps(o.a[1], keep);
+                o.b = _mm256_and_ps(o.b, keep);
+            }
             const uint8_t *xg = xq + s * XG;
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, acc[r], &accb[r]);

@@ -248,14 +248,19 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
         }
         for (int64_t s = 0; s < groups; ++s) {
             const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
-            if (!kt && nblocks - 8 * s < 8) {   /* a row's last, partial group: zero blocks after it */
+            const int tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
+            if (tail && c == nout - 1) {   /* the call's last row: reading past it could leave the tensor */
                 memset(pad, 0, sizeof pad);
-                memcpy(pad, g, (nblocks - 8 * s) * bytes);
+                memcpy(pad, g, tail * bytes);
                 g = pad;
             }
             prefetch_ahead(g, kt ? bytes : 8 * bytes);
             wq o;
             decode_q8(type, g, &o);
+            if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
+                o.a = _mm512_maskz_mov_ps((__mmask16)(((1u << tail) - 1) * 0x0101u), o.a);
+                o.b = _mm256_maskz_mov_ps((__mmask8)((1u << tail) - 1), o.b);
+            }
             const uint8_t *xg = xq + s * XG;
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, &acc[r], &accb[r]);

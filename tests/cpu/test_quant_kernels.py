@@ -198,6 +198,25 @@ def test_q8_rows_with_a_nan_or_infinity_come_out_nan_in_every_build():
 
 
 @needs_kernels
+@pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q5_0", "Q8_0"])
+def test_a_partial_last_group_ignores_the_next_rows_bytes_in_every_build(name):
+    """q8 decodes a row's partial last group 8 blocks at a time, reading into the next row (quant.c, TAIL):
+    whatever that row holds, even infinite and NaN scales, each row's results equal the row computed alone
+    (from a zero-padded copy), bit for bit."""
+    tid, per, size = BLOCKS[name]
+    w = quant_ref.random_weight(name, 3, 9 * per, np.random.default_rng(17))
+    blocks = w.data.reshape(3 * 9, size).copy()
+    for off in quant_ref.SCALES[name]:   # d, and m where the type has one
+        blocks[9:12, off:off + 2] = np.array([np.inf, np.nan, -np.inf], np.float16).view(np.uint8).reshape(3, 2)
+    w = QWeight(tid, blocks.reshape(-1), 3, w.cols)
+    x = inputs(2, w.cols, 18)
+    first = QWeight(tid, blocks[:9].reshape(-1).copy(), 1, w.cols)
+    for lib in builds_here():
+        y = lib.matmul(x, [w], "q8")
+        assert torch.equal(y[:, :1], lib.matmul(x, [first], "q8")) and y[:, 0].isfinite().all(), lib.describe()
+
+
+@needs_kernels
 def test_prefetching_changes_no_result():
     """Prefetching weights ahead (the per-machine choice) is a hint: the same bits with it and without."""
     lib = quant.load(quant.variants()[0])
