@@ -3,7 +3,7 @@
 
     python benchmarks/plan_rss.py [MODEL.gguf ...] [--fill 0.95] [--drafter none]
 
-For each model: `specx plan MODEL --drafter D --json` (planned CPU bytes at its context, 4096 tokens or the
+For each model: `specx plan MODEL --drafter D --json` (planned peak RSS, `rss_bytes`, at its context, 4096 tokens or the
 model's limit), then `specx run MODEL --drafter D --raw` in a child process on a prompt that fills `fill` of that
 context, 16 new tokens; the child's peak RSS (getrusage) against the plan. Default models: the fixtures.
 """
@@ -19,24 +19,29 @@ from pathlib import Path
 
 FIXTURES = Path(os.environ.get("SPECX_FIXTURE_MODELS", "~/.cache/specx-fixture-models")).expanduser()
 SPECX = [sys.executable, "-m", "specx"]
+HERE = Path(__file__).resolve().parent
 
 
 def planned(model: str, drafter: str) -> tuple[int, int]:
-    """(planned CPU bytes, planned context) from `specx plan --json`."""
+    """(planned peak RSS, planned context) from `specx plan --json`."""
     out = subprocess.run([*SPECX, "plan", model, "--drafter", drafter, "--json"], capture_output=True, text=True,
                          check=True).stdout
     plan = json.loads(out)
-    return int(plan["total_bytes"]["cpu"]), int(plan["context"])
+    return int(plan["rss_bytes"]), int(plan["context"])
 
 
 def prompt_of(model: str, tokens: int) -> str:
-    """Text of about `tokens` tokens for this model (repeated prose, re-measured with its tokenizer)."""
+    """Text of about `tokens` tokens for this model: the quality benchmark's prose and every bench prompt (a
+    varied text: a repeated sentence would touch only a few rows of a mapped embedding), repeated as needed,
+    cut with the model's tokenizer."""
+    import tomllib
+
     from specx.decoder.gguf_file import open_gguf
     from specx.decoder.tokenizer import load_tokenizer
 
     tok = load_tokenizer(open_gguf(model))
-    unit = ("The river bends past the old mill, where the water slows and the light falls green through the "
-            "willows; children count the stones and forget the number by the bridge. ")
+    prompts = tomllib.loads((HERE.parent / "specx/bench/prompts.toml").read_text())
+    unit = (HERE / "data/quality.txt").read_text() + "\n".join(p["text"] for p in prompts["prompt"])
     text = unit * (tokens // max(len(tok(unit)["input_ids"]), 1) + 1)
     ids = tok(text)["input_ids"][:tokens]
     return tok.decode(ids)

@@ -107,7 +107,8 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
         target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
         check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
     applied = plan_run(source, draft_source, k, o.dtype, runtime_quant(o.quant), o.mem_budget, o.allow_disk_offload,
-                       o.moe_offload, runtime_quant(o.draft_quant), notify)
+                       o.moe_offload, runtime_quant(o.draft_quant), notify,
+                       self_draft=choice == "self" or (drafter == "auto" and choice == "ngram"))
     _say(notify, applied.note)
     if applied.plan.k_cap < k and choice != "none":   # SpecMemo: speculation shrinks before the target moves
         _say(notify, f"note: k lowered from {k} to {applied.plan.k_cap}, the most this memory plan leaves room for")

@@ -47,12 +47,14 @@ def plan(
     choice = split_hybrid(m.drafter)[0]   # MODEL+ngram: copying costs no memory beyond the model's
     if m.drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
-    # self drafts with the target's own weights: no drafter memory
+    # self drafts with the target's own weights: no drafter, only the copy of the output rows it keeps; auto
+    # without a model drafter drafts itself where the target runs on specx's decoder (api.prepare)
     draft_source = None if choice in ("none", "ngram", "self") or m.k == 0 else \
         source_for(choice, Ask(m.draft_quant, m.draft_dtype or m.dtype, m.mem_budget))
+    self_draft = m.k != 0 and (choice == "self" or (m.drafter == "auto" and choice == "none"))
     try:
         result = plan_for(source, draft_source, context, m.k, m.mem_budget, m.dtype, runtime_quant(m.quant),
-                          m.allow_disk_offload, runtime_quant(m.draft_quant))
+                          m.allow_disk_offload, runtime_quant(m.draft_quant), self_draft)
     except PlanRefused as e:
         output.note(e.table)
         raise
@@ -105,5 +107,7 @@ def render(p, asked: dict[str, str] | None = None) -> str:
     lines.append("headroom: " + (", ".join(f"{d} {_b(n)}" for d, n in p.headroom) or "none"))
     lines.append(f"load peak (estimate): {_b(p.load_peak_bytes)}")
     lines.append("total: " + ", ".join(f"{d} {_b(n)}" for d, n in p.total_bytes().items()))
+    lines.append(f"peak RSS (estimate): {_b(p.rss_bytes())}, with this process's own {_b(p.process_bytes)} "
+                 "(Python, torch, transformers; not drawn from the budget)")
     lines.append(f"summary: {p.summary()}")
     return "\n".join(lines)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from . import backends as bk
-from .footprint import (DTYPE_BYTES, NATIVE_QUANTS, RUNTIME_OVERHEAD, Scheme, Shape, fastpath_copy, file_scheme,
-                        int8dyn_scheme, is_native, plain)
+from .footprint import (DTYPE_BYTES, NATIVE_QUANTS, PROCESS_BYTES, Scheme, Shape, fastpath_copy, file_scheme,
+                        int8dyn_scheme, is_native, plain, runtime_overhead)
 from .plan import MemoryPlan, Placement
 from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, speculation_bytes)
 from .probe import Budgets, fmt_bytes
@@ -100,7 +100,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     d_act = DTYPE_BYTES[compute]
     headroom = {d: 0 for d in (GPU, CPU)}
     drafter_plan, spec_dev, budget = None, fast, dict(room)
-    room[CPU] -= RUNTIME_OVERHEAD            # the target's tokenizer and objects live in CPU memory
+    room[CPU] -= runtime_overhead(target.vocab)   # the target's tokenizer and objects live in CPU memory
     if drafter is not None:
         drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom,
                                                  req.draft_quant, req.dtype)
@@ -111,7 +111,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     chosen = None
     for scheme in ladder:
         act = DTYPE_BYTES[scheme.other_dtype]
-        head = max(headroom[fast], activation_bytes(target, ctx, act))
+        head = max(headroom[fast], activation_bytes(target, ctx, act, is_native(scheme.name)))
         for kk, dc in levels:
             spec = speculation_bytes(target, drafter, kk, dc, act, d_act)
             left = room[fast] - head - (spec if spec_dev == fast else 0)
@@ -130,7 +130,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     headroom[fast] = max(headroom[fast], head)
     _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder)
     t_plan = make_model_plan("target", target, scheme.other_dtype, "none" if not scheme.lossy else scheme.name,
-                             placed, ctx, scheme.lossy, ctx, reasons)
+                             placed, ctx, scheme.lossy, ctx, reasons, req.self_draft)
     cache = _expert_cache(target, scheme, compute, placed, fast, reasons)
     plan = MemoryPlan(t_plan, drafter_plan, k, kk, ctx, dc if drafter else 0, spec,
                       tuple((d, n) for d, n in headroom.items() if n), budgets, tuple(reasons),
@@ -320,4 +320,5 @@ def _finish(plan: MemoryPlan, target: Shape) -> MemoryPlan:
     extra = [int((budget[d] - totals.get(d, 0)) // per_tok[d]) for d in (GPU, CPU) if per_tok[d] and budget[d]]
     limit = min(target.max_context, plan.context + max(0, min(extra))) if extra else plan.context
     reasons = plan.reasons + (f"max context: {limit} tokens fit in this plan",)
-    return replace(plan, load_peak_bytes=totals["overall"] + biggest, reasons=reasons, max_context=limit)
+    return replace(plan, load_peak_bytes=totals["overall"] + biggest, reasons=reasons, max_context=limit,
+                   process_bytes=PROCESS_BYTES)

@@ -12,9 +12,20 @@ from pathlib import Path
 from ..errors import ModelUnavailable
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-# CPU memory a loaded model costs beyond its tensors (tokenizer, Python objects): RSS grew by 127 MiB
-# (SmolLM2-135M) and 129 MiB (Qwen2.5-Coder-0.5B) loading the tokenizer in a fresh process.
-RUNTIME_OVERHEAD = 128 * 2**20
+# CPU memory a loaded model costs beyond its tensors (its tokenizer, the file's metadata, Python objects), which
+# grows with the vocabulary: RSS grew by 161 MiB loading SmolLM2-135M (49,152 entries), 262-280 MiB for the
+# Qwen2.5-Coder 0.5B/1.5B (151,936) and 429 MiB for Gemma-3-270M (262,144) in a fresh process
+# (benchmarks/results/2026-11-26-tails): about 100 MiB plus 1.3 KB an entry.
+RUNTIME_BASE = 100 * 2**20
+RUNTIME_PER_ENTRY = 1300
+# The specx process itself: Python with torch and transformers imported held 238 MiB RSS (same source). It
+# is resident before any budget is read, so it is never drawn from one, but a plan's peak RSS includes it.
+PROCESS_BYTES = 238 * 2**20
+
+
+def runtime_overhead(vocab: int) -> int:
+    """CPU bytes a loaded model holds beyond its tensors, for a vocabulary of `vocab` entries."""
+    return RUNTIME_BASE + RUNTIME_PER_ENTRY * max(vocab, 0)
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,11 @@ class MemoryPlan:
     load_peak_bytes: int = 0   # estimate: steady state plus the largest group in flight while loading
     max_context: int = 0       # the most tokens this placement has room for (≤ the models' limit)
     expert_cache_bytes: int = 0  # GPU expert cache for MoE experts kept in CPU memory (inside the headroom)
+    process_bytes: int = 0     # the specx process itself (Python, torch, transformers): resident before any budget
+
+    def rss_bytes(self) -> int:
+        """The process's planned peak resident memory: the plan's CPU bytes and the process itself."""
+        return self.total_bytes().get("cpu", 0) + self.process_bytes
 
     def total_bytes(self) -> dict[str, int]:
         """Planned steady-state bytes per device (weights + KV + speculation + headroom) and overall."""
@@ -147,7 +152,8 @@ class MemoryPlan:
                 "max_context": self.max_context, "expert_cache_bytes": self.expert_cache_bytes, "speculation_bytes": self.speculation_bytes,
                 "headroom_bytes": dict(self.headroom), "steady_bytes": self.steady_bytes(), "load_peak_bytes": self.load_peak_bytes,
                 "budgets": {"gpu": b.gpu, "cpu": b.cpu, "disk": b.disk, "source": b.source},
-                "total_bytes": self.total_bytes(), "reasons": list(self.reasons)}
+                "total_bytes": self.total_bytes(), "process_bytes": self.process_bytes, "rss_bytes": self.rss_bytes(),
+                "reasons": list(self.reasons)}
 
 
 def bnb_config(quant: str, dtype: str, offloaded: bool):

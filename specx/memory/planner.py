@@ -43,11 +43,17 @@ class Request:
     quant: str = "auto"
     allow_disk: bool = False
     draft_quant: str = "auto"    # the drafter's CPU weights (fastpath.choose)
+    self_draft: bool = False     # the target drafts for itself (`--drafter self`): its kept output rows' copy
 
 
-def activation_bytes(shape: Shape, tokens: int, act: int) -> int:
-    """Transient memory of one forward over `tokens` (the prompt): hidden states and MLP intermediates."""
+def activation_bytes(shape: Shape, tokens: int, act: int, native: bool = False) -> int:
+    """Transient memory of one forward over `tokens` (the prompt): hidden states and MLP intermediates.
+    `native`: specx's lean decoder (float32, in place where it can): its RSS peak over the steady state was
+    84-87 KB a token for the fixture Qwen 1.5B and 46-47 for the 0.5B, two hidden and two MLP rows a token
+    (benchmarks/results/2026-11-26-tails)."""
     inter = shape.intermediate * max(1, shape.experts_per_token)
+    if native:
+        return tokens * (2 * shape.hidden + 2 * inter) * 4
     return tokens * (4 * shape.hidden + 3 * inter) * act
 
 
@@ -134,11 +140,11 @@ def act_bytes(dtype: str) -> int:
 def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool, draft_scheme: str = "") -> int:
     """CPU bytes beyond the tensors: tokenizer and objects, plus on the CPU the fast path's packed copy and,
     for a drafter (`draft_scheme`: the scheme its weights run in), its copy of its kept output rows."""
-    from .footprint import RUNTIME_OVERHEAD, fastpath_copy
+    from .footprint import fastpath_copy, runtime_overhead
 
     if not on_cpu:
-        return RUNTIME_OVERHEAD
-    return RUNTIME_OVERHEAD + fastpath_copy(shape, scheme_name) + draft_head_bytes(shape, draft_scheme)
+        return runtime_overhead(shape.vocab)
+    return runtime_overhead(shape.vocab) + fastpath_copy(shape, scheme_name) + draft_head_bytes(shape, draft_scheme)
 
 
 def draft_head_bytes(shape: Shape, scheme_name: str) -> int:
@@ -157,7 +163,8 @@ def draft_head_bytes(shape: Shape, scheme_name: str) -> int:
 
 
 def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements: list[Placement],
-                    context: int, lossy: bool, prompt: int, reasons: list[str] | None = None) -> ModelPlan:
+                    context: int, lossy: bool, prompt: int, reasons: list[str] | None = None,
+                    drafts_itself: bool = False) -> ModelPlan:
     from .footprint import NATIVE, is_native
 
     act = act_bytes(dtype)
@@ -165,8 +172,9 @@ def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements:
     native = placements[0].scheme if placements and all(is_native(p.scheme) for p in placements) else ""
     placements = _mapped(role, shape, dtype, native or quant, placements, context, on_cpu, reasons)
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
-                     shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act), lossy,
-                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu, native if role == "drafter" else ""),
+                     shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act, bool(native)), lossy,
+                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu,
+                                   native if role == "drafter" or drafts_itself else ""),
                      native.removesuffix(NATIVE))
 
 

@@ -157,11 +157,11 @@ def pick(preset: presets.Preset, suffix: str, ask: Ask) -> Variant:
 def price(preset: presets.Preset, name: str, listed=None) -> int | None:
     """CPU bytes a variant needs: its file, the runtime's own objects, and the KV cache of the default context
     when the preset's config is at hand; None when nothing prices it."""
-    from .footprint import RUNTIME_OVERHEAD
+    from .footprint import runtime_overhead
 
     config = _cached_config(preset)
     weights = file_bytes(preset, name, config, listed or _listed)
-    return None if weights is None else weights + RUNTIME_OVERHEAD + _kv_bytes(config)
+    return None if weights is None else weights + runtime_overhead(_vocab(config)) + _kv_bytes(config)
 
 
 def file_bytes(preset: presets.Preset, name: str, config=None, listed=None) -> int | None:
@@ -213,6 +213,12 @@ def _cached_config(preset: presets.Preset):
         return AutoConfig.from_pretrained(Path(path).parent, trust_remote_code=False)
     except (OSError, ValueError):
         return None
+
+
+def _vocab(config) -> int:
+    """The config's vocabulary size, 0 when no config is at hand (then the runtime's base alone is priced)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return int(getattr(text, "vocab_size", 0) or 0)
 
 
 def _kv_bytes(config) -> int:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_helpers import invoke, make_folder
+from conftest import fixture_model
 
 
 def weightless(path):
@@ -80,3 +82,54 @@ def test_a_lean_drafters_trimmed_output_rows_are_in_the_plan(tmp_path, monkeypat
     vocab = 96
     row = (groups.get("head") or groups["embed"]) // vocab
     assert trimmed["runtime_bytes"] - untrimmed["runtime_bytes"] == 16 * row > 0
+
+
+def test_the_plan_predicts_a_peak_rss_with_the_process_itself(tmp_path):
+    """The planned peak RSS is the plan's CPU bytes plus the specx process's own (Python, torch,
+    transformers), which no budget pays for: JSON carries both, the text says it."""
+    from specx.memory.footprint import PROCESS_BYTES
+
+    target = weightless(tmp_path / "t")
+    result = invoke("plan", str(target), "--mem-budget", "gpu=0,cpu=2GiB,disk=1GiB", "--json")
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["process_bytes"] == PROCESS_BYTES > 0
+    assert plan["rss_bytes"] == plan["total_bytes"]["cpu"] + PROCESS_BYTES
+    text = invoke("plan", str(target), "--mem-budget", "gpu=0,cpu=2GiB,disk=1GiB")
+    assert "peak RSS (estimate)" in text.stdout and "not drawn from the budget" in text.stdout
+
+
+@pytest.mark.slow
+def test_a_gguf_on_the_lean_decoder_is_priced_by_how_that_decoder_runs():
+    """A GGUF target on specx's decoder: its prompt pass is priced as that decoder holds it (float32, two
+    hidden and two MLP rows a token), not as transformers' modules (four and three), and it is the CPU
+    headroom; its tokenizer grows its runtime bytes by RUNTIME_PER_ENTRY a vocabulary entry."""
+    from specx.memory.footprint import RUNTIME_BASE, RUNTIME_PER_ENTRY
+
+    path = fixture_model("smollm2-135m")
+    result = invoke("plan", str(path), "-d", "none", "--mem-budget", "gpu=0", "--json")
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    hidden, inter, vocab = 576, 1536, 49152   # SmolLM2-135M's config
+    assert plan["target"]["activation_bytes"] == plan["context"] * (2 * hidden + 2 * inter) * 4
+    assert plan["headroom_bytes"]["cpu"] == plan["target"]["activation_bytes"]
+    assert plan["target"]["runtime_bytes"] == RUNTIME_BASE + RUNTIME_PER_ENTRY * vocab
+
+
+@pytest.mark.slow
+def test_a_target_that_drafts_for_itself_is_planned_with_its_kept_output_rows():
+    """`--drafter self` (and auto, which self-drafts where no model drafter is at hand) keeps a copy of the
+    target's first output rows for its drafts (VocabTrim's default): the target's runtime bytes grow by that
+    many rows at the file's bytes per row; plain decoding keeps none."""
+    from specx.decoder.vocabtrim import choose_keep
+
+    path = fixture_model("smollm2-135m")
+
+    def runtime(drafter):
+        result = invoke("plan", str(path), "-d", drafter, "--mem-budget", "gpu=0", "--json")
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)["target"]["runtime_bytes"]
+
+    row = 576 // 32 * 34   # the tied Q8_0 head's bytes per row
+    assert runtime("self") - runtime("none") == choose_keep(None, 49152) * row > 0
+    assert runtime("auto") == runtime("self")

@@ -38,7 +38,9 @@ def test_offloaded_model_gives_the_resident_outputs(kind, tmp_path, monkeypatch)
     # alignments than freshly built ones, which moves float32 results by an ulp either way)
     resident = AutoModelForCausalLM.from_pretrained(tmp_path / "model").eval()
     shape = shape_of(config)
-    budget = Budgets(None, shape.params * 4 // 2 + (128 << 20), 1 << 30)   # about half the weights fit (+ tokenizer)
+    from specx.memory.footprint import runtime_overhead
+
+    budget = Budgets(None, shape.params * 4 // 2 + runtime_overhead(shape.vocab), 1 << 30)   # about half the weights fit
     p = plan(shape, None, budget, Request(context=16, k=2, dtype="float32", quant="none", allow_disk=True))
     kinds_on_disk = {x.kind for x in p.target.placements if x.device == "disk"}
     assert kinds_on_disk, p.summary()

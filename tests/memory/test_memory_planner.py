@@ -162,7 +162,7 @@ def test_a_drafter_on_the_cpu_is_priced_in_the_weights_it_will_run_in():
     """int8dyn (the default where fbgemm exists): int8 weights, fp16 in the down projections (a third
     of this layer's weights), 12 bytes per output row; `--draft-quant none`: float32."""
     from specx.cpu import fastpath
-    from specx.memory.footprint import RUNTIME_OVERHEAD
+    from specx.memory.footprint import runtime_overhead
 
     if not fastpath.usable("int8dyn"):
         pytest.skip("this PyTorch build has no fbgemm")
@@ -171,7 +171,7 @@ def test_a_drafter_on_the_cpu_is_priced_in_the_weights_it_will_run_in():
     layer = next(p for p in dyn.drafter.placements if p.kind == "layer")
     assert dyn.drafter.quant == "int8dyn" and layer.bytes == int(12 * M * (1 + 1 / 3)) + 12 * 4 * 1024
     assert "drafter: whole on the CPU in int8 weights and activations" in " ".join(dyn.reasons)
-    assert dyn.drafter.runtime_bytes == RUNTIME_OVERHEAD + 32000 * 1024 + 12 * 32000   # the tied head's int8 copy
+    assert dyn.drafter.runtime_bytes == runtime_overhead(d.vocab) + 32000 * 1024 + 12 * 32000   # the tied head's int8 copy
     full = run(t, Budgets(None, 32 * G, 100 * G), drafter=d, draft_quant="none")
     assert full.drafter.quant == "none" and next(p for p in full.drafter.placements if p.kind == "layer").bytes \
         == 4 * 12 * M
@@ -186,3 +186,14 @@ def test_a_refusal_never_shows_a_negative_budget():
     e = refuse("the drafter d does not fit", [("cpu", 25 * 2**20, -127 * 2**20), ("cuda:0", 1, None)])
     assert "-" not in e.message.split("(", 1)[1] and "of 0 B" in e.message and "of none" in e.message
     assert "-127" not in e.table
+
+
+def test_a_models_runtime_memory_grows_with_its_vocabulary():
+    """A tokenizer's memory grows with its entries: two models alike but for the vocabulary differ in their
+    runtime bytes by RUNTIME_PER_ENTRY an entry, and the larger plan leaves less room for weights."""
+    from specx.memory.footprint import RUNTIME_PER_ENTRY
+
+    small, large = run(shape(vocab=32000), Budgets(None, 32 * G, 100 * G)), \
+        run(shape(vocab=160000), Budgets(None, 32 * G, 100 * G))
+    assert large.target.runtime_bytes - small.target.runtime_bytes == RUNTIME_PER_ENTRY * 128000
+

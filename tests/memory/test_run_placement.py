@@ -44,15 +44,16 @@ def run_json(*args):
     return tokens, lines[-1]["stats"], result.stderr
 
 
-def cpu_budget_for(model, want):
-    """The largest CPU budget (1 MiB steps) whose plan satisfies `want` (plans read the config only)."""
+def cpu_budget_for(model, want, quant="auto"):
+    """The largest CPU budget (1 MiB steps) whose plan (`--quant quant`) satisfies `want` (plans read the
+    config only)."""
     from specx.memory import plan_for
     from specx.memory.planner import PlanRefused
     from specx.models.resolve import resolve
 
-    for mib in range(512, 127, -1):
+    for mib in range(768, 63, -1):
         try:
-            p = plan_for(resolve(str(model)), None, None, 4, f"cpu={mib}MiB", "auto", "auto", True)
+            p = plan_for(resolve(str(model)), None, None, 4, f"cpu={mib}MiB", "auto", quant, True)
         except PlanRefused:
             continue
         if want(p):
@@ -77,7 +78,7 @@ def test_a_tight_cpu_budget_makes_the_run_load_a_smaller_precision(mid_model):
 
 
 def test_disk_offload_is_refused_unless_allowed_and_then_gives_the_resident_output(mid_model):
-    mib, p = cpu_budget_for(mid_model, lambda p: "disk" in p.target.devices)
+    mib, p = cpu_budget_for(mid_model, lambda p: "disk" in p.target.devices, quant="none")
     result = invoke("run", str(mid_model), PROMPT, "--raw", "-n", "8", "-d", "ngram", "--quant", "none",
                     "--mem-budget", f"cpu={mib}MiB")
     assert result.exit_code == 4, result.stderr

@@ -222,11 +222,11 @@ def test_with_cuda_a_preset_resolves_to_its_float_checkpoint(hf_here, monkeypatc
 
 def test_the_hub_listing_prices_a_variant_before_its_download(hf_here, monkeypatch):
     """Q4_K_M's listed size over the CPU budget: the smaller Q4_0 is taken, and Q4_K_M is never downloaded."""
-    from specx.memory.footprint import RUNTIME_OVERHEAD
+    from specx.memory.footprint import runtime_overhead
     from specx.memory.variant import source_for as resolve
 
     files = hf_here.repos["tiny-org/tiny-GGUF"].files
-    budgets(monkeypatch, cpu=RUNTIME_OVERHEAD + (len(files["tiny-Q4_0.gguf"]) + len(files["tiny-Q4_K_M.gguf"])) // 2)
+    budgets(monkeypatch, cpu=runtime_overhead(0) + (len(files["tiny-Q4_0.gguf"]) + len(files["tiny-Q4_K_M.gguf"])) // 2)
     source = resolve("mine", Ask())
     assert source.path.name == "tiny-Q4_0.gguf" and "Q4_K_M needs about" in source.variant
     assert downloaded(hf_here) == ["tiny-Q4_0.gguf"]
