@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,8 @@ class FileInfo:
     reason: str
     groups: tuple[tuple[tuple[str, int | None], int], ...]
     format: str
+    counts: tuple[tuple[tuple[str, int | None], tuple[int, int, int]], ...] = ()   # (params, matrix params,
+    #   matrix rows) per group: the elements of its tensors, of its 2-D ones, and their output rows
 
     def group_bytes(self) -> dict[tuple[str, int | None], int]:
         """Keys ("embed", None), ("layer", i), ("norm", None), ("head", None), ("other", None)."""
@@ -61,15 +64,20 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
     except SpecxError as e:
         return FileInfo(e.message, (), "?")
     groups: dict[tuple[str, int | None], int] = {}
+    counts: dict[tuple[str, int | None], tuple[int, int, int]] = {}
     kinds: dict[str, int] = {}
     for name, (kind, shape, nbytes) in tensors.items():
         key = _group_of(name)
         groups[key] = groups.get(key, 0) + nbytes
-        if len(shape) == 2:
+        elements, matrix = math.prod(shape), len(shape) == 2
+        rows = (shape[0] if path.is_dir() else shape[1]) if matrix else 0   # a GGUF lists ne0 (columns) first
+        params, linear, out = counts.get(key, (0, 0, 0))
+        counts[key] = (params + elements, linear + elements * matrix, out + rows)
+        if matrix:
             said = TORCH_NAMES.get(kind, kind) if path.is_dir() else kind
             kinds[said] = kinds.get(said, 0) + nbytes
     fmt = "/".join(k for k, _ in sorted(kinds.items(), key=lambda kv: -kv[1])) or "?"
-    return FileInfo(why, tuple(groups.items()), fmt)
+    return FileInfo(why, tuple(groups.items()), fmt, tuple(counts.items()))
 
 
 def _gguf(path: Path) -> tuple[dict[str, tuple[str, tuple[int, ...], int]], dict]:

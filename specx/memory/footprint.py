@@ -13,11 +13,11 @@ from ..errors import ModelUnavailable
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # CPU memory a loaded model costs beyond its tensors (its tokenizer, the file's metadata, Python objects), which
-# grows with the vocabulary: RSS grew by 161 MiB loading SmolLM2-135M (49,152 entries), 262-280 MiB for the
-# Qwen2.5-Coder 0.5B/1.5B (151,936) and 429 MiB for Gemma-3-270M (262,144) in a fresh process
-# (benchmarks/results/2026-11-26-tails): about 100 MiB plus 1.3 KB an entry.
+# grows with the vocabulary: RSS grew by 117 MiB loading SmolLM2-135M (49,152 entries) and 150-152 MiB for the
+# Qwen2.5-Coder 0.5B/1.5B (151,936) in a fresh process (benchmarks/results/2026-11-26-tails): 100 MiB plus
+# 340 bytes an entry. Gemma 3's SentencePiece vocabulary (262,144) took 339 MiB, 152 more than this prices.
 RUNTIME_BASE = 100 * 2**20
-RUNTIME_PER_ENTRY = 1300
+RUNTIME_PER_ENTRY = 340
 # The specx process itself: Python with torch and transformers imported held 238 MiB RSS (same source). It
 # is resident before any budget is read, so it is never drawn from one, but a plan's peak RSS includes it.
 PROCESS_BYTES = 238 * 2**20
@@ -237,14 +237,46 @@ def shape_for(source) -> Shape:
 
     from .mapped import file_dtype
 
-    config = load_config(source)
-    shape = replace(shape_of(config, source.name), file_dtype=file_dtype(source, config))
     from ..decoder import support
 
+    config = load_config(source)
     info = support.inspect(source.path)
+    # a GGUF the lean decoder runs is counted from its own tensor table: building transformers' model on
+    # the meta device cost 1.3 s and 96 MiB of RSS for the fixture 1.5B (benchmarks/results/2026-11-26-tails)
+    native = not info.reason and source.kind != "hf" and info.counts
+    shape = shape_of_file(config, info, source.name) if native else shape_of(config, source.name)
+    shape = replace(shape, file_dtype=file_dtype(source, config))
     if info.reason:
         return shape
     return replace(shape, file_bytes=info.groups, file_format=info.format)
+
+
+def shape_of_file(config, info, name: str = "") -> Shape:
+    """The Shape `shape_of` builds, from a model file's tensor table (decoder/support.FileInfo.counts) for an
+    architecture specx's decoder runs: transformers' module paths and run order (embeddings, rotary tables,
+    the layers, head, final norm), each group's parameters as the file counts them. Buffers, which no file
+    holds, are the rotary tables' inverse frequencies (and Gemma's embedding scale)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    counts = dict(info.counts)
+    heads = text.num_attention_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
+    gemma = text.model_type.startswith("gemma")
+    tied = bool(getattr(text, "tie_word_embeddings", False)) or ("head", None) not in counts
+    rope_buffers = 2 * (2 if gemma else 1) * (head_dim // 2) * 4   # inv_freq and its original, per rope table
+    params = lambda key: counts.get(key, (0, 0, 0))[0]   # noqa: E731
+    groups = [Group("model.embed_tokens", "embed", params(("embed", None)), 0, 0, 4 if gemma else 0,
+                    ("model.embed_tokens",)),
+              Group("model.rotary_emb", "other", 0, 0, 0, rope_buffers, ("model.rotary_emb",))]
+    for i in range(text.num_hidden_layers):
+        total, linear, rows = counts.get(("layer", i), (0, 0, 0))
+        groups.append(Group(f"model.layers.{i}", "layer", total, linear, rows, 0, (f"model.layers.{i}",), i))
+    groups += [Group("lm_head", "head", 0 if tied else params(("head", None)), 0, 0, 0, ("lm_head",)),
+               Group("model.norm", "norm", params(("norm", None)), 0, 0, 0, ("model.norm",))]
+    return Shape(name or text.model_type, text.model_type, tuple(groups), text.num_hidden_layers,
+                 getattr(text, "num_key_value_heads", None) or heads, head_dim, text.hidden_size,
+                 int(getattr(text, "intermediate_size", 0) or 0), text.vocab_size,
+                 int(getattr(text, "max_position_embeddings", None) or 2048), tied,
+                 head_weight=text.vocab_size * text.hidden_size)
 
 
 def _layers_list(model):

@@ -48,12 +48,11 @@ class Request:
 
 def activation_bytes(shape: Shape, tokens: int, act: int, native: bool = False) -> int:
     """Transient memory of one forward over `tokens` (the prompt): hidden states and MLP intermediates.
-    `native`: specx's lean decoder (float32, in place where it can): its RSS peak over the steady state was
-    84-87 KB a token for the fixture Qwen 1.5B and 46-47 for the 0.5B, two hidden and two MLP rows a token
-    (benchmarks/results/2026-11-26-tails)."""
+    `native`: specx's lean decoder, which at its peak (the MLP's activation) holds the residual stream and its
+    norm, the gate/up rows and their product: two hidden and three MLP rows a token, in float32."""
     inter = shape.intermediate * max(1, shape.experts_per_token)
     if native:
-        return tokens * (2 * shape.hidden + 2 * inter) * 4
+        return tokens * (2 * shape.hidden + 3 * inter) * 4
     return tokens * (4 * shape.hidden + 3 * inter) * act
 
 
