@@ -151,6 +151,17 @@ static inline void prepare(float *x, const float *w, const spx_attn *L, int64_t 
    key's score is still a plain sum over the dimensions in order. Values are stored slot by slot. */
 #define KEY_BLOCK LANES
 #define HEADS_AT_ONCE 4   /* query heads sharing each key and value load (independent sums: no waiting on one chain) */
+/* value chunks of LANES dimensions summed in one pass over the values (HEADS_AT_ONCE × this many running sums
+   stay in registers): each pass reads every visible value row once, so fewer passes read less */
+/* software prefetching of the cache: a layer's keys and values are cold (every weight read since evicted
+   them) and the hardware prefetcher alone streamed them at about 8 GB/s (benchmarks/results/2026-11-26-tails) */
+#define AHEAD_BLOCKS 2    /* key blocks ahead */
+#define AHEAD_ROWS 16     /* value rows ahead */
+#if defined(__AVX512F__)
+#define VALUE_CHUNKS 4
+#else
+#define VALUE_CHUNKS 2
+#endif
 
 /* sc[slot[0..n)] → their softmax in sc[0..n) (slots ascending). The maximum is exact in any order; the sum
    runs in LANES partial sums by index and a fixed tree. */
@@ -204,6 +215,7 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
                 acc[h] = (lanes){0};
             }
             for (int64_t e = 0; e < d; ++e) {
+                if (j == 0) __builtin_prefetch(block + (AHEAD_BLOCKS * d + e) * KEY_BLOCK);   /* no fault: a hint */
                 const lanes k = load(block + e * KEY_BLOCK);
                 for (int h = 0; h < HEADS_AT_ONCE; ++h) acc[h] += qs[h][e] * k;
             }
@@ -214,27 +226,34 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
     }
     for (int64_t j = 0; j < group; ++j)   /* softmax over the visible keys, packed to the front of the row */
         softmax(score + j * width, slot, n);
-    /* out = Σ p·v over the visible keys in slot order, LANES dimensions of HEADS_AT_ONCE heads at a time */
+    /* out = Σ p·v over the visible keys in slot order, VALUE_CHUNKS × LANES dimensions of HEADS_AT_ONCE heads
+       per pass over the values; each sum runs over the keys in slot order whatever the pass */
     float *o = out + t * L->heads * d + g * group * d;
     const float *values = L->v + g * L->capacity * d;
-    for (int64_t c = 0; c < d; c += LANES) {
-        const int whole = c + LANES <= d;
+    for (int64_t c0 = 0; c0 < d; c0 += VALUE_CHUNKS * LANES) {
         for (int64_t j = 0; j < group; j += HEADS_AT_ONCE) {
             const float *ps[HEADS_AT_ONCE];
-            lanes acc[HEADS_AT_ONCE];
+            lanes acc[HEADS_AT_ONCE][VALUE_CHUNKS];
             for (int h = 0; h < HEADS_AT_ONCE; ++h) {
                 ps[h] = score + (j + h < group ? j + h : j) * width;
-                acc[h] = (lanes){0};
+                for (int k = 0; k < VALUE_CHUNKS; ++k) acc[h][k] = (lanes){0};
             }
             for (int64_t i = 0; i < n; ++i) {
-                const float *v = values + (base + slot[i]) * d + c;
-                lanes vv;
-                if (whole) vv = load(v);
-                else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[l] : 0.0f;
-                for (int h = 0; h < HEADS_AT_ONCE; ++h) acc[h] += ps[h][i] * vv;
+                const float *v = values + (base + slot[i]) * d;
+                if (c0 == 0 && j == 0 && i + AHEAD_ROWS < n)
+                    for (int64_t e = 0; e < d; e += 64 / sizeof(float))
+                        __builtin_prefetch(values + (base + slot[i + AHEAD_ROWS]) * d + e);
+                for (int k = 0; k < VALUE_CHUNKS; ++k) {
+                    const int64_t c = c0 + k * LANES;
+                    lanes vv;
+                    if (c + LANES <= d) vv = load(v + c);
+                    else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[c + l] : 0.0f;
+                    for (int h = 0; h < HEADS_AT_ONCE; ++h) acc[h][k] += ps[h][i] * vv;
+                }
             }
             for (int h = 0; h < HEADS_AT_ONCE && j + h < group; ++h)
-                for (int l = 0; l < LANES && c + l < d; ++l) o[(j + h) * d + c + l] = acc[h][l];
+                for (int k = 0; k < VALUE_CHUNKS; ++k)
+                    for (int l = 0; l < LANES && c0 + k * LANES + l < d; ++l) o[(j + h) * d + c0 + k * LANES + l] = acc[h][k][l];
         }
     }
 }
