@@ -29,6 +29,7 @@ class FileInfo:
     format: str
     counts: tuple[tuple[tuple[str, int | None], tuple[int, int, int]], ...] = ()   # (params, matrix params,
     #   matrix rows) per group: the elements of its tensors, of its 2-D ones, and their output rows
+    config: configs.DecoderConfig | None = None   # a GGUF's, read from its metadata
 
     def group_bytes(self) -> dict[tuple[str, int | None], int]:
         """Keys ("embed", None), ("layer", i), ("norm", None), ("head", None), ("other", None)."""
@@ -55,12 +56,14 @@ def reason(path: Path) -> str:
 def _inspect(path: str, size: int, mtime: int) -> FileInfo:
     path = Path(path)
     try:
+        config = None
         if path.is_dir():
             tensors = _folder(path)
             why = _folder_reason(path, tensors)
         else:
             tensors, meta = _gguf(path)
-            why = _gguf_reason(meta, tensors)
+            config = configs.from_gguf(meta, {name: shape for name, (_, shape, _) in tensors.items()})
+            why = _gguf_reason(tensors)
     except SpecxError as e:
         return FileInfo(e.message, (), "?")
     groups: dict[tuple[str, int | None], int] = {}
@@ -77,7 +80,7 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
             said = TORCH_NAMES.get(kind, kind) if path.is_dir() else kind
             kinds[said] = kinds.get(said, 0) + nbytes
     fmt = "/".join(k for k, _ in sorted(kinds.items(), key=lambda kv: -kv[1])) or "?"
-    return FileInfo(why, tuple(groups.items()), fmt, tuple(counts.items()))
+    return FileInfo(why, tuple(groups.items()), fmt, tuple(counts.items()), config)
 
 
 def _gguf(path: Path) -> tuple[dict[str, tuple[str, tuple[int, ...], int]], dict]:
@@ -92,8 +95,7 @@ def _gguf(path: Path) -> tuple[dict[str, tuple[str, tuple[int, ...], int]], dict
         gguf.close()
 
 
-def _gguf_reason(meta: dict, tensors) -> str:
-    configs.from_gguf(meta, {name: shape for name, (_, shape, _) in tensors.items()})
+def _gguf_reason(tensors) -> str:
     for name, (kind, shape, _) in tensors.items():
         if len(shape) == 2 and kind not in BLOCKS:
             return f"{name} is stored as {kind}, which specx's kernels do not read"

@@ -239,44 +239,48 @@ def shape_for(source) -> Shape:
 
     from ..decoder import support
 
-    config = load_config(source)
     info = support.inspect(source.path)
-    # a GGUF the lean decoder runs is counted from its own tensor table: building transformers' model on
-    # the meta device cost 1.3 s and 96 MiB of RSS for the fixture 1.5B (benchmarks/results/2026-11-26-tails)
-    native = not info.reason and source.kind != "hf" and info.counts
-    shape = shape_of_file(config, info, source.name) if native else shape_of(config, source.name)
-    shape = replace(shape, file_dtype=file_dtype(source, config))
+    if source.kind != "hf" and not info.reason and info.config is not None:
+        # a GGUF the lean decoder runs is counted from its own header: transformers' model on the meta device
+        # cost 1.26 s and 96 MiB of RSS for the fixture 1.5B (benchmarks/results/2026-11-26-tails), and the
+        # config it needs imports transformers' model utilities
+        return replace(shape_of_file(info, source.name), file_dtype=file_dtype(source, None),
+                       file_bytes=info.groups, file_format=info.format)
+    config = load_config(source)
+    shape = replace(shape_of(config, source.name), file_dtype=file_dtype(source, config))
     if info.reason:
         return shape
     return replace(shape, file_bytes=info.groups, file_format=info.format)
 
 
-def shape_of_file(config, info, name: str = "") -> Shape:
-    """The Shape `shape_of` builds, from a model file's tensor table (decoder/support.FileInfo.counts) for an
-    architecture specx's decoder runs: transformers' module paths and run order (embeddings, rotary tables,
-    the layers, head, final norm), each group's parameters as the file counts them. Buffers, which no file
-    holds, are the rotary tables' inverse frequencies (and Gemma's embedding scale)."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+# transformers' model_type of a GGUF architecture the lean decoder runs, where the two differ
+HF_MODEL_TYPE = {"gemma3": "gemma3_text"}
+
+
+def shape_of_file(info, name: str = "") -> Shape:
+    """The Shape `shape_of` builds, from a GGUF's header (decoder/support.FileInfo: its DecoderConfig and its
+    tensor table) for an architecture specx's decoder runs: transformers' module paths and run order
+    (embeddings, rotary tables, the layers, head, final norm), each group's parameters as the file counts
+    them. Buffers, which no file holds, are the rotary tables' inverse frequencies (and Gemma's embedding
+    scale)."""
+    c = info.config
     counts = dict(info.counts)
-    heads = text.num_attention_heads
-    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
-    gemma = text.model_type.startswith("gemma")
-    tied = bool(getattr(text, "tie_word_embeddings", False)) or ("head", None) not in counts
+    head_dim, gemma = c.head_dim, c.family == "gemma3"
+    tied = c.tie_word_embeddings or ("head", None) not in counts
     rope_buffers = 2 * (2 if gemma else 1) * (head_dim // 2) * 4   # inv_freq and its original, per rope table
     params = lambda key: counts.get(key, (0, 0, 0))[0]   # noqa: E731
     groups = [Group("model.embed_tokens", "embed", params(("embed", None)), 0, 0, 4 if gemma else 0,
                     ("model.embed_tokens",)),
               Group("model.rotary_emb", "other", 0, 0, 0, rope_buffers, ("model.rotary_emb",))]
-    for i in range(text.num_hidden_layers):
+    for i in range(c.num_hidden_layers):
         total, linear, rows = counts.get(("layer", i), (0, 0, 0))
         groups.append(Group(f"model.layers.{i}", "layer", total, linear, rows, 0, (f"model.layers.{i}",), i))
     groups += [Group("lm_head", "head", 0 if tied else params(("head", None)), 0, 0, 0, ("lm_head",)),
                Group("model.norm", "norm", params(("norm", None)), 0, 0, 0, ("model.norm",))]
-    return Shape(name or text.model_type, text.model_type, tuple(groups), text.num_hidden_layers,
-                 getattr(text, "num_key_value_heads", None) or heads, head_dim, text.hidden_size,
-                 int(getattr(text, "intermediate_size", 0) or 0), text.vocab_size,
-                 int(getattr(text, "max_position_embeddings", None) or 2048), tied,
-                 head_weight=text.vocab_size * text.hidden_size)
+    model_type = HF_MODEL_TYPE.get(c.family, c.family)
+    return Shape(name or model_type, model_type, tuple(groups), c.num_hidden_layers, c.num_key_value_heads,
+                 head_dim, c.hidden_size, c.intermediate_size, c.vocab_size, c.max_position_embeddings, tied,
+                 head_weight=c.vocab_size * c.hidden_size)
 
 
 def _layers_list(model):

@@ -11,10 +11,9 @@ from specx.memory.footprint import gguf_config, shape_of, shape_of_file
 
 
 def same_shape(path):
-    config = gguf_config(path)
     info = support.inspect(path)
     assert not info.reason, info.reason
-    return shape_of_file(config, info, "m") == shape_of(config, "m")
+    return shape_of_file(info, "m") == shape_of(gguf_config(path), "m")
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2", "qwen2-tied", "qwen3", "gemma3"])
