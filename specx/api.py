@@ -106,9 +106,9 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
     if draft_source is not None:
         target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
         check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
+    may_self = choice == "self" or (drafter == "auto" and choice == "ngram")   # auto: where the target can
     applied = plan_run(source, draft_source, k, o.dtype, runtime_quant(o.quant), o.mem_budget, o.allow_disk_offload,
-                       o.moe_offload, runtime_quant(o.draft_quant), notify,
-                       self_draft=choice == "self" or (drafter == "auto" and choice == "ngram"))
+                       o.moe_offload, runtime_quant(o.draft_quant), notify, self_draft=may_self)
     _say(notify, applied.note)
     if applied.plan.k_cap < k and choice != "none":   # SpecMemo: speculation shrinks before the target moves
         _say(notify, f"note: k lowered from {k} to {applied.plan.k_cap}, the most this memory plan leaves room for")
@@ -117,7 +117,7 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
     target.placement = applied.summary
     if applied.moe_budget:
         target.experts = attach_experts(target, applied.moe_budget, notify)
-    if choice == "self" or (drafter == "auto" and choice == "ngram" and drafts_itself(target)):
+    if may_self and (choice == "self" or drafts_itself(target)):
         return _self_pair(target, source, k, chosen, hybrid or drafter == "auto", auto_note if drafter == "auto" else "",
                           o.draft_vocab)
     if draft_source is None:

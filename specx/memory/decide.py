@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from . import backends as bk
-from .footprint import (DTYPE_BYTES, NATIVE_QUANTS, PROCESS_BYTES, Scheme, Shape, fastpath_copy, file_scheme,
+from .footprint import (DTYPE_BYTES, NATIVE_QUANTS, Scheme, Shape, fastpath_copy, file_scheme,
                         int8dyn_scheme, is_native, plain, runtime_overhead)
 from .plan import MemoryPlan, Placement
 from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, speculation_bytes)
@@ -320,5 +320,4 @@ def _finish(plan: MemoryPlan, target: Shape) -> MemoryPlan:
     extra = [int((budget[d] - totals.get(d, 0)) // per_tok[d]) for d in (GPU, CPU) if per_tok[d] and budget[d]]
     limit = min(target.max_context, plan.context + max(0, min(extra))) if extra else plan.context
     reasons = plan.reasons + (f"max context: {limit} tokens fit in this plan",)
-    return replace(plan, load_peak_bytes=totals["overall"] + biggest, reasons=reasons, max_context=limit,
-                   process_bytes=PROCESS_BYTES)
+    return replace(plan, load_peak_bytes=totals["overall"] + biggest, reasons=reasons, max_context=limit)

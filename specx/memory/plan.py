@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .footprint import PROCESS_BYTES
 from .probe import Budgets, fmt_bytes
 
 DEVICES = ("cuda:0", "cpu", "disk")
@@ -83,7 +84,8 @@ class MemoryPlan:
     load_peak_bytes: int = 0   # estimate: steady state plus the largest group in flight while loading
     max_context: int = 0       # the most tokens this placement has room for (≤ the models' limit)
     expert_cache_bytes: int = 0  # GPU expert cache for MoE experts kept in CPU memory (inside the headroom)
-    process_bytes: int = 0     # the specx process itself (Python, torch, transformers): resident before any budget
+    process_bytes: int = PROCESS_BYTES   # the specx process itself (Python, torch, transformers): resident
+                                         # before any budget is read, so no budget pays for it
 
     def rss_bytes(self) -> int:
         """The process's planned peak resident memory: the plan's CPU bytes and the process itself."""

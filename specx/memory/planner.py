@@ -141,9 +141,8 @@ def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool, draft_scheme: st
     for a drafter (`draft_scheme`: the scheme its weights run in), its copy of its kept output rows."""
     from .footprint import fastpath_copy, runtime_overhead
 
-    if not on_cpu:
-        return runtime_overhead(shape.vocab)
-    return runtime_overhead(shape.vocab) + fastpath_copy(shape, scheme_name) + draft_head_bytes(shape, draft_scheme)
+    base = runtime_overhead(shape.vocab)
+    return base + fastpath_copy(shape, scheme_name) + draft_head_bytes(shape, draft_scheme) if on_cpu else base
 
 
 def draft_head_bytes(shape: Shape, scheme_name: str) -> int:
