@@ -6,8 +6,9 @@
 #   .gpu/  tokenizer/ (the fixture Qwen tokenizer), target.config.json, drafter.config.json, prompts5.json
 # Both are made on the dev machine by the step `prepare` (list them in .git/info/exclude; the device
 # run carries them: carry [".whl", ".gpu"]).
-# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench lean budgets)
+# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench lean spec budgets)
 # The dense decoder with CUDA graphs alone (issue 38): OUT=dir bash benchmarks/gpu_check.sh setup lean  (≤ 6 min)
+# Self-drafting and token trees on the CUDA decoder (issue 36): OUT=dir bash benchmarks/gpu_check.sh setup spec  (≤ 6 min)
 # Consumer budgets alone (issue 38, item 4): OUT=dir bash benchmarks/gpu_check.sh setup budgets  (≤ 6 min)
 set -u
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
@@ -88,6 +89,12 @@ lean)   # the dense decoder with CUDA graphs: random weights made on the GPU, re
   say "lean: benchmarks/gpu_lean.py"
   timeout ${LEAN_S:-360} python3 benchmarks/gpu_lean.py --budget-s ${LEAN_BUDGET_S:-330} --json "$OUT/gpu_lean.json" 2>&1 \
       | grep -v 'Warning\|USDT' | tail -60 ;;
+spec)   # self-drafting and token trees on the CUDA decoder (issue 36): gpu tests, then report + $OUT/gpu_spec.json
+  say "spec: gpu tests of the dense decoder (graphs, self, trees)"
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/decoder/test_dense_gpu.py 2>&1 | tail -8
+  say "spec: benchmarks/gpu_spec.py"
+  timeout $(( ${SPEC_S:-150} + 60 )) python3 benchmarks/gpu_spec.py --budget-s ${SPEC_S:-150} --json "$OUT/gpu_spec.json" 2>&1 \
+      | grep -v 'Warning\|USDT' | tail -45 ;;
 budgets)   # 8B-shaped target, 1B-shaped drafter under gpu=8/12/16/24GiB: report + $OUT/gpu_budgets.json
   say "budgets: benchmarks/gpu_budgets.py"   # its summary table ends the output
   timeout $(( ${BUDGETS_S:-300} + 30 )) python3 benchmarks/gpu_budgets.py --budget-s ${BUDGETS_S:-300} \

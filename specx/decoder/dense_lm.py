@@ -3,6 +3,7 @@ replaying CUDA graphs (graphs.py) on a GPU; and `load` for a GGUF file or safete
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,17 +35,22 @@ class DenseLM(LeanLM):
     def device(self) -> torch.device:
         return self.model.device
 
-    def _logits(self, ids: list[int], last_only: bool, positions=None, mask=None) -> torch.Tensor:
+    def skipping(self, ids: list[int], skip: Collection[int], last_only: bool = True) -> torch.Tensor:
+        """A self-draft's forward (drafters/self.py): ids appended to the cache with the layers `skip` left
+        out, replayed from graphs of their own on a GPU. Not counted in forward_s: the drafter times it."""
+        return self._logits(ids, last_only, skip=skip)
+
+    def _logits(self, ids: list[int], last_only: bool, positions=None, mask=None, skip=()) -> torch.Tensor:
         """(a copy of the graph's output buffer on a GPU, waited for: forward_s times the kernels)"""
         if self.cache is None:
             self.cache = self.model.new_cache()
         if self.device.type != "cuda" or not self.use_graphs:
-            return self.model.forward(self.cache, ids, positions, mask, last_only=last_only)
+            return self.model.forward(self.cache, ids, positions, mask, skip, last_only=last_only)
         if self.graphs is None:
             from .graphs import Graphs
 
             self.graphs = Graphs(self.model, self.cache)
-        logits = self.graphs.forward(ids, positions, mask)
+        logits = self.graphs.forward(ids, positions, mask, skip)
         logits = (logits[-1:] if last_only else logits).clone()
         torch.cuda.current_stream(self.device).synchronize()
         return logits

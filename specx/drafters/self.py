@@ -91,10 +91,12 @@ class SelfDrafter(ModelDrafter):
     def _forward(self, ids: list[int], shape: Shape | None = None, last_only: bool = True) -> torch.Tensor:
         shape = shape or self.shape
         t = time.perf_counter()
-        lean = {"mode": shape.mode} if self.lean else {}
-        if self.head is not None:
-            lean["head"] = self.head.weights()
-        logits = self.lm.model.forward(self.lm.cache, ids, skip=shape.skip, last_only=last_only, **lean)
+        if self.lean:
+            head = None if self.head is None else self.head.weights()
+            logits = self.lm.model.forward(self.lm.cache, ids, skip=shape.skip, last_only=last_only,
+                                           mode=shape.mode, head=head)
+        else:   # the dense decoder: graphs of the shape's own on a GPU
+            logits = self.lm.skipping(ids, shape.skip, last_only)
         self.spent_s += time.perf_counter() - t
         return logits
 
@@ -121,7 +123,7 @@ class SelfDrafter(ModelDrafter):
         # the cost against the full model's forward over the same rows, timed alternately: a ratio of
         # back-to-back timings holds where a reference timed once drifts, and the fastest of TIMINGS
         # each where other processes share the cores (they only ever add time)
-        full, full_s, seconds = Shape((), self.lm.model.mode if self.lean else "f32"), [], []
+        full, full_s, seconds = Shape((), own_mode(self.lm)), [], []
         for _ in range(TIMINGS):
             full_s.append(self.teacher_forced(seq, full, rows)[1])
             alpha, took = self.teacher_forced(seq, shape, rows)
@@ -222,14 +224,20 @@ def lean_decoder(lm) -> bool:
     return hasattr(lm.model, "mode")
 
 
+def own_mode(lm) -> str:
+    """The activations the target itself runs with: the lean decoder's mode ("f32" or "q8"), the dense
+    decoder's weight dtype ("bfloat16", "float16", "float32")."""
+    return lm.model.mode if lean_decoder(lm) else str(lm.model.dtype).removeprefix("torch.")
+
+
 def lean_modes(target) -> tuple[str, ...]:
-    """The activation modes a self-draft may use: f32, and q8 where specx's block kernels run (the reference
-    linear is exact float32 whatever the mode) on the lean decoder."""
+    """The activation modes a self-draft may use: the target's own; on the lean decoder f32 and q8 both
+    where specx's block kernels run (the reference linear is exact float32 whatever the mode)."""
+    own = own_mode(target)
     if not lean_decoder(target):
-        return ("f32",)
+        return (own,)
     from ..decoder import linear
 
-    own = target.model.mode
     return (own, *({"f32", "q8"} - {own})) if linear._quant() is not None else (own,)
 
 

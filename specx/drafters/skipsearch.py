@@ -16,6 +16,7 @@ MAX_K = 8            # the longest chain the score considers (the engine's polic
 # What verifying one more row costs, as a share of a one-row forward: 0.07–0.09 on the fixture models on a
 # 2-core AVX-512 CPU (benchmarks/results/2026-11-26-self); verify time grows about linearly in the rows.
 VERIFY_SLOPE = 0.08
+ACTIVATIONS = {"q8": "int8", "f32": "float32"}   # the lean decoder's modes in words (the dense decoder's are dtypes)
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Shape:
     def describe(self, layers: int) -> str:
         kept = f"{layers - len(self.skip)} of its {layers} layers"
         left = f" (leaving out {_ranges(self.skip)})" if self.skip else ""
-        return kept + left + (", int8 activations" if self.mode == "q8" else ", float32 activations")
+        return kept + left + f", {ACTIVATIONS.get(self.mode, self.mode)} activations"
 
     def as_dict(self) -> dict:
         return {"skip": list(self.skip), "mode": self.mode}

@@ -60,8 +60,8 @@ def test_a_token_tree_row_equals_its_branch_decoded_as_a_line(trio):
 def test_skipping_a_layer_matches_the_cpu_decoder_skipping_it(trio):
     """The skip set leaves the same layers out as model.Decoder.forward's."""
     _, lean, lm = trio
-    lean.reset(), lm.reset()
-    near(lm.model.forward(lm.cache, ids(6), skip={1}), lean.model.forward(lean.cache, ids(6), skip={1}))
+    lean.reset()
+    near(lm.model.forward(lm.model.new_cache(), ids(6), skip={1}), lean.model.forward(lean.cache, ids(6), skip={1}))
 
 
 def test_last_only_is_the_last_row(trio):
@@ -197,8 +197,8 @@ def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
     monkeypatch.setattr(torch.cuda, "Event", lambda *a, **k: event())
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
 
-    def capture(self, buf, rows, slots):
-        step = self._step(buf, rows, slots)
+    def capture(self, buf, rows, slots, skip):
+        step = self._step(buf, rows, slots, skip)
         step()
         return Replay(step)
 
@@ -219,3 +219,86 @@ def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
         for cache in (graphed, eager):
             cache.crop(at)
     assert g.captured == [1, 3, 5, 9, 17] and len(g.graphs) > 5   # spans 16, 32 and 64
+    assert not g.shapes
+
+
+def test_graphs_of_a_skip_set_replay_its_partial_forward(trio, monkeypatch):
+    """A self-draft's forward (layers left out) through graphs.Graphs, capture stood in as above: each skip
+    set gets graphs of its own that equal the eager partial forward, the full model's graphs still give the
+    full forward, and only the MAX_SHAPES most recently used skip sets keep theirs."""
+    from specx.decoder import graphs
+
+    class Replay:
+        def __init__(self, step):
+            self.replay = step
+
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Stream", lambda *a: None)
+    event = type("Event", (), {"record": lambda self: None, "synchronize": lambda self: None})
+    monkeypatch.setattr(torch.cuda, "Event", lambda *a, **k: event())
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
+    captures = []
+
+    def capture(self, buf, rows, slots, skip):
+        captures.append((rows, skip))
+        step = self._step(buf, rows, slots, skip)
+        step()
+        return Replay(step)
+
+    monkeypatch.setattr(graphs.Graphs, "_capture", capture)
+    monkeypatch.setattr(graphs, "MAX_SHAPES", 2)
+    _, _, lm = trio
+    assert lm.model.config.num_hidden_layers >= 2
+    tokens = ids(13, 40)
+    graphed, eager, full = (lm.model.new_cache() for _ in range(3))
+    g = graphs.Graphs(lm.model, graphed)
+    for cache in (graphed, eager, full):
+        lm.model.forward(cache, tokens[:8])
+    at = 8
+    for rows, skip in ((1, {1}), (1, ()), (3, {1}), (1, {0}), (1, {1}), (1, {0, 1}), (1, {1}), (3, ())):
+        chunk = tokens[at:at + rows]
+        got = g.forward(chunk, skip=skip)
+        assert torch.equal(got, lm.model.forward(eager, chunk, skip=skip)), (rows, skip)
+        whole = lm.model.forward(full, chunk)   # the full model on a cache that never left a layer out
+        assert not skip or not torch.equal(got, whole), (rows, skip)
+        at += rows
+    assert [c for c in captures if c[1]] == [(1, {1}), (3, {1}), (1, {0}), (1, {0, 1})]   # {1}'s kept: used last
+    assert g.shapes == [frozenset({0, 1}), frozenset({1})]
+    assert {key[2] for key in g.graphs} == {frozenset(), frozenset({0, 1}), frozenset({1})}
+
+
+def test_self_speculation_on_the_dense_decoder_equals_plain_decoding(trio, monkeypatch):
+    """`--drafter self` on a DenseLM (drafts through DenseLM.skipping, scoring on its cache): greedy tokens
+    equal plain decoding's while the shape changes between rounds."""
+    import math
+
+    from specx.drafters import self as selfdraft
+    from specx.drafters.model import NoDrafter
+    from specx.engine.loop import Generation
+    from specx.engine.types import Round, Sampling
+    from test_self import Restless
+
+    monkeypatch.setattr(selfdraft, "SEARCH_SHARE", math.inf)
+    _, _, lm = trio
+    seq = ids(4, 40)
+
+    def tokens(handle, drafter, k):
+        events = Generation(handle, drafter, seq, k=k, max_tokens=32, sampling=Sampling())
+        return [t for e in events if isinstance(e, Round) for t in e.token_ids]
+
+    plain = tokens(lm.fresh(), NoDrafter(), 0)
+    target = lm.fresh()
+    d = selfdraft.SelfDrafter(target, lm.vocab_size, Restless(lm.model.config.num_hidden_layers, ("f32",), seed=1))
+    assert tokens(target, d, 4) == plain and any(s.skip for s in d.search.tried)
+
+
+def test_a_self_draft_on_the_dense_decoder_names_its_dtype(tmp_path):
+    """The self-drafter's sentence on the dense decoder names the weights' dtype as its activations (the lean
+    decoder's int8/float32 modes do not exist there)."""
+    from specx.drafters import self as selfdraft
+
+    folder = save(hf_model("qwen2"), tmp_path / "m")
+    lm = load(folder, "cpu", "bfloat16")
+    assert selfdraft.lean_modes(lm) == ("bfloat16",)
+    drafter, said = selfdraft.for_target(lm, lm.vocab_size)
+    assert drafter.shape.mode == "bfloat16" and said.endswith("bfloat16 activations")

@@ -69,3 +69,73 @@ def test_specx_run_in_bfloat16_on_the_gpu_uses_the_cuda_decoder_losslessly(tmp_p
         lines = [json.loads(x) for x in result.stdout.splitlines()]
         tokens[drafter] = [t for e in lines if e["type"] == "round" for t in e["token_ids"]]
     assert tokens["none"] and tokens["ngram"] == tokens["none"]
+
+
+def test_graphs_with_layers_left_out_equal_eager_bit_for_bit(folder):
+    """A self-draft's partial forward (drafters/self.py) replayed from its skip set's graphs gives the eager
+    partial forward's bits, T = 1 and 16 (a draft step and a scoring forward), the full graphs untouched."""
+    from specx.decoder.dense_lm import load
+    from specx.decoder.graphs import Graphs
+
+    lm = load(folder, "cuda", "bfloat16", context=POSITIONS)
+    tokens = ids(2, 200)
+    graphed, eager = lm.model.new_cache(), lm.model.new_cache()
+    graphs = Graphs(lm.model, graphed)
+    for cache in (graphed, eager):
+        lm.model.forward(cache, tokens[:100])
+    at = 100
+    for rows, skip in ((1, (1,)), (1, ()), (16, (1,)), (1, (1,)), (1, ()), (16, ()), (1, (0, 1))):
+        chunk = tokens[at:at + rows]
+        got = graphs.forward(chunk, skip=skip).clone()
+        assert torch.equal(got, lm.model.forward(eager, chunk, skip=skip)), (rows, skip)
+        at += rows
+    assert {key[2] for key in graphs.graphs} == {frozenset(), frozenset({1}), frozenset({0, 1})}
+
+
+def test_self_speculation_on_graphs_equals_plain_decoding_while_its_shape_changes(folder, monkeypatch):
+    """`--drafter self` on the CUDA decoder: drafts and scoring forwards replay graphs of each skip set, the
+    shape changes every round, and the greedy tokens equal plain decoding's."""
+    import math
+
+    from specx.decoder.dense_lm import load
+    from specx.drafters import self as selfdraft
+    from specx.drafters.model import NoDrafter
+    from specx.engine.loop import Generation
+    from specx.engine.types import Round, Sampling
+    from test_self import Restless
+
+    monkeypatch.setattr(selfdraft, "SEARCH_SHARE", math.inf)
+    lm = load(folder, "cuda", "bfloat16")
+    seq = ids(4, 40)
+
+    def tokens(handle, drafter, k):
+        events = Generation(handle, drafter, seq, k=k, max_tokens=48, sampling=Sampling())
+        return [t for e in events if isinstance(e, Round) for t in e.token_ids]
+
+    plain = tokens(lm.fresh(), NoDrafter(), 0)
+    target = lm.fresh()
+    d = selfdraft.SelfDrafter(target, lm.vocab_size, Restless(lm.model.config.num_hidden_layers, ("f32",), seed=1))
+    assert tokens(target, d, 4) == plain and d.search.scored >= 2 and any(s.skip for s in d.search.tried)
+    assert any(key[2] for key in target.graphs.graphs)   # skip sets replayed from graphs of their own
+
+
+def test_greedy_token_trees_on_graphs_equal_plain_decoding(folder, monkeypatch):
+    """Token trees (--tree 8) drafted by a model on the CUDA decoder and verified with their tree mask through
+    the graphs give plain decoding's tokens, and trees were drafted."""
+    from specx.decoder.dense_lm import load
+    from specx.drafters.model import ModelDrafter, NoDrafter
+    from specx.engine.loop import Generation
+    from specx.engine.types import Round, Sampling
+
+    lm = load(folder, "cuda", "bfloat16")
+    seq = ids(5, 40)
+
+    def rounds(drafter, k, tree=0):
+        return [e for e in Generation(lm.fresh(), drafter, seq, k=k, max_tokens=48, sampling=Sampling(), tree=tree)
+                if isinstance(e, Round)]
+
+    plain = [t for e in rounds(NoDrafter(), 0) for t in e.token_ids]
+    drafter = ModelDrafter(lm.fresh(), lm.vocab_size, lm.vocab_size)
+    treed = rounds(drafter, 4, tree=8)
+    assert [t for e in treed for t in e.token_ids] == plain
+    assert any(e.tree for e in treed)
