@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import ModelFileError, ModelUnavailable
 
 from .gguf_file import GGUFFile
+from .gguf_strings import Strings
 
 _DAMAGED = "the file is damaged or not a GGUF model: download it again"
 _FORMAT = "specx-gguf-tokenizer-1"  # bump when what is cached, or how the key is made, changes
@@ -94,7 +95,7 @@ def _model_type(gguf: GGUFFile) -> str:
 
     meta, arch = gguf.meta, gguf.meta.get("general.architecture", "")
     if arch in GGUF_CONFIG_ARCHS:  # transformers' newer config path, on its reader's view of the metadata
-        view = {k: len(v) if isinstance(v, list) else _plain(v) for k, v in meta.items()}  # string arrays: counts
+        view = {k: len(v) if isinstance(v, (list, Strings)) else _plain(v) for k, v in meta.items()}  # arrays: counts
         return get_gguf_config(view, tuple(gguf.tensors))["model_type"]
     if "llama" in arch and meta.get("general.name") == "mistral":  # transformers tests list membership
         return "mistral"
