@@ -234,8 +234,8 @@ class GGUFFile:
     """A GGUF file mapped read-only once; `meta` and `tensors` are parsed and checked at open.
 
     meta: scalars as Python values, strings as str, string arrays as Strings (a list[str] decoded
-    when read: gguf_strings.py), numeric arrays as numpy arrays. Views (weight, raw) are zero-copy; the map closes when close() has been called and
-    the last view is gone."""
+    when read: gguf_strings.py), numeric arrays as read-only numpy arrays. Views (weight, raw) are
+    zero-copy; the map closes when close() has been called and the last view is gone."""
 
     def __init__(self, path: Path, file, buf, version: int, meta: dict, spans: dict, tensors: dict):
         self.path, self.version, self.meta, self.tensors = path, version, meta, tensors

@@ -77,7 +77,7 @@ def _from_cache(gguf: GGUFFile, cached: Path, passed: dict):
 
 
 def _from_backend(cached: Path, construct):
-    """The tokenizer from a cached backend whose arguments were not recorded (a cache of an earlier specx), or None."""
+    """The tokenizer from a cached backend whose arguments were not recorded (an earlier specx's), or None."""
     if not cached.is_file():
         return None
     try:

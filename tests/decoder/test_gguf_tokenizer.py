@@ -131,14 +131,15 @@ def test_a_cached_load_imports_no_gguf_conversion(tmp_path, cache):
     import subprocess
     import sys
 
+    import specx
+
     path = tiny_vocab_gguf(tmp_path / "t.gguf")
     with open_gguf(path) as g:
         ids = load_tokenizer(g)("ab a\nb")["input_ids"]
-    code = ("import sys\nfrom specx.decoder.gguf_file import open_gguf\nfrom specx.decoder.tokenizer import load_tokenizer\n"
+    code = ("import sys\nfrom specx.decoder.gguf_file import open_gguf\n"
+            "from specx.decoder.tokenizer import load_tokenizer\n"
             f"print(load_tokenizer(open_gguf({str(path)!r}))('ab a\\nb')['input_ids'])\n"
             "print(sorted(m for m in sys.modules if 'gguf_tokenizer_mapping' in m or 'tokenization_auto' in m))")
-    import specx
-
     root = Path(specx.__file__).parents[1]   # this checkout's specx
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root).stdout
     assert out.splitlines() == [str(ids), "[]"]
