@@ -10,12 +10,19 @@ file it opened. A file rewritten in place (`cp` or `curl -o` over it, `truncate`
 under the map, and reading a page that truncation cut off faults (SIGBUS). No mapping flag prevents
 that (MAP_PRIVATE copies a page only when this process writes to it), so each view handed out first
 checks that the inode still has its size and mtime of open time, and `unchanged()` lets a caller
-check again at any safe point."""
+check again at any safe point.
+
+One parse serves every open of a file in a process (_parse_once): the memory plan reads the header, then
+the loader opens the file again. It is reused only for the same inode, size and mtime, and header bytes
+of the same sha256, so a file replaced or rewritten is parsed (and checked) again."""
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
 import struct
+import threading
+from collections import OrderedDict
 from math import prod
 from pathlib import Path
 from typing import NamedTuple
@@ -24,6 +31,7 @@ import numpy as np
 
 from ..cpu.qweight import BLOCKS, NAMES, QWeight
 from ..errors import ModelFileError, ModelUnavailable
+from .gguf_strings import BadStrings, Strings, read_strings
 
 _DAMAGED = "the file is damaged or not a GGUF model: download it again"
 _MAGIC, _VERSIONS = b"GGUF", (2, 3)  # v1 counted in 32 bits; no file in the wild still uses it
@@ -32,6 +40,7 @@ _MAX_NAME = 65535                    # the spec's bound on a key; tensor names a
 _MAX_NESTING = 3                     # arrays of arrays are legal but rare; a bound keeps recursion shallow
 _MAX_TENSORS = 1 << 20               # hundreds of times the largest tensor tables (MoE models)
 _DEFAULT_ALIGNMENT = 32              # GGUF_DEFAULT_ALIGNMENT
+_PARSES_KEPT = 4                     # a run opens its target and drafter twice each (plan, then load)
 
 # metadata value types -> (struct code, numpy dtype); 7 is bool, 8 string, 9 array
 _SCALARS = {0: ("B", "u1"), 1: ("b", "i1"), 2: ("H", "<u2"), 3: ("h", "<i2"), 4: ("I", "<u4"), 5: ("i", "<i4"),
@@ -119,7 +128,7 @@ class _Cursor:
             raise _Bad(f"the string at offset {start - 8} is not UTF-8") from None
 
     def value(self, vtype: int, depth: int = 0):
-        """One metadata value: a Python scalar, a str, a numpy array, a list of str, or a list."""
+        """One metadata value: a Python scalar, a str, a numpy array, Strings, or a list."""
         if vtype in _SCALARS:
             form = _SCALAR_STRUCTS[vtype]
             return form.unpack_from(self.buf, self.take(form.size))[0]
@@ -134,27 +143,21 @@ class _Cursor:
             dtype = np.dtype(_SCALARS[itype][1])
             start = self.take(count * dtype.itemsize)
             values = np.frombuffer(self.buf, dtype, count, start).copy()
-            return values != 0 if itype == _BOOL else values
+            values = values != 0 if itype == _BOOL else values
+            values.flags.writeable = False  # a parse is shared by every open of the file (_parse_once)
+            return values
         self.room(count * 8)  # a string or an array takes at least 8 bytes: count is bounded first
         if itype == _STRING:
             return self.strings(count)
         return [self.value(itype, depth + 1) for _ in range(count)]
 
-    def strings(self, count: int) -> list[str]:
-        """count strings, decoded in one pass (vocabularies and merge tables: 150k+ each)."""
-        buf, pos, end, unpack = self.buf, self.pos, self.size, _U64.unpack_from
-        out = []
-        append = out.append
+    def strings(self, count: int) -> Strings:
+        """count strings, checked now and decoded when read (vocabularies and merge tables: 150k+ each)."""
         try:
-            for _ in range(count):
-                if end - pos < 8 or (n := unpack(buf, pos)[0]) > end - pos - 8:
-                    raise _Bad(f"a string at offset {pos} runs past the end of the file (truncated?)")
-                pos += 8 + n
-                append(str(buf[pos - n:pos], "utf-8"))
-        except UnicodeDecodeError:
-            raise _Bad(f"the string at offset {pos - n - 8} is not UTF-8") from None
-        self.pos = pos
-        return out
+            values, self.pos = read_strings(self.buf, self.pos, self.size, count)
+        except BadStrings as e:
+            raise _Bad(str(e)) from None
+        return values
 
 
 def _read_meta(c: _Cursor, n_kv: int) -> tuple[dict, dict, dict]:
@@ -230,9 +233,9 @@ def _place(entries: list, data_start: int, align: int, size: int) -> dict[str, T
 class GGUFFile:
     """A GGUF file mapped read-only once; `meta` and `tensors` are parsed and checked at open.
 
-    meta: scalars as Python values, strings as str, string arrays as list[str], numeric arrays as
-    numpy arrays. Views (weight, raw) are zero-copy; the map closes when close() has been called and
-    the last view is gone."""
+    meta: scalars as Python values, strings as str, string arrays as Strings (a list[str] decoded
+    when read: gguf_strings.py), numeric arrays as read-only numpy arrays. Views (weight, raw) are
+    zero-copy; the map closes when close() has been called and the last view is gone."""
 
     def __init__(self, path: Path, file, buf, version: int, meta: dict, spans: dict, tensors: dict):
         self.path, self.version, self.meta, self.tensors = path, version, meta, tensors
@@ -337,7 +340,7 @@ def open_gguf(path: Path | str) -> GGUFFile:
         if os.fstat(file.fileno()).st_size == 0:
             raise _Bad("it is empty")
         buf = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        return GGUFFile(path, file, buf, *_parse(buf, len(buf)))
+        return GGUFFile(path, file, buf, *_parse_once(file, buf))
     except _Bad as e:
         file.close()
         raise ModelFileError(f"{path} is not a readable GGUF file: {e}", hint=_DAMAGED) from None
@@ -349,8 +352,32 @@ def open_gguf(path: Path | str) -> GGUFFile:
         raise ModelFileError(f"{path} is not a readable GGUF file: {type(e).__name__}: {e}", hint=_DAMAGED) from e
 
 
-def _parse(buf, size: int) -> tuple[int, dict, dict, dict]:
-    """(version, meta, spans, tensors) of a mapped GGUF file, or _Bad."""
+_parses: OrderedDict[tuple, tuple[int, bytes, tuple]] = OrderedDict()
+_parses_lock = threading.Lock()
+
+
+def _parse_once(file, buf) -> tuple[int, dict, dict, dict]:
+    """_parse's result, reused while the file is the same inode, size and mtime and its header the same
+    bytes (a sha256 of them: a file rewritten in place within one mtime tick is parsed again). The
+    memory plan and the loader each open a run's model file; the second open costs a hash, not a parse."""
+    st = os.fstat(file.fileno())
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    with _parses_lock:
+        kept = _parses.get(key)
+    if kept is None or hashlib.sha256(buf[:kept[0]]).digest() != kept[1]:
+        header_end, parsed = _parse(buf, len(buf))
+        kept = (header_end, hashlib.sha256(buf[:header_end]).digest(), parsed)
+    with _parses_lock:
+        _parses[key] = kept
+        _parses.move_to_end(key)
+        while len(_parses) > _PARSES_KEPT:
+            _parses.popitem(last=False)
+    version, meta, spans, tensors = kept[2]
+    return version, dict(meta), dict(spans), dict(tensors)  # values shared by the opens (numeric arrays read-only)
+
+
+def _parse(buf, size: int) -> tuple[int, tuple[int, dict, dict, dict]]:
+    """(where the header ends, (version, meta, spans, tensors)) of a mapped GGUF file, or _Bad."""
     if bytes(buf[:4]) != _MAGIC:
         raise _Bad("it does not start with the GGUF magic bytes")
     c = _Cursor(buf, size)
@@ -365,4 +392,4 @@ def _parse(buf, size: int) -> tuple[int, dict, dict, dict]:
     entries = _read_table(c, n_tensors)
     align = _alignment(meta, types)
     data_start = -(-c.pos // align) * align
-    return version, meta, spans, _place(entries, data_start, align, size)
+    return c.pos, (version, meta, spans, _place(entries, data_start, align, size))

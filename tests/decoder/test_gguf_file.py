@@ -13,6 +13,7 @@ import pytest
 from conftest import fixture_model
 from specx.cpu.qweight import NAMES
 from specx.decoder.gguf_file import open_gguf, type_name
+from specx.decoder.gguf_strings import Strings
 from specx.errors import ModelFileError, ModelUnavailable, SpecxError
 
 FIXTURES = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
@@ -341,6 +342,28 @@ def test_a_file_changed_in_place_is_noticed_before_a_view_is_handed_out(tmp_path
     g.close()
 
 
+def test_a_second_open_reuses_the_parse_unless_the_header_bytes_changed(tmp_path, tiny, monkeypatch):
+    """Opening a file again does not parse it again; the same file rewritten in place (same inode,
+    size and mtime) with other metadata is parsed again and reads as it now is."""
+    import specx.decoder.gguf_file as gguf_file
+
+    parses = []
+    real = gguf_file._parse
+    monkeypatch.setattr(gguf_file, "_parse", lambda *a: parses.append(1) or real(*a))
+    monkeypatch.setattr(gguf_file, "_parses", type(gguf_file._parses)())
+    for _ in range(2):
+        with open_gguf(tiny) as g:
+            assert g.meta["general.name"] == "tiny ç" and g.meta["tokenizer.ggml.tokens"][4] == "日本"
+    assert len(parses) == 1
+    st = tiny.stat()
+    tiny.write_bytes(tiny.read_bytes().replace("日本".encode(), "中文".encode()))
+    os.utime(tiny, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (tiny.stat().st_ino, tiny.stat().st_size, tiny.stat().st_mtime_ns) == (st.st_ino, st.st_size, st.st_mtime_ns)
+    with open_gguf(tiny) as g:
+        assert g.meta["tokenizer.ggml.tokens"][4] == "中文"
+    assert len(parses) == 2
+
+
 def test_views_outlive_close(tiny):
     """close() drops the file's hold; a view already handed out still reads; new ones are refused."""
     g = open_gguf(tiny)
@@ -370,7 +393,7 @@ def test_fixture_reads_as_transformers_reader_reads_it(name):
     align = theirs.get("general.alignment", 32)
     data_start = -(-pos // align) * align
     with open_gguf(path) as g:
-        ours = {k: v if k in big or not isinstance(v, list) else len(v) for k, v in g.meta.items()}
+        ours = {k: v if k in big or not isinstance(v, (list, Strings)) else len(v) for k, v in g.meta.items()}
         assert {k: plain(v) for k, v in ours.items()} == theirs
         assert list(g.tensors) == [name for name, *_ in table]
         for name, shape, ggml_type, offset in table:

@@ -2,6 +2,8 @@
 gguf_file=...), fresh and from specx's cache; the cache is keyed by the tokenizer's content."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -28,6 +30,11 @@ def cache(tmp_path, monkeypatch):
     """A model cache of this test's own (the tokenizers cache lives in it)."""
     monkeypatch.setenv("SPECX_MODEL_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache" / "tokenizers"
+
+
+def entries(cache) -> list:
+    """The cached backends (each has its class and arguments beside it, in KEY.args.json)."""
+    return sorted(p for p in cache.iterdir() if not p.name.endswith(".args.json"))
 
 
 def assert_same(ref, tok, ref_json: str | None = None) -> None:
@@ -104,7 +111,7 @@ def test_tiny_vocabularies_equal_transformers_fresh_and_cached(tmp_path, cache, 
     ref = AutoTokenizer.from_pretrained(str(tmp_path), gguf_file=path.name)
     with open_gguf(path) as g:
         assert_same(ref, load_tokenizer(g))
-        assert len(list(cache.iterdir())) == 1
+        assert len(entries(cache)) == 1
         assert_same(ref, load_tokenizer(g))
 
 
@@ -118,23 +125,57 @@ def test_a_cached_load_does_not_convert_again(tmp_path, cache, monkeypatch):
         assert load_tokenizer(g).backend_tokenizer.to_str() == first.backend_tokenizer.to_str()
 
 
+def test_a_cached_load_imports_no_gguf_conversion(tmp_path, cache):
+    """A fresh process loading a cached tokenizer imports neither transformers' GGUF tokenizer mapping
+    nor its class lookup, and gets the ids the building process got."""
+    import subprocess
+    import sys
+
+    import specx
+
+    path = tiny_vocab_gguf(tmp_path / "t.gguf")
+    with open_gguf(path) as g:
+        ids = load_tokenizer(g)("ab a\nb")["input_ids"]
+    code = ("import sys\nfrom specx.decoder.gguf_file import open_gguf\n"
+            "from specx.decoder.tokenizer import load_tokenizer\n"
+            f"print(load_tokenizer(open_gguf({str(path)!r}))('ab a\\nb')['input_ids'])\n"
+            "print(sorted(m for m in sys.modules if 'gguf_tokenizer_mapping' in m or 'tokenization_auto' in m))")
+    root = Path(specx.__file__).parents[1]   # this checkout's specx
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root).stdout
+    assert out.splitlines() == [str(ids), "[]"]
+
+
+def test_a_foreign_class_in_the_args_file_is_ignored(tmp_path, cache):
+    """An args file naming something other than a transformers tokenizer class is not imported: the
+    class is derived again and the file rewritten."""
+    import json
+
+    with open_gguf(tiny_vocab_gguf(tmp_path / "t.gguf")) as g:
+        first = load_tokenizer(g)
+        (args,) = cache.glob("*.args.json")
+        doc = json.loads(args.read_text())
+        args.write_text(json.dumps(doc | {"class": "json:JSONDecoder"}))
+        assert type(load_tokenizer(g)) is type(first)
+        assert json.loads(args.read_text()) == doc
+
+
 def test_the_cache_is_keyed_by_the_tokenizer_not_the_file(tmp_path, cache):
     """Two files with the same vocabulary share an entry (other tensors, other quant); another
     vocabulary gets its own."""
     for name, rows in (("a.gguf", None), ("b.gguf", 12)):
         with open_gguf(tiny_vocab_gguf(tmp_path / name, rows=rows)) as g:
             load_tokenizer(g)
-    assert len(list(cache.iterdir())) == 1
+    assert len(entries(cache)) == 1
     tokens = ["a", "b", "ab", "Ġ", "Ġa", "Ċ", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool>"]
     with open_gguf(tiny_vocab_gguf(tmp_path / "c.gguf", tokens=tokens)) as g:
         assert load_tokenizer(g).convert_tokens_to_ids("<tool>") == 9
-    assert len(list(cache.iterdir())) == 2
+    assert len(entries(cache)) == 2
 
 
 def test_a_damaged_cache_entry_is_rebuilt(tmp_path, cache):
     with open_gguf(tiny_vocab_gguf(tmp_path / "t.gguf")) as g:
         expect = load_tokenizer(g).backend_tokenizer.to_str()
-        (entry,) = cache.iterdir()
+        (entry,) = entries(cache)
         entry.write_text('{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0')
         assert load_tokenizer(g).backend_tokenizer.to_str() == expect
         assert entry.read_text() == expect
@@ -206,4 +247,4 @@ def test_fixture_tokenizers_equal_transformers_fresh_and_cached(name, reference,
     with open_gguf(fixture_model(name)) as g:
         assert_same(ref, load_tokenizer(g), ref_json)
         assert_same(ref, load_tokenizer(g), ref_json)
-    assert len(list(cache.iterdir())) == 1
+    assert len(entries(cache)) == 1
