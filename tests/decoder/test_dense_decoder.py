@@ -230,6 +230,13 @@ def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
         for cache in (graphed, eager):
             cache.crop(at)
     assert g.captured == [1, 3, 5, 9, 17] and len(g.graphs) > 5   # spans 16, 32 and 64
+    at = graphed.length   # a tree grown over two calls: the second's (T, m + T) mask runs eagerly, uncaptured
+    pos = torch.tensor([at, at + 1, at + 1, at + 2, at + 2])
+    grown = torch.tensor([[1, 1, 0, 0, 0], [1, 0, 1, 0, 0]], dtype=torch.bool)
+    for chunk, p, m in ((tokens[:3], pos[:3], mask), (tokens[3:5], pos, grown)):
+        before = dict(g.graphs)
+        assert torch.equal(g.forward(chunk, p, m), lm.model.forward(eager, chunk, p, m))
+    assert g.graphs == before and graphed.length == eager.length == at + 5
     assert not g.shapes
 
 
