@@ -153,8 +153,8 @@ class ModelDrafter(NoDrafter):
             return Draft([], None)
         if self.head is not None:
             self.head.follow(seq)
-        if ask.tree and getattr(self.lm, "trees", None) == "":
-            return self._propose_tree(seq, ask)
+        if ask.tree and ask.model_limit and getattr(self.lm, "trees", None) == "":
+            return self._propose_tree(seq, ask)   # (a tree of no depth reads nothing, as a chain of none)
         ids, tokens, probs, confidences, survival = self._unread(seq), [], [], [], 1.0
         self.base = len(seq) - self.offset
         sampling, stops = ask.sampling, ask.stops

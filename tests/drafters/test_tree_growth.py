@@ -193,3 +193,21 @@ def test_each_tree_nodes_scores_are_its_branch_decoded_as_a_line(drafter, monkey
         line.reset()
         logits = line.forward(prompt + [tree.tokens[i] for i in tree.path(node)], last_only=True)
         assert torch.equal(got[node], logits[0]), node
+
+
+def test_a_tree_ask_with_no_model_depth_reads_nothing(drafter, monkeypatch):
+    """Where the policy lets the model draft nothing (model_k 0: only a copy may be drafted), a tree ask makes
+    the model drafter read nothing, as a chain ask does: the context's unread tokens wait for the next draft,
+    read together, instead of a forward each round that drafts nothing."""
+    from test_decoder import ids
+
+    calls = []
+    forward = drafter.lm.forward
+    monkeypatch.setattr(drafter.lm, "forward", lambda tokens, **kw: calls.append(len(tokens)) or forward(tokens, **kw))
+    prompt = ids(4, 12)
+    drafter.prefill(prompt)
+    calls.clear()
+    for tree in (0, 8):
+        draft = drafter.propose(prompt + ids(5, 2), Ask(4, model_k=0, stops=Stops(), tree=tree))
+        drafter.commit(len(draft.tokens), 0)
+        assert (draft.tokens, calls) == ([], []), tree
