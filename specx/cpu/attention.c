@@ -184,10 +184,13 @@ static inline void softmax(float *sc, const int64_t *slot, int64_t n) {
 }
 
 /* The queries of row t that share kv head g (heads g·group .. g·group + group − 1) against the keys row t
-   sees, in slot order: the cached prefix and, among this call's rows, those `mask` allows (all earlier ones
-   without a mask; itself always), all within the window. Each key block and value row is read once for the group. */
+   sees, in slot order: the cached slots before the last `past`, those of the last `past` and of this call's
+   rows that `mask` allows (without a mask: every earlier row; itself always), all within the window. pos[u]:
+   the position of row u, u = -past .. -1 the masked cached slots'. Each key block and value row is read once
+   for the group. */
 static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos,
-                   const uint8_t *mask, int64_t t, int64_t g, float *out, float *q, float *score, int64_t *slot) {
+                   int64_t past, const uint8_t *mask, int64_t t, int64_t g, float *out, float *q, float *score,
+                   int64_t *slot) {
     const int64_t d = L->head_dim, group = L->heads / L->kv_heads, s = start + t;
     const int64_t row = (L->heads + 2 * L->kv_heads) * d;
     for (int64_t j = 0; j < group; ++j) {
@@ -196,12 +199,13 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
     }
     /* the window counts positions: cached slot j holds position j, new row u position pos[u] */
     const int64_t far = L->window > 0 ? pos[t] - L->window : -1;   /* keys at positions <= far are out of it */
-    const int64_t lo = far + 1 < start ? (far + 1 > 0 ? far + 1 : 0) : start;
-    const int64_t base = lo / KEY_BLOCK * KEY_BLOCK, width = s + 1 - base;
+    int64_t lo = far + 1 < start ? (far + 1 > 0 ? far + 1 : 0) : start;
+    if (lo > start - past) lo = start - past;   /* a masked cached slot is in the window by its position */
+    const int64_t base = lo / KEY_BLOCK * KEY_BLOCK, width = s + 1 - base, W = past + T;
     int64_t n = 0;
-    for (int64_t j = lo; j < start; ++j) slot[n++] = j - base;
-    for (int64_t u = 0; u <= t; ++u)
-        if ((u == t || !mask || mask[t * T + u]) && pos[u] > far) slot[n++] = start + u - base;
+    for (int64_t j = lo; j < start - past; ++j) slot[n++] = j - base;
+    for (int64_t u = -past; u <= t; ++u)
+        if ((u == t || !mask || mask[t * W + past + u]) && pos[u] > far) slot[n++] = start + u - base;
     const float *keys = L->k + g * L->capacity * d;
     /* scores of HEADS_AT_ONCE heads per pass over a key block: each key vector serves them all, and their
        sums run as independent chains */
@@ -261,15 +265,19 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
 /* Attention of T new rows (slots start .. start+T-1, rotary positions pos[t]) for one layer: normalizes and
    rotates their keys into the cache, stores their values, then writes each row's heads into out (T × heads·head_dim).
    qkv: T rows of [q (heads·head_dim) | k (kv_heads·head_dim) | v (kv_heads·head_dim)].
-   mask: NULL (causal), or T × T bytes: row t may see new row u < t where mask[t·T + u] != 0 (a token tree;
-   rows of a tree may share positions). The cache's slots 0..start-1 hold positions 0..start-1.
+   mask: NULL (causal), or T × (past + T) bytes over the last `past` cached slots and this call's rows: row t
+   may see cached slot start - past + i where mask[t·(past + T) + i] != 0, and new row u < t where
+   mask[t·(past + T) + past + u] != 0 (a token tree, grown over several calls: rows of a tree may share
+   positions). pos: past + T positions, those of the masked cached slots first (for the window), then the
+   rows'. The cache's other slots 0..start-past-1 hold positions 0..start-past-1.
    Returns 0, 1 when a buffer could not be allocated, 2 for a slot or position outside the cache or tables. */
-int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos,
-                  const uint8_t *mask, float *out, int threads) {
+int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos_all,
+                  int64_t past, const uint8_t *mask, float *out, int threads) {
     const int64_t d = L->head_dim, row = (L->heads + 2 * L->kv_heads) * d, q_size = L->heads * d;
-    const int64_t group = L->heads / L->kv_heads, end = start + T;
+    const int64_t group = L->heads / L->kv_heads, end = start + T, *pos = pos_all + past;
     if (start < 0 || T < 0 || end > L->capacity || L->capacity % KEY_BLOCK || L->heads % L->kv_heads) return 2;
-    for (int64_t t = 0; t < T; ++t)
+    if (past < 0 || past > start || (past && !mask)) return 2;
+    for (int64_t t = -past; t < T; ++t)
         if (pos[t] < 0 || pos[t] >= L->table_rows) return 2;
     const int many = T * L->heads * end * d > PARALLEL_WORK;
     int failed = 0;
@@ -290,7 +298,7 @@ int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start,
         }
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < T * L->kv_heads; ++i)
-            if (!failed) attend(L, qkv, T, start, pos, mask, i / L->kv_heads, i % L->kv_heads, out, q, score, slot);
+            if (!failed) attend(L, qkv, T, start, pos, past, mask, i / L->kv_heads, i % L->kv_heads, out, q, score, slot);
         free(q);
         free(score);
         free(slot);

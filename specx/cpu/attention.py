@@ -98,15 +98,22 @@ def attention(layer: Attention, qkv: torch.Tensor, start: int, positions: torch.
     """Rows of qkv (T, (heads + 2·kv_heads)·head_dim) at cache slots start.. and rotary `positions` (T,) int64:
     their keys and values go into the cache, their attention comes out (T, heads·head_dim). `mask` (T, T) bool:
     which of this call's earlier rows each row sees (default: all; itself always), a token tree whose rows may
-    share positions. Slots 0..start-1 of the cache hold positions 0..start-1."""
+    share positions. Slots 0..start-1 of the cache hold positions 0..start-1, except where the mask is
+    (T, past + T): then it covers the last `past` cached slots too (a tree grown over several calls, its earlier
+    nodes cached), which hold the first `past` of `positions` (past + T,); each row sees exactly those it names."""
+    rows = qkv.shape[0]
+    past = 0 if mask is None else mask.shape[1] - rows
+    if mask is not None and (mask.shape[0] != rows or not 0 <= past <= start or positions.shape[0] != past + rows):
+        raise ValueError(f"a mask {tuple(mask.shape)} with {positions.shape[0]} positions does not fit {rows} rows "
+                         f"after {start} cached slots")
     lib = _library()
     if lib is None:
         return reference_attention(layer, qkv, start, positions, mask)
-    rows = qkv.shape[0]
     out = torch.empty(rows, layer.heads * layer.v.shape[2])
     if mask is not None:   # kept referenced until the call returns
         mask = mask.to(torch.uint8).contiguous()
-    status = lib.spx_attention(layer.address, qkv.data_ptr(), rows, start, positions.data_ptr(),
+    positions = positions.contiguous()
+    status = lib.spx_attention(layer.address, qkv.data_ptr(), rows, start, positions.data_ptr(), past,
                                None if mask is None else mask.data_ptr(), out.data_ptr(), torch.get_num_threads())
     if status:
         raise (MemoryError("attention buffers could not be allocated") if status == 1
@@ -184,7 +191,8 @@ def reference_attention(layer: Attention, qkv: torch.Tensor, start: int, positio
     q, k, v = qkv.view(rows, -1, d).split([layer.heads, kv_heads, kv_heads], dim=1)
     if layer.q_norm is not None:
         q, k = reference_rmsnorm(q, layer.q_norm, layer.eps), reference_rmsnorm(k, layer.k_norm, layer.eps)
-    cos, sin = layer.cos[positions], layer.sin[positions]
+    mine = positions[positions.shape[0] - rows:]                                       # the rows' own positions
+    cos, sin = layer.cos[mine], layer.sin[mine]
     q, k = rotate(q, cos, sin, layer.adjacent), rotate(k, cos, sin, layer.adjacent)
     slots = torch.arange(start, end)
     layer.k.permute(0, 1, 3, 2)[:, slots // KEY_BLOCK, slots % KEY_BLOCK] = k.transpose(0, 1)
@@ -199,14 +207,20 @@ def reference_attention(layer: Attention, qkv: torch.Tensor, start: int, positio
 
 
 def visible(rows: int, start: int, window: int, mask: torch.Tensor | None, positions: torch.Tensor) -> torch.Tensor:
-    """(rows, start + rows) bool: which cache slots each new row sees (cached slot j holds position j)."""
-    key_pos = torch.cat([torch.arange(start), positions])
-    me = torch.arange(rows)[:, None]
+    """(rows, start + rows) bool: which cache slots each new row sees. A mask (rows, past + rows) and positions
+    (past + rows,) cover the last `past` cached slots and the rows (attention's); cached slot j < start - past
+    holds position j."""
+    past = positions.shape[0] - rows
+    key_pos = torch.cat([torch.arange(start - past), positions])
+    me, u = torch.arange(rows)[:, None], torch.arange(rows)
     seen = torch.ones(rows, start + rows, dtype=torch.bool)
-    seen[:, start:] = torch.arange(rows) <= me if mask is None else (mask.bool() & (torch.arange(rows) < me)) | (
-        torch.arange(rows) == me)
+    if mask is None:
+        seen[:, start:] = u <= me
+    else:
+        seen[:, start - past:] = mask.bool()
+        seen[:, start:] = (seen[:, start:] & (u < me)) | (u == me)
     if window > 0:
-        seen &= key_pos > positions[:, None] - window
+        seen &= key_pos > positions[past:, None] - window
     return seen
 
 
@@ -233,7 +247,7 @@ def load_build(name: str) -> ctypes.CDLL:
         raise OSError("no C compiler found (install gcc, or set CC)")
     lib = build.load(build.build(f"attention-{name}", SOURCE, compiler, COMMON + BUILDS[name]))
     p, i64, f32, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_int
-    lib.spx_attention.argtypes = [p, p, i64, i64, p, p, p, i32]
+    lib.spx_attention.argtypes = [p, p, i64, i64, p, i64, p, p, i32]
     lib.spx_attention.restype = i32
     lib.spx_residual_norm.argtypes = [p, p, p, p, i64, i64, f32, p, i32]
     lib.spx_rmsnorm.argtypes = [p, p, i64, i64, f32, p, i32]

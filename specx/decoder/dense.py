@@ -184,8 +184,9 @@ class DenseDecoder:
 
     def step(self, cache: DenseCache, ids: torch.Tensor, positions: torch.Tensor, start: torch.Tensor,
              tree: torch.Tensor, span: int, skip: Collection[int] = ()) -> torch.Tensor:
-        """The static core: every argument a device tensor of a fixed shape (ids, positions (T,) int64, start (1,)
-        int64, tree (T, T) bool: which rows of this call each row sees) or a Python constant (span, skip)."""
+        """The static core: every argument a device tensor of a fixed shape (ids, positions (m + T,) int64, start
+        (1,) int64, tree (T, m + T) bool: which of the last m cached slots and of this call's rows each row sees,
+        the positions theirs; m is 0 but for a tree grown over calls) or a Python constant (span, skip)."""
         c, w = self.config, self.weights
         x = torch.nn.functional.embedding(ids, w.embed)
         if self.embed_scale != 1.0:
@@ -193,7 +194,8 @@ class DenseDecoder:
         slots = start + torch.arange(ids.shape[0], device=ids.device)
         group = c.num_attention_heads // c.num_key_value_heads
         # once per call, not per layer: the rotary rows at the positions and each window's mask
-        rotary = {r: t[positions] for r, t in self._tables.items()}
+        mine = positions[positions.shape[0] - ids.shape[0]:]
+        rotary = {r: t[mine] for r, t in self._tables.items()}
         masks = {window: additive(visible(start, positions, tree, span, window).repeat(group, 1), self.dtype)
                  for window in {self._window(i) for i in range(c.num_hidden_layers)}}
         for i, lw in enumerate(w.layers):
@@ -253,27 +255,31 @@ def check_room(decoder: DenseDecoder, cache: DenseCache, rows: int) -> None:
 
 
 def tree_mask(rows: int, mask: torch.Tensor | None, device) -> torch.Tensor:
-    """(T, T) bool: which rows of this call each row sees (model.Decoder.forward's mask: earlier rows it
-    names, and itself; default every earlier row)."""
+    """(T, m + T) bool: which of the last m cached slots (those the mask names) and of this call's rows each
+    row sees (model.Decoder.forward's mask: earlier rows it names, and itself; default every earlier row)."""
     me = torch.arange(rows, device=device)
     if mask is None:
         return me[None, :] <= me[:, None]
-    return (mask.to(device=device, dtype=torch.bool) & (me[None, :] < me[:, None])) | (me[None, :] == me[:, None])
+    mask = mask.to(device=device, dtype=torch.bool)
+    past = mask.shape[1] - rows
+    own = (mask[:, past:] & (me[None, :] < me[:, None])) | (me[None, :] == me[:, None])
+    return torch.cat([mask[:, :past], own], 1) if past else own
 
 
 def visible(start: torch.Tensor, positions: torch.Tensor, tree: torch.Tensor, span: int, window: int) -> torch.Tensor:
-    """(T, span) bool: which of the first `span` cache slots each new row sees. Slots below `start` hold
-    positions 0..start-1; slot start + r holds row r (rotary position positions[r]); later slots are unseen.
-    A sliding layer (window > 0) sees only keys at positions > the query's - window (cpu/attention.visible)."""
-    rows = positions.shape[0]
+    """(T, span) bool: which of the first `span` cache slots each new row sees. tree (T, m + T) covers slots
+    start - m .. start + T - 1 (the last m cached, then the rows: tree_mask), slot start - m + r at rotary
+    position positions[r]; slots before them hold positions 0..start-m-1; later slots are unseen. A sliding
+    layer (window > 0) sees only keys at positions > the query's - window (cpu/attention.visible)."""
+    columns, past = tree.shape[1], tree.shape[1] - tree.shape[0]
     slot = torch.arange(span, device=positions.device)
-    rel = slot - start                                                   # the row a new slot holds
-    new = (rel >= 0) & (rel < rows)
-    r = rel.clamp(0, rows - 1)
-    seen = (slot < start)[None, :] | (new[None, :] & tree[:, r])
+    rel = slot - (start - past)                                          # the tree's column a slot is
+    covered = (rel >= 0) & (rel < columns)
+    r = rel.clamp(0, columns - 1)
+    seen = (rel < 0)[None, :] | (covered[None, :] & tree[:, r])
     if window > 0:
-        key_pos = torch.where(new, positions[r], slot)
-        seen = seen & (key_pos[None, :] > positions[:, None] - window)
+        key_pos = torch.where(covered, positions[r], slot)
+        seen = seen & (key_pos[None, :] > positions[past:, None] - window)
     return seen
 
 

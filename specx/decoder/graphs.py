@@ -69,8 +69,8 @@ class Graphs:
         """Logits (T, vocab) of `ids` appended to the cache, as DenseDecoder.forward gives them (`skip`: the
         layers left out). The tensor is a static output: read or copy it before the next forward of the same T."""
         d, cache, rows = self.decoder, self.cache, len(ids)
-        if not 0 < rows <= MAX_ROWS:
-            return d.forward(cache, ids, positions, mask, skip)
+        if not 0 < rows <= MAX_ROWS or (mask is not None and mask.shape[1] != rows):
+            return d.forward(cache, ids, positions, mask, skip)   # long, or a tree grown over calls: eagerly
         check_room(d, cache, rows)
         start = cache.length
         buf = self.rows.get(rows) or self.rows.setdefault(rows, _Rows(rows, d.weights.output.shape[0], d))

@@ -84,7 +84,8 @@ class LeanLM:
     def forward(self, ids: list[int], last_only: bool = False, positions: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None) -> torch.Tensor:
         """Append ids to the cache; (T, V) logits, or (1, V) for the last position only. `positions` and
-        `mask`: a token tree's rotary positions and (T, T) ancestry (engine/tree.py; Decoder.forward)."""
+        `mask`: a token tree's rotary positions and (T, T) ancestry, or (T, m + T) where the tree's first nodes
+        are the last m cached slots (engine/tree.py; Decoder.forward)."""
         t = time.perf_counter()
         logits = self._logits(ids, last_only, positions, mask)
         self.forward_s += time.perf_counter() - t

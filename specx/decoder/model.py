@@ -108,8 +108,10 @@ class Decoder:
         """Logits (T, vocab) of `ids` appended to the cache (the last row only with `last_only`).
 
         positions: rotary positions (T,) int64, default the cache slots they fill. mask: (T, T) bool, which
-        earlier rows of this call each row sees (a token tree; default all). skip: layer indices to leave out
-        (their cache slots for these ids stay unwritten: crop them before a full forward reads them).
+        earlier rows of this call each row sees (a token tree; default all); or (T, m + T) with positions
+        (m + T,): a tree whose first nodes are the last m cached slots (at the first m positions), each row
+        seeing those the mask names and every slot before them (cpu/attention.attention). skip: layer indices to
+        leave out (their cache slots for these ids stay unwritten: crop them before a full forward reads them).
         mode: the linear kernels' activation mode for this call (default the decoder's; a self-draft's "q8").
         head: the output rows to score instead of the whole output layer (a drafter's, vocabtrim.DraftHead)."""
         c, w, start, rows, mode = self.config, self.weights, cache.length, len(ids), mode or self.mode

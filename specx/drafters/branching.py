@@ -79,14 +79,6 @@ def pays(chance: float, rows: int, nodes: int, depth: int, stops: Stops) -> bool
     return floor is None or chance >= floor
 
 
-def trunk(parents: list[int]) -> int:
-    """How many leading nodes form a chain every later node descends from (their keys stay in the cache)."""
-    for i, p in enumerate(parents):
-        if p != i - 1:
-            return p + 1
-    return len(parents)
-
-
 def _at(costs: tuple[float | None, ...] | None, n: int) -> float | None:
     """costs[n - 1]; past the end the last one holds; None where there are none."""
     return costs[min(n, len(costs)) - 1] if costs else None

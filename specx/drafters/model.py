@@ -153,8 +153,8 @@ class ModelDrafter(NoDrafter):
             return Draft([], None)
         if self.head is not None:
             self.head.follow(seq)
-        if ask.tree and getattr(self.lm, "trees", None) == "":
-            return self._propose_tree(seq, ask)
+        if ask.tree and ask.model_limit and getattr(self.lm, "trees", None) == "":
+            return self._propose_tree(seq, ask)   # (a tree of no depth reads nothing, as a chain of none)
         ids, tokens, probs, confidences, survival = self._unread(seq), [], [], [], 1.0
         self.base = len(seq) - self.offset
         sampling, stops = ask.sampling, ask.stops
@@ -187,9 +187,9 @@ class ModelDrafter(NoDrafter):
 
     def _propose_tree(self, seq: list[int], ask: Ask) -> Draft:
         """A token tree of at most ask.tree nodes, ask.model_limit deep, grown level by level while the
-        policy's stops say a level pays (drafters/branching.py): one drafter forward a level, over the nodes
-        past the shared trunk with the tree's mask, each timed with its rows (Draft.levels). A tree that never
-        branched is returned as the chain it is."""
+        policy's stops say a level pays (drafters/branching.py): one drafter forward a level, over that level's
+        new nodes only, each timed with its rows (Draft.levels). A tree that never branched is returned as the
+        chain it is."""
         stops, t = ask.stops, time.perf_counter()
         unread = self._unread(seq)
         logits, rows = self._logits(unread), len(unread)
@@ -208,7 +208,7 @@ class ModelDrafter(NoDrafter):
                 qs.append(q if q is not None else _one_hot(local, logits.shape[-1]))
                 confidences.append(p)
             grow = branching.growing(kept, stops)
-            rows = len(tokens) - min(branching.trunk(parents), self.forwarded)
+            rows = len(tokens) - self.forwarded
             if (not grow or len(tokens) >= ask.tree or depth == ask.model_limit
                     or (ask.stop is not None and ask.stop.is_set())
                     or not branching.pays(kept[grow[0]][0], rows, len(tokens), depth, stops)):
@@ -222,20 +222,17 @@ class ModelDrafter(NoDrafter):
                      levels=tuple(levels))
 
     def _tree_forward(self, tokens: list[int], parents: list[int]) -> torch.Tensor:
-        """Scores (nodes, V') of every node's next token, the nodes past the trunk (branching.trunk) forwarded
-        again after it, each seeing only its ancestors, at position base − 1 + its depth. Node j's keys then
-        sit at cache slot base + j (commit_tree keeps the accepted path's)."""
-        tree = Tree(tuple(tokens), tuple(parents))
-        shared = min(branching.trunk(parents), self.forwarded)
-        self.lm.crop(self.base + shared)
-        mask = tree_mask(tree)[1 + shared:, 1 + shared:]
-        positions = tree_positions(tree, self.base - 1)[1 + shared:]
-        logits = self.lm.forward(tokens[shared:], positions=positions, mask=mask)
-        del self.held[self.base + shared:]
-        self.held.extend(tokens[shared:])
+        """Scores (nodes, V') of the nodes not yet forwarded (zero rows for the others): only they run, each at
+        position base − 1 + its depth, seeing the context and its ancestors among the cached nodes (a mask over
+        them, Decoder.forward). Node j's keys sit at cache slot base + j (commit_tree keeps the accepted path's)."""
+        tree, old = Tree(tuple(tokens), tuple(parents)), self.forwarded
+        mask = tree_mask(tree)[1 + old:, 1:]
+        positions = tree_positions(tree, self.base - 1)[1:]
+        logits = self.lm.forward(tokens[old:], positions=positions, mask=mask)
+        self.held.extend(tokens[old:])
         self.forwarded = len(tokens)
         scores = logits if self.keep is not None else logits[:, :self.usable_vocab]
-        return torch.cat([torch.zeros(shared, scores.shape[1]), scores]) if shared else scores
+        return torch.cat([torch.zeros(old, scores.shape[1]), scores]) if old else scores
 
     def commit_tree(self, draft: Draft, path: list[int]) -> None:
         """Keep the accepted path's forwarded nodes behind the context (LeanLM.compact), as commit keeps a

@@ -33,11 +33,12 @@ def close(got, want):
                                 {"kv": 3, "heads": 3, "dim": 24}])
 def test_attention_matches_its_reference(kw):
     """Keys written to the cache and each row's attention equal the PyTorch reference (float noise), for a
-    prefill, a later chunk, and a chunk under a tree mask."""
+    prefill, a later chunk, a chunk under a tree mask, and one whose mask also covers that chunk's cached slots."""
     fast, slow = layer(**kw), layer(**kw)
-    mask = torch.rand(5, 5, generator=torch.Generator().manual_seed(3)) < 0.5
-    for start, rows, m in ((0, 40, None), (40, 9, None), (49, 5, mask)):
-        x, pos = qkv_rows(fast, rows, start), torch.arange(start, start + rows)
+    g = torch.Generator().manual_seed(3)
+    mask, grown = torch.rand(5, 5, generator=g) < 0.5, torch.rand(3, 8, generator=g) < 0.5
+    for start, rows, m in ((0, 40, None), (40, 9, None), (49, 5, mask), (54, 3, grown)):
+        x, pos = qkv_rows(fast, rows, start), torch.arange(start - (0 if m is None else m.shape[1] - rows), start + rows)
         close(A.attention(fast, x, start, pos, m), A.reference_attention(slow, x, start, pos, m))
         close(A.keys(fast)[:, :start + rows], A.keys(slow)[:, :start + rows])
         close(fast.v[:, :start + rows], slow.v[:, :start + rows])
@@ -75,6 +76,53 @@ def test_a_tree_row_equals_the_same_branch_fed_in_a_line():
     out = A.attention(tree, new, 30, torch.tensor([30, 31, 31]), mask)
     straight = A.attention(line, new[[0, 2]], 30, torch.tensor([30, 31]))
     assert torch.equal(out[2], straight[1])
+
+
+#   0 ─ 1 ─ 3 ─ 5
+#   │   └ 4
+#   └ 2 ─ 6        (node: parent)
+TREE = (-1, 0, 0, 1, 1, 3, 2)
+LEVELS = ((0,), (1, 2), (3, 4, 6), (5,))
+
+
+def _ancestry(parents) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n, n) bool: each node's ancestors; (n,) each node's depth from 0."""
+    n = len(parents)
+    seen, depth = torch.zeros(n, n, dtype=torch.bool), torch.zeros(n, dtype=torch.int64)
+    for i, p in enumerate(parents):
+        if p >= 0:
+            seen[i] = seen[p]
+            seen[i, p] = True
+            depth[i] = depth[p] + 1
+    return seen, depth
+
+
+@pytest.mark.parametrize("window", [0, 1, 3])
+def test_a_tree_grown_level_by_level_gives_the_bits_of_one_tree_call(window):
+    """A tree forwarded a level a call, each call's mask naming its rows' ancestors among the cached earlier
+    levels (at their tree positions, which the window counts, not their slots), gives each node the bits of the
+    whole tree in one call, on 1 or 2 threads."""
+    nodes, prefix = len(TREE), 30
+    seen, depth = _ancestry(TREE)
+    order = [i for lv in LEVELS for i in lv]             # slot order: level by level
+    seen, depth = seen[order][:, order], depth[order]
+    x, pos = qkv_rows(layer(), nodes, 1), prefix + depth
+    whole, grown = layer(window=window), layer(window=window)
+    for att in (whole, grown):
+        A.attention(att, qkv_rows(att, prefix, 0), 0, torch.arange(prefix))
+    want = A.attention(whole, x, prefix, pos, seen)
+    threads = torch.get_num_threads()
+    try:
+        for n_threads in (1, 2):
+            torch.set_num_threads(n_threads)
+            done = 0
+            for lv in LEVELS:
+                rows = slice(done, done + len(lv))
+                got = A.attention(grown, x[rows], prefix + done, pos[:rows.stop], seen[rows, :rows.stop])
+                assert torch.equal(got, want[rows]), (n_threads, lv)
+                done += len(lv)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_norm_and_activation_kernels_match_their_references():

@@ -57,6 +57,17 @@ def test_a_token_tree_row_equals_its_branch_decoded_as_a_line(trio):
     near(tree[[0, 2]], line)
 
 
+def test_a_tree_grown_over_calls_matches_the_cpu_decoders(trio):
+    """A tree forwarded a chunk a call over its cached earlier nodes (dense.tree_mask's (T, m + T) masks) gives
+    each node model.Decoder's logits for the same calls, within float noise."""
+    from test_tree_decoder import PREFIX, _grown_rows, _tree
+
+    _, lean, lm = trio
+    prefix, root, tree = ids(20, PREFIX), ids(22, 1)[0], _tree()
+    for got, want in zip(_grown_rows(lm, prefix, root, tree), _grown_rows(lean, prefix, root, tree)):
+        near(got, want)
+
+
 def test_skipping_a_layer_matches_the_cpu_decoder_skipping_it(trio):
     """The skip set leaves the same layers out as model.Decoder.forward's."""
     _, lean, lm = trio
@@ -101,14 +112,14 @@ def test_a_full_cache_refuses_more_tokens(trio):
     assert small.cached == 28
 
 
-@pytest.mark.parametrize("window", [0, 3])
-def test_visible_slots_are_the_cpu_attentions(window):
+@pytest.mark.parametrize("window, past", [(0, 0), (3, 0), (0, 3), (2, 3)])
+def test_visible_slots_are_the_cpu_attentions(window, past):
     """dense.visible over a span equals cpu/attention.visible on the filled slots (tree mask, shared
-    positions, sliding window) and hides every slot after them."""
+    positions, sliding window, a mask over the last `past` cached slots) and hides every slot after them."""
     g = torch.Generator().manual_seed(window)
     start, rows, span = 7, 5, 16
-    tree = torch.rand(rows, rows, generator=g) < 0.5
-    positions = start + torch.tensor([0, 1, 1, 2, 3])
+    tree = torch.rand(rows, past + rows, generator=g) < 0.5
+    positions = start - past + torch.tensor([0, 1, 1, 2, 3, 3, 4, 4][:past + rows])
     want = attention.visible(rows, start, window, tree, positions)
     got = dense.visible(torch.tensor([start]), positions, dense.tree_mask(rows, tree, "cpu"), span, window)
     assert torch.equal(got[:, :start + rows], want) and not got[:, start + rows:].any()
@@ -219,6 +230,13 @@ def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
         for cache in (graphed, eager):
             cache.crop(at)
     assert g.captured == [1, 3, 5, 9, 17] and len(g.graphs) > 5   # spans 16, 32 and 64
+    at = graphed.length   # a tree grown over two calls: the second's (T, m + T) mask runs eagerly, uncaptured
+    pos = torch.tensor([at, at + 1, at + 1, at + 2, at + 2])
+    grown = torch.tensor([[1, 1, 0, 0, 0], [1, 0, 1, 0, 0]], dtype=torch.bool)
+    for chunk, p, m in ((tokens[:3], pos[:3], mask), (tokens[3:5], pos, grown)):
+        before = dict(g.graphs)
+        assert torch.equal(g.forward(chunk, p, m), lm.model.forward(eager, chunk, p, m))
+    assert g.graphs == before and graphed.length == eager.length == at + 5
     assert not g.shapes
 
 

@@ -37,6 +37,28 @@ def test_every_tree_row_equals_its_branch_decoded_as_a_chain(pair):  # noqa: F81
     assert torch.equal(rows[0], branch[0])
 
 
+CHUNKS = ((0, 2), (2, 4), (4, 8))   # the tree's nodes as a drafter forwards them: a level a call
+
+
+def _grown_rows(lm, prefix, root, tree):
+    """The nodes' logits forwarded CHUNKS a call after prefix + root, each call's mask naming its rows' ancestors
+    among the nodes already cached."""
+    mask, positions = tree_mask(tree)[1:, 1:], tree_positions(tree, len(prefix))[1:]
+    lm.reset()
+    lm.forward(prefix + [root])
+    return [lm.forward(list(tree.tokens[a:b]), positions=positions[:b], mask=mask[a:b, :b]) for a, b in CHUNKS]
+
+
+def test_a_tree_grown_over_calls_gives_each_node_the_bits_of_one_tree_forward(pair):  # noqa: F811
+    """A tree forwarded a chunk a call (its earlier nodes stay cached, each new row seeing the prefix and its own
+    ancestors among them, sliding windows by position) gives every node the bits of the tree in one forward."""
+    _, lm, _ = pair
+    prefix, root, tree = ids(20, PREFIX), ids(22, 1)[0], _tree()
+    rows = _verify_rows(lm, prefix, root, tree)
+    for (a, b), got in zip(CHUNKS, _grown_rows(lm, prefix, root, tree)):
+        assert torch.equal(got, rows[1 + a:1 + b]), (a, b)
+
+
 def _filled(lm):
     n = lm.cached
     k = lm.cache.k.permute(0, 1, 2, 4, 3).reshape(*lm.cache.k.shape[:2], -1, lm.cache.k.shape[3])

@@ -147,3 +147,67 @@ def test_a_model_drafters_tree_stops_growing_where_the_stops_say(drafter):
         first = _grow(drafter, stops)
         assert (first.tree.depth if first.parents is not None else len(first.tokens)) == 1
         assert len(first.levels) == 1
+
+
+def test_each_tree_level_forwards_only_its_new_nodes(drafter, monkeypatch):
+    """A model drafter's level forward runs the nodes that level added, never again those already in its cache
+    (they stay there, seen through the mask): the tree forwards' rows add up to the nodes forwarded, each forward
+    appending to the cache as the previous one left it."""
+    from test_decoder import ids
+
+    lm, calls = drafter.lm, []
+    forward = lm.forward
+
+    def spy(tokens, **kw):
+        calls.append((lm.cached, len(tokens)))
+        return forward(tokens, **kw)
+
+    monkeypatch.setattr(lm, "forward", spy)
+    prompt = ids(4, 12)
+    drafter.prefill(prompt)
+    calls.clear()
+    draft = drafter.propose(prompt, Ask(6, tree=12, stops=Stops()))
+    drafter.commit_tree(draft, [])
+    (first, unread), levels = calls[0], calls[1:]
+    assert draft.parents is not None and len(levels) >= 2
+    assert sum(rows for _, rows in levels) == drafter.forwarded
+    assert [cached for cached, _ in levels] == [first + unread + sum(r for _, r in levels[:i]) for i in range(len(levels))]
+
+
+def test_each_tree_nodes_scores_are_its_branch_decoded_as_a_line(drafter, monkeypatch):
+    """Every node a level forward runs over the cached earlier nodes gets the bits of the prompt and its branch
+    decoded as a line: the forward sees exactly the node's ancestors among them, at their positions."""
+    from test_decoder import ids
+
+    lm, rows = drafter.lm, []
+    forward = lm.forward
+    monkeypatch.setattr(lm, "forward", lambda tokens, **kw: rows.append(forward(tokens, **kw)) or rows[-1])
+    prompt = ids(4, 12)
+    drafter.prefill(prompt)
+    rows.clear()
+    draft = drafter.propose(prompt, Ask(6, tree=12, stops=Stops()))
+    drafter.commit_tree(draft, [])
+    tree, got, line = draft.tree, torch.cat(rows[1:]), lm.fresh()
+    assert len(rows) > 2 and got.shape[0] == drafter.forwarded
+    for node in range(got.shape[0]):
+        line.reset()
+        logits = line.forward(prompt + [tree.tokens[i] for i in tree.path(node)], last_only=True)
+        assert torch.equal(got[node], logits[0]), node
+
+
+def test_a_tree_ask_with_no_model_depth_reads_nothing(drafter, monkeypatch):
+    """Where the policy lets the model draft nothing (model_k 0: only a copy may be drafted), a tree ask makes
+    the model drafter read nothing, as a chain ask does: the context's unread tokens wait for the next draft,
+    read together, instead of a forward each round that drafts nothing."""
+    from test_decoder import ids
+
+    calls = []
+    forward = drafter.lm.forward
+    monkeypatch.setattr(drafter.lm, "forward", lambda tokens, **kw: calls.append(len(tokens)) or forward(tokens, **kw))
+    prompt = ids(4, 12)
+    drafter.prefill(prompt)
+    calls.clear()
+    for tree in (0, 8):
+        draft = drafter.propose(prompt + ids(5, 2), Ask(4, model_k=0, stops=Stops(), tree=tree))
+        drafter.commit(len(draft.tokens), 0)
+        assert (draft.tokens, calls) == ([], []), tree
