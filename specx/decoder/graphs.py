@@ -1,5 +1,5 @@
 """CUDA graphs of the dense decoder's forward (dense.py): one graph per (rows T, attention span, layers left
-out), captured on first use and replayed after, so a forward costs one graph launch instead of hundreds of kernel launches from
+out, cached tree nodes the rows see), captured on first use and replayed after, so a forward costs one graph launch instead of hundreds of kernel launches from
 Python (the transformers path decoded the 1.5B at 17.7 tok/s on an H100, bound by launches: issue 38).
 
 A graph reads its inputs from static device buffers (ids, positions and the cache length in one int64 buffer,
@@ -34,15 +34,19 @@ def span(end: int, cache: DenseCache) -> int:
 
 
 class _Rows:
-    """The static buffers of one T: inputs [ids | positions | start] (device and pinned host), tree, logits."""
+    """The static buffers of one T over m cached tree nodes (m = 0 but for a tree level a drafter runs over
+    its earlier levels): inputs [ids (T) | positions (m + T) | start] (device and pinned host), the (T, m + T)
+    tree mask, logits."""
 
-    def __init__(self, rows: int, vocab: int, decoder: DenseDecoder):
+    def __init__(self, rows: int, past: int, vocab: int, decoder: DenseDecoder):
         dev = decoder.device
-        self.inputs = torch.zeros(2 * rows + 1, dtype=torch.int64, device=dev)
-        self.host = torch.zeros(2 * rows + 1, dtype=torch.int64).pin_memory()
+        self.past = past
+        self.inputs = torch.zeros(2 * rows + past + 1, dtype=torch.int64, device=dev)
+        self.host = torch.zeros(2 * rows + past + 1, dtype=torch.int64).pin_memory()
         self.copied = torch.cuda.Event()
-        self.tree = tree_mask(rows, None, dev)
-        self.default_tree = True
+        self.tree = tree_mask(rows, None, dev) if not past else torch.zeros(rows, past + rows, dtype=torch.bool,
+                                                                            device=dev)
+        self.default_tree = not past
         self.logits = torch.empty(rows, vocab, dtype=decoder.dtype, device=dev)
 
 
@@ -53,15 +57,16 @@ class Graphs:
         self.decoder, self.cache = decoder, cache
         self.pool = torch.cuda.graph_pool_handle()
         self.stream = torch.cuda.Stream(decoder.device)
-        self.rows: dict[int, _Rows] = {}
-        self.graphs: dict[tuple[int, int, frozenset[int]], torch.cuda.CUDAGraph] = {}
+        self.rows: dict[tuple[int, int], _Rows] = {}   # by (T, m cached tree nodes)
+        # by (T, attention span, skip set, m cached tree nodes)
+        self.graphs: dict[tuple[int, int, frozenset[int], int], torch.cuda.CUDAGraph] = {}
         self.shapes: list[frozenset[int]] = []   # skip sets with graphs, least recently used first
         self.timed: list | None = None   # a list: each replay appends its (start, end) CUDA events (benchmarks)
 
     @property
     def captured(self) -> list[int]:
         """The row counts T captured so far, in order."""
-        return sorted({t for t, _, _ in self.graphs})
+        return sorted({key[0] for key in self.graphs})
 
     @torch.inference_mode()
     def forward(self, ids: Sequence[int], positions: torch.Tensor | None = None,
@@ -69,11 +74,13 @@ class Graphs:
         """Logits (T, vocab) of `ids` appended to the cache, as DenseDecoder.forward gives them (`skip`: the
         layers left out). The tensor is a static output: read or copy it before the next forward of the same T."""
         d, cache, rows = self.decoder, self.cache, len(ids)
-        if not 0 < rows <= MAX_ROWS or (mask is not None and mask.shape[1] != rows):
-            return d.forward(cache, ids, positions, mask, skip)   # long, or a tree grown over calls: eagerly
+        past = 0 if mask is None else mask.shape[1] - rows   # cached tree nodes the rows may see
+        if not 0 < rows <= MAX_ROWS or past > MAX_ROWS:
+            return d.forward(cache, ids, positions, mask, skip)
         check_room(d, cache, rows)
         start = cache.length
-        buf = self.rows.get(rows) or self.rows.setdefault(rows, _Rows(rows, d.weights.output.shape[0], d))
+        buf = self.rows.get((rows, past)) or self.rows.setdefault(
+            (rows, past), _Rows(rows, past, d.weights.output.shape[0], d))
         buf.copied.synchronize()   # the previous copy out of the pinned buffer is done before it is refilled
         pos = range(start, start + rows) if positions is None else positions.tolist()
         buf.host.copy_(torch.tensor([*ids, *pos, start], dtype=torch.int64))
@@ -82,10 +89,10 @@ class Graphs:
         if mask is not None or not buf.default_tree:
             buf.tree.copy_(tree_mask(rows, mask, d.device))
             buf.default_tree = mask is None
-        key = (rows, span(start + rows, cache), self._shape(frozenset(skip)))
+        key = (rows, span(start + rows, cache), self._shape(frozenset(skip)), past)
         graph = self.graphs.get(key)
         if graph is None:
-            self.graphs[key] = self._capture(buf, *key)
+            self.graphs[key] = self._capture(buf, *key[:3])
         elif self.timed is None:
             graph.replay()
         else:
@@ -110,7 +117,8 @@ class Graphs:
 
     def _step(self, buf: _Rows, rows: int, slots: int, skip: frozenset[int] = frozenset()):
         """The forward a graph holds: from the static inputs of T = rows into its static logits."""
-        ids, positions, start = buf.inputs[:rows], buf.inputs[rows:2 * rows], buf.inputs[2 * rows:]
+        end = 2 * rows + buf.past
+        ids, positions, start = buf.inputs[:rows], buf.inputs[rows:end], buf.inputs[end:]
 
         def step():
             buf.logits.copy_(self.decoder.step(self.cache, ids, positions, start, buf.tree, slots, skip))

@@ -230,13 +230,16 @@ def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
         for cache in (graphed, eager):
             cache.crop(at)
     assert g.captured == [1, 3, 5, 9, 17] and len(g.graphs) > 5   # spans 16, 32 and 64
-    at = graphed.length   # a tree grown over two calls: the second's (T, m + T) mask runs eagerly, uncaptured
+    at = graphed.length   # a tree grown over two calls: the second's (T, m + T) mask has buffers of its own
     pos = torch.tensor([at, at + 1, at + 1, at + 2, at + 2])
     grown = torch.tensor([[1, 1, 0, 0, 0], [1, 0, 1, 0, 0]], dtype=torch.bool)
-    for chunk, p, m in ((tokens[:3], pos[:3], mask), (tokens[3:5], pos, grown)):
-        before = dict(g.graphs)
-        assert torch.equal(g.forward(chunk, p, m), lm.model.forward(eager, chunk, p, m))
-    assert g.graphs == before and graphed.length == eager.length == at + 5
+    for _ in range(2):   # captured, then replayed
+        for chunk, p, m in ((tokens[:3], pos[:3], mask), (tokens[3:5], pos, grown)):
+            assert torch.equal(g.forward(chunk, p, m), lm.model.forward(eager, chunk, p, m))
+        assert graphed.length == eager.length == at + 5
+        for cache in (graphed, eager):
+            cache.crop(at)
+    assert sorted(key[3] for key in g.graphs if key[0] == 2) == [3] and (2, 3) in g.rows
     assert not g.shapes
 
 

@@ -139,3 +139,28 @@ def test_greedy_token_trees_on_graphs_equal_plain_decoding(folder, monkeypatch):
     treed = rounds(drafter, 4, tree=8)
     assert [t for e in treed for t in e.token_ids] == plain
     assert any(e.tree for e in treed)
+
+
+def test_a_tree_level_over_cached_nodes_replays_its_graph_bit_for_bit(folder):
+    """A drafter's tree level over its cached earlier nodes ((T, m + T) mask, m + T positions) replayed from a
+    graph of its own gives the eager forward's bits, first call and replays."""
+    from specx.decoder.dense_lm import load
+    from specx.decoder.graphs import Graphs
+
+    lm = load(folder, "cuda", "bfloat16", context=POSITIONS)
+    tokens = ids(3, 120)
+    graphed, eager = lm.model.new_cache(), lm.model.new_cache()
+    graphs = Graphs(lm.model, graphed)
+    for cache in (graphed, eager):
+        lm.model.forward(cache, tokens[:100])
+    at = 100
+    pos = torch.tensor([at, at + 1, at + 1, at + 2, at + 2])
+    first = torch.tensor([[0, 0, 0], [1, 0, 0], [1, 0, 0]], dtype=torch.bool)
+    grown = torch.tensor([[1, 1, 0, 0, 0], [1, 0, 1, 0, 0]], dtype=torch.bool)
+    for _ in range(3):
+        for chunk, p, m in ((tokens[100:103], pos[:3], first), (tokens[103:105], pos, grown)):
+            got = graphs.forward(chunk, p, m).clone()
+            assert torch.equal(got, lm.model.forward(eager, chunk, p, m))
+        for cache in (graphed, eager):
+            cache.crop(at)
+    assert any(key[3] == 3 for key in graphs.graphs)
