@@ -232,7 +232,7 @@ class ModelDrafter(NoDrafter):
         self.held.extend(tokens[old:])
         self.forwarded = len(tokens)
         scores = logits if self.keep is not None else logits[:, :self.usable_vocab]
-        return torch.cat([torch.zeros(old, scores.shape[1]), scores]) if old else scores
+        return torch.cat([scores.new_zeros(old, scores.shape[1]), scores]) if old else scores
 
     def commit_tree(self, draft: Draft, path: list[int]) -> None:
         """Keep the accepted path's forwarded nodes behind the context (LeanLM.compact), as commit keeps a
