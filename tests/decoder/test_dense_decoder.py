@@ -193,9 +193,9 @@ def test_load_lm_reads_a_dense_load(tmp_path):
     assert a.name == "m" and "dense decoder" in a.kernels
 
 
-def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
-    """graphs.Graphs without a GPU: its static inputs per T, spans, tree-mask reset and shared logits, with
-    capture replaced by a stand-in that re-runs the captured step, equal eager forwards on a second cache."""
+def stand_in_graphs(monkeypatch) -> list:
+    """graphs.Graphs without a GPU: the CUDA calls it makes stood in for, capture replaced by a stand-in that
+    runs the captured step and replays it by running it again; the list of (rows, skip set) captured."""
     from specx.decoder import graphs
 
     class Replay:
@@ -207,13 +207,24 @@ def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
     event = type("Event", (), {"record": lambda self: None, "synchronize": lambda self: None})
     monkeypatch.setattr(torch.cuda, "Event", lambda *a, **k: event())
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
+    captures = []
 
     def capture(self, buf, rows, slots, skip):
+        captures.append((rows, skip))
         step = self._step(buf, rows, slots, skip)
         step()
         return Replay(step)
 
     monkeypatch.setattr(graphs.Graphs, "_capture", capture)
+    return captures
+
+
+def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
+    """graphs.Graphs without a GPU: its static inputs per T, spans, tree-mask reset and shared logits, with
+    capture replaced by a stand-in that re-runs the captured step, equal eager forwards on a second cache."""
+    from specx.decoder import graphs
+
+    stand_in_graphs(monkeypatch)
     monkeypatch.setattr(graphs, "MIN_SPAN", 16)
     _, _, lm = trio
     tokens = ids(12, 60)
@@ -244,29 +255,12 @@ def test_graph_bookkeeping_replays_what_eager_computes(trio, monkeypatch):
 
 
 def test_graphs_of_a_skip_set_replay_its_partial_forward(trio, monkeypatch):
-    """A self-draft's forward (layers left out) through graphs.Graphs, capture stood in as above: each skip
+    """A self-draft's forward (layers left out) through graphs.Graphs, capture stood in (stand_in_graphs): each skip
     set gets graphs of its own that equal the eager partial forward, the full model's graphs still give the
     full forward, and only the MAX_SHAPES most recently used skip sets keep theirs."""
     from specx.decoder import graphs
 
-    class Replay:
-        def __init__(self, step):
-            self.replay = step
-
-    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: None)
-    monkeypatch.setattr(torch.cuda, "Stream", lambda *a: None)
-    event = type("Event", (), {"record": lambda self: None, "synchronize": lambda self: None})
-    monkeypatch.setattr(torch.cuda, "Event", lambda *a, **k: event())
-    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
-    captures = []
-
-    def capture(self, buf, rows, slots, skip):
-        captures.append((rows, skip))
-        step = self._step(buf, rows, slots, skip)
-        step()
-        return Replay(step)
-
-    monkeypatch.setattr(graphs.Graphs, "_capture", capture)
+    captures = stand_in_graphs(monkeypatch)
     monkeypatch.setattr(graphs, "MAX_SHAPES", 2)
     _, _, lm = trio
     assert lm.model.config.num_hidden_layers >= 2
