@@ -9,7 +9,9 @@ sets them up), greedy, the bench prompts with the target's chat template. Each r
 `--tree 0` (chains) and each tree setting, in a rotated order so drift cancels. Per category: accepted tokens
 per round, verify rows per round (drafted + 1), draft and verify seconds per round; overall: the paired speed
 ratio tree/chain (decode tok/s, median with a 90% bootstrap interval) and the ratio of mean accepted tokens per
-verification. Every tree output is compared with the chain's (lossless: must be equal).
+verification. Every tree output is compared with the chain's (lossless: must be equal). The run's state
+(measured costs, tuned settings) starts empty unless SPECX_HOME or --state says otherwise: `auto` steered by
+another run's measured costs confounded earlier comparisons (benchmarks/results/2026-11-26-trees-cache).
 """
 from __future__ import annotations
 
@@ -50,7 +52,14 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--state", default=None,
+                    help="SPECX_HOME for the run (default: a fresh temporary one, so no earlier run's measured "
+                         "costs or tuned settings steer `auto`; set SPECX_HOME yourself to keep yours)")
     args = ap.parse_args()
+    if args.state or "SPECX_HOME" not in os.environ:
+        import tempfile
+
+        os.environ["SPECX_HOME"] = args.state or tempfile.mkdtemp(prefix="specx-trees-")
 
     import specx
 
