@@ -285,26 +285,15 @@ def test_graphs_of_a_skip_set_replay_its_partial_forward(trio, monkeypatch):
 def test_self_speculation_on_the_dense_decoder_equals_plain_decoding(trio, monkeypatch):
     """`--drafter self` on a DenseLM (drafts through DenseLM.skipping, scoring on its cache): greedy tokens
     equal plain decoding's while the shape changes between rounds."""
-    import math
-
-    from specx.drafters import self as selfdraft
     from specx.drafters.model import NoDrafter
-    from specx.engine.loop import Generation
-    from specx.engine.types import Round, Sampling
-    from test_self import Restless
+    from test_self import generate, restless
 
-    monkeypatch.setattr(selfdraft, "SEARCH_SHARE", math.inf)
     _, _, lm = trio
     seq = ids(4, 40)
-
-    def tokens(handle, drafter, k):
-        events = Generation(handle, drafter, seq, k=k, max_tokens=32, sampling=Sampling())
-        return [t for e in events if isinstance(e, Round) for t in e.token_ids]
-
-    plain = tokens(lm.fresh(), NoDrafter(), 0)
+    plain = generate(lm.fresh(), NoDrafter(), seq, 0, 32)
     target = lm.fresh()
-    d = selfdraft.SelfDrafter(target, lm.vocab_size, Restless(lm.model.config.num_hidden_layers, ("f32",), seed=1))
-    assert tokens(target, d, 4) == plain and any(s.skip for s in d.search.tried)
+    d = restless(target, monkeypatch)
+    assert generate(target, d, seq, 4, 32) == plain and any(s.skip for s in d.search.tried)
 
 
 def test_a_self_draft_on_the_dense_decoder_names_its_dtype(tmp_path):

@@ -20,20 +20,26 @@ def folder(request, tmp_path_factory):
     return save(model, tmp_path_factory.mktemp(request.param))
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
-def test_graph_replay_equals_eager_bit_for_bit(folder, dtype):
-    """Prefill eagerly, then the same decode and verify calls (T = 1, 5, 17; spans grown past 256) through
-    captured graphs and eagerly on a second cache: the same logits, bit for bit, first call and replays."""
+def graphed_and_eager(folder, dtype: str, seed: int, n: int, prefill: int):
+    """(the DenseLM, n tokens, Graphs on one cache, a second cache for eager forwards), both caches holding
+    the first `prefill` tokens."""
     from specx.decoder.dense_lm import load
     from specx.decoder.graphs import Graphs
 
     lm = load(folder, "cuda", dtype, context=POSITIONS)
-    assert lm.model.context == POSITIONS
-    tokens = ids(1, 400)
+    tokens = ids(seed, n)
     graphed, eager = lm.model.new_cache(), lm.model.new_cache()
-    graphs = Graphs(lm.model, graphed)
     for cache in (graphed, eager):
-        lm.model.forward(cache, tokens[:240])
+        lm.model.forward(cache, tokens[:prefill])
+    return lm, tokens, Graphs(lm.model, graphed), eager
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_graph_replay_equals_eager_bit_for_bit(folder, dtype):
+    """Prefill eagerly, then the same decode and verify calls (T = 1, 5, 17; spans grown past 256) through
+    captured graphs and eagerly on a second cache: the same logits, bit for bit, first call and replays."""
+    lm, tokens, graphs, eager = graphed_and_eager(folder, dtype, 1, 400, 240)
+    assert lm.model.context == POSITIONS
     at = 240
     for rows in (1, 5, 1, 17, 5, 1, 17, 1, 5):
         chunk = tokens[at:at + rows]
@@ -74,15 +80,7 @@ def test_specx_run_in_bfloat16_on_the_gpu_uses_the_cuda_decoder_losslessly(tmp_p
 def test_graphs_with_layers_left_out_equal_eager_bit_for_bit(folder):
     """A self-draft's partial forward (drafters/self.py) replayed from its skip set's graphs gives the eager
     partial forward's bits, T = 1 and 16 (a draft step and a scoring forward), the full graphs untouched."""
-    from specx.decoder.dense_lm import load
-    from specx.decoder.graphs import Graphs
-
-    lm = load(folder, "cuda", "bfloat16", context=POSITIONS)
-    tokens = ids(2, 200)
-    graphed, eager = lm.model.new_cache(), lm.model.new_cache()
-    graphs = Graphs(lm.model, graphed)
-    for cache in (graphed, eager):
-        lm.model.forward(cache, tokens[:100])
+    lm, tokens, graphs, eager = graphed_and_eager(folder, "bfloat16", 2, 200, 100)
     at = 100
     for rows, skip in ((1, (1,)), (1, ()), (16, (1,)), (1, (1,)), (1, ()), (16, ()), (1, (0, 1))):
         chunk = tokens[at:at + rows]
@@ -95,27 +93,16 @@ def test_graphs_with_layers_left_out_equal_eager_bit_for_bit(folder):
 def test_self_speculation_on_graphs_equals_plain_decoding_while_its_shape_changes(folder, monkeypatch):
     """`--drafter self` on the CUDA decoder: drafts and scoring forwards replay graphs of each skip set, the
     shape changes every round, and the greedy tokens equal plain decoding's."""
-    import math
-
     from specx.decoder.dense_lm import load
-    from specx.drafters import self as selfdraft
     from specx.drafters.model import NoDrafter
-    from specx.engine.loop import Generation
-    from specx.engine.types import Round, Sampling
-    from test_self import Restless
+    from test_self import generate, restless
 
-    monkeypatch.setattr(selfdraft, "SEARCH_SHARE", math.inf)
     lm = load(folder, "cuda", "bfloat16")
     seq = ids(4, 40)
-
-    def tokens(handle, drafter, k):
-        events = Generation(handle, drafter, seq, k=k, max_tokens=48, sampling=Sampling())
-        return [t for e in events if isinstance(e, Round) for t in e.token_ids]
-
-    plain = tokens(lm.fresh(), NoDrafter(), 0)
+    plain = generate(lm.fresh(), NoDrafter(), seq, 0, 48)
     target = lm.fresh()
-    d = selfdraft.SelfDrafter(target, lm.vocab_size, Restless(lm.model.config.num_hidden_layers, ("f32",), seed=1))
-    assert tokens(target, d, 4) == plain and d.search.scored >= 2 and any(s.skip for s in d.search.tried)
+    d = restless(target, monkeypatch)
+    assert generate(target, d, seq, 4, 48) == plain and d.search.scored >= 2 and any(s.skip for s in d.search.tried)
     assert any(key[2] for key in target.graphs.graphs)   # skip sets replayed from graphs of their own
 
 
@@ -144,15 +131,8 @@ def test_greedy_token_trees_on_graphs_equal_plain_decoding(folder, monkeypatch):
 def test_a_tree_level_over_cached_nodes_replays_its_graph_bit_for_bit(folder):
     """A drafter's tree level over its cached earlier nodes ((T, m + T) mask, m + T positions) replayed from a
     graph of its own gives the eager forward's bits, first call and replays."""
-    from specx.decoder.dense_lm import load
-    from specx.decoder.graphs import Graphs
-
-    lm = load(folder, "cuda", "bfloat16", context=POSITIONS)
-    tokens = ids(3, 120)
-    graphed, eager = lm.model.new_cache(), lm.model.new_cache()
-    graphs = Graphs(lm.model, graphed)
-    for cache in (graphed, eager):
-        lm.model.forward(cache, tokens[:100])
+    lm, tokens, graphs, eager = graphed_and_eager(folder, "bfloat16", 3, 120, 100)
+    graphed = graphs.cache
     at = 100
     pos = torch.tensor([at, at + 1, at + 1, at + 2, at + 2])
     first = torch.tensor([[0, 0, 0], [1, 0, 0], [1, 0, 0]], dtype=torch.bool)
