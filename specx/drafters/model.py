@@ -215,14 +215,14 @@ class ModelDrafter(NoDrafter):
                 break
             t = time.perf_counter()
             scores = self._tree_forward(tokens, parents)
-            frontier = [(first + i, scores[first + i], kept[i][0]) for i in grow]
+            frontier = [(first + i, scores[i], kept[i][0]) for i in grow]   # this level's nodes: first, first + 1, …
         probs = None if ask.sampling.greedy else self._pad(qs)
         tree = None if parents == list(range(-1, len(tokens) - 1)) else tuple(parents)
         return Draft(tokens, probs, confidences=tuple(confidences), made=len(tokens), parents=tree,
                      levels=tuple(levels))
 
     def _tree_forward(self, tokens: list[int], parents: list[int]) -> torch.Tensor:
-        """Scores (nodes, V') of the nodes not yet forwarded (zero rows for the others): only they run, each at
+        """Scores (new nodes, V') of the nodes not yet forwarded, in order: only they run, each at
         position base − 1 + its depth, seeing the context and its ancestors among the cached nodes (a mask over
         them, Decoder.forward). Node j's keys sit at cache slot base + j (commit_tree keeps the accepted path's)."""
         tree, old = Tree(tuple(tokens), tuple(parents)), self.forwarded
@@ -231,8 +231,7 @@ class ModelDrafter(NoDrafter):
         logits = self.lm.forward(tokens[old:], positions=positions, mask=mask)
         self.held.extend(tokens[old:])
         self.forwarded = len(tokens)
-        scores = logits if self.keep is not None else logits[:, :self.usable_vocab]
-        return torch.cat([scores.new_zeros(old, scores.shape[1]), scores]) if old else scores
+        return logits if self.keep is not None else logits[:, :self.usable_vocab]
 
     def commit_tree(self, draft: Draft, path: list[int]) -> None:
         """Keep the accepted path's forwarded nodes behind the context (LeanLM.compact), as commit keeps a
