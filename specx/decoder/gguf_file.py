@@ -32,6 +32,7 @@ import numpy as np
 from ..cpu.qweight import BLOCKS, NAMES, QWeight
 from ..errors import ModelFileError, ModelUnavailable
 from .gguf_strings import BadStrings, Strings, read_strings
+from .filerows import FileRows
 
 _DAMAGED = "the file is damaged or not a GGUF model: download it again"
 _MAGIC, _VERSIONS = b"GGUF", (2, 3)  # v1 counted in 32 bits; no file in the wild still uses it
@@ -254,6 +255,11 @@ class GGUFFile:
             raise ModelUnavailable(f"{self.path.name}: tensor {name!r} is {type_name(info.type)}, a GGUF type "
                                    "specx has no kernel for", hint="use a Q4_K_M, Q5_K_M, Q6_K or Q8_0 file")
         return QWeight(info.type, self._view(name, info), rows=info.shape[1], cols=info.shape[0])
+
+    def rows(self, name: str) -> FileRows:
+        """A matrix read by rows with reads of its own, not through the map (filerows.py: a lookup table)."""
+        w, info = self.weight(name), self.tensors[name]
+        return FileRows(self._file.fileno(), info.offset, w.type, w.rows, w.cols, self._stamp, name)
 
     def array(self, name: str) -> np.ndarray:
         """Any tensor as float32 in numpy order (shape reversed from ne): plain values converted, blocks

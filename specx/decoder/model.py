@@ -119,7 +119,8 @@ class Decoder:
             raise ContextFull(f"{start + rows} positions do not fit a context of {self.context}")
         if positions is None:
             positions = self._positions[start:start + rows]
-        x = linear.embed(w.embed, torch.as_tensor(ids, dtype=torch.int64))                          # (T, hidden)
+        table, at = w.rows(ids)
+        x = linear.embed(table, torch.as_tensor(at, dtype=torch.int64))                              # (T, hidden)
         if c.embed_scale != 1.0:
             x.mul_(c.embed_scale)
         active = [i for i in range(c.num_hidden_layers) if i not in skip]

@@ -5,10 +5,12 @@ and biases are small float32 copies, norms in multiplicative form (HF Gemma's 1 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 import torch
@@ -16,6 +18,7 @@ import torch
 from ..cpu.qweight import BLOCKS, NAMES, QWeight
 from ..errors import ModelFileError
 from .config import DecoderConfig, UnsupportedArchitecture
+from .filerows import FileRows
 
 # role -> tensor name in each layer (GGUF: llama.cpp's names; HF: transformers'); the norms' roles: attn_norm
 # before attention, ffn_norm before the MLP, post_* after them (Gemma 3's extra pair)
@@ -54,6 +57,11 @@ class Weights:
     layers: list[LayerWeights]
     norm: torch.Tensor
     output: QWeight
+    lookup: FileRows | None = None   # the untied embedding read by rows (filerows.py); None: looked up in `embed`
+
+    def rows(self, ids: Sequence[int]) -> tuple[QWeight, list[int]]:
+        """(a table, each id's row in it) for an embedding lookup of `ids`."""
+        return self.lookup.take(ids) if self.lookup is not None else (self.embed, ids)
 
     def matrices(self) -> list[QWeight]:
         """Every matrix once (a tied output layer is the embedding)."""
@@ -75,8 +83,9 @@ class Weights:
 class _Source:
     """Tensors by name from one file format: matrices as QWeights, vectors as float32 tensors."""
 
-    def __init__(self, names: set[str], matrix: Callable[[str], QWeight], vector: Callable[[str], np.ndarray]):
-        self.names, self._matrix, self._vector = names, matrix, vector
+    def __init__(self, names: set[str], matrix: Callable[[str], QWeight], vector: Callable[[str], np.ndarray],
+                 rows: Callable[[str], FileRows]):
+        self.names, self._matrix, self._vector, self.rows = names, matrix, vector, rows
 
     def matrix(self, name: str, rows: int, cols: int) -> QWeight:
         w = self._matrix(self._need(name))
@@ -105,32 +114,38 @@ def from_gguf(gguf, config: DecoderConfig) -> Weights:
             raise UnsupportedArchitecture(
                 f"{name} is stored as {_ggml_name(info.type)}, which specx's kernels do not read",
                 "use a Q4_K_M, Q5_K_M, Q6_K or Q8_0 file, or run it through transformers")
-    source = _Source(set(gguf.tensors), gguf.weight, gguf.array)
+    source = _Source(set(gguf.tensors), gguf.weight, gguf.array, gguf.rows)
     return _build(source, config, lambda i, role: f"blk.{i}.{GGUF_LAYER[role]}", "token_embd", "output_norm",
                   "output", ".weight", ".bias", False)
 
 
 def from_safetensors(folder: Path, config: DecoderConfig) -> Weights:
     """The weights of a Hugging Face folder's *.safetensors files, viewed through memory maps."""
-    tensors: dict[str, tuple[str, tuple[int, ...], np.ndarray]] = {}
+    tensors: dict[str, _Tensor] = {}
     for path in sorted(Path(folder).glob("*.safetensors")):
         tensors.update(_safetensors(path))
 
     def matrix(name: str) -> QWeight:
-        dtype, shape, data = tensors[name]
-        if dtype not in SAFETENSORS_TYPES or len(shape) != 2:
-            raise UnsupportedArchitecture(f"{name} is a {dtype} tensor of shape {shape}; "
+        t = tensors[name]
+        if t.dtype not in SAFETENSORS_TYPES or len(t.shape) != 2:
+            raise UnsupportedArchitecture(f"{name} is a {t.dtype} tensor of shape {t.shape}; "
                                           "specx reads F32/F16/BF16 matrices")
-        return QWeight(BLOCKS[SAFETENSORS_TYPES[dtype]][0], data, shape[0], shape[1])
+        return QWeight(BLOCKS[SAFETENSORS_TYPES[t.dtype]][0], t.data, t.shape[0], t.shape[1])
 
     def vector(name: str) -> np.ndarray:
-        dtype, _, data = tensors[name]
-        if dtype == "BF16":
-            return (data.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-        return data.view({"F32": np.float32, "F16": np.float16}[dtype]).astype(np.float32)
+        t = tensors[name]
+        if t.dtype == "BF16":
+            return (t.data.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        return t.data.view({"F32": np.float32, "F16": np.float16}[t.dtype]).astype(np.float32)
+
+    def rows(name: str) -> FileRows:
+        w, t = matrix(name), tensors[name]
+        st = os.fstat(t.file.fileno())
+        return FileRows(t.file.fileno(), t.offset, w.type, w.rows, w.cols, (st.st_size, st.st_mtime_ns), name)
 
     layer = HF_GEMMA_LAYER if config.family == "gemma3" else HF_LAYER
-    return _build(_Source(set(tensors), matrix, vector), config, lambda i, role: f"model.layers.{i}.{layer[role]}",
+    return _build(_Source(set(tensors), matrix, vector, rows), config,
+                  lambda i, role: f"model.layers.{i}.{layer[role]}",
                   "model.embed_tokens", "model.norm", "lm_head", ".weight", ".bias", config.norm_plus_one)
 
 
@@ -164,7 +179,8 @@ def _build(src: _Source, c: DecoderConfig, name, embed: str, norm: str, output: 
         if c.qk_norm and (l.q_norm is None or l.k_norm is None) or c.sandwich_norms and (
                 l.post_attn_norm is None or l.post_ffn_norm is None):
             raise ModelFileError(f"layer {i} lacks a norm its architecture has")
-    return Weights(table, layers, _required(src.vector(norm + w, h, plus_one), norm), head)
+    lookup = None if head is table else src.rows(embed + w)
+    return Weights(table, layers, _required(src.vector(norm + w, h, plus_one), norm), head, lookup)
 
 
 def _required(v: torch.Tensor | None, name: str) -> torch.Tensor:
@@ -182,9 +198,18 @@ def _ggml_name(type_id: int) -> str:
         return f"ggml type {type_id}"
 
 
-def _safetensors(path: Path) -> dict[str, tuple[str, tuple[int, ...], np.ndarray]]:
-    """name -> (dtype, shape, uint8 view of its bytes) from one file's header, bounds checked."""
-    mm = np.memmap(path, dtype=np.uint8, mode="r")
+class _Tensor(NamedTuple):
+    dtype: str
+    shape: tuple[int, ...]
+    data: np.ndarray     # a uint8 view of the file's map
+    file: BinaryIO       # the file the map was made from, and where the tensor starts in it
+    offset: int
+
+
+def _safetensors(path: Path) -> dict[str, _Tensor]:
+    """name -> its _Tensor, from one file's header, bounds checked."""
+    file = open(path, "rb")
+    mm = np.memmap(file, dtype=np.uint8, mode="r")
     size = mm.size
     n = int.from_bytes(bytes(mm[:8]), "little") if size >= 8 else -1
     if n < 2 or 8 + n > size:
@@ -200,5 +225,6 @@ def _safetensors(path: Path) -> dict[str, tuple[str, tuple[int, ...], np.ndarray
         begin, end = info["data_offsets"]
         if not 0 <= begin <= end or 8 + n + end > size:
             raise ModelFileError(f"{path.name}: tensor {name} lies outside the file")
-        out[name] = (info["dtype"], tuple(int(d) for d in info["shape"]), mm[8 + n + begin:8 + n + end])
+        out[name] = _Tensor(info["dtype"], tuple(int(d) for d in info["shape"]), mm[8 + n + begin:8 + n + end],
+                            file, 8 + n + begin)
     return out

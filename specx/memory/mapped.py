@@ -8,6 +8,7 @@ resident the rows of the tokens it sees, plus the cached file pages the kernel m
 (Linux's fault-around, 64 KiB by default). The plan counts that, not the whole table: for the
 fixture Qwen pair it is the difference between 9.5 GB planned and 8.2 GB measured at 512 tokens.
 Those pages are clean file pages, so under pressure the kernel drops them rather than failing.
+specx's lean decoder does not map its lookup table at all: it reads the rows (read_by_rows).
 """
 from __future__ import annotations
 
@@ -16,12 +17,16 @@ FAULT_AROUND = 64 * 2**10
 CONVERTED = "converted"     # Shape.file_dtype of a GGUF: specx writes its copy in the load dtype
 
 
-def stays_mapped(shape, dtype: str, quant: str, on_cpu: bool) -> bool:
-    """Whether this model's untied input embedding stays a view of the weight file when loaded."""
+def read_by_rows(shape, quant: str, on_cpu: bool) -> bool:
+    """Whether this model's untied input embedding is read from the file by rows (specx's lean decoder:
+    decoder/filerows.py), so that it takes no resident memory at all."""
     from .footprint import is_native
 
-    if on_cpu and not shape.tied and is_native(quant):   # the lean decoder maps every weight of the file
-        return True
+    return on_cpu and not shape.tied and is_native(quant)
+
+
+def stays_mapped(shape, dtype: str, quant: str, on_cpu: bool) -> bool:
+    """Whether this model's untied input embedding stays a view of the weight file when loaded."""
     if not on_cpu or shape.tied or dtype != "float32" or quant != "none":
         return False
     if shape.file_dtype not in (CONVERTED, "float32"):   # unknown, or converted while loading: a copy
@@ -31,11 +36,11 @@ def stays_mapped(shape, dtype: str, quant: str, on_cpu: bool) -> bool:
     return not prepacks()
 
 
-def resident_embedding(shape, full: int, tokens: int, row_bytes: int | None = None) -> int:
+def resident_embedding(shape, full: int, tokens: int) -> int:
     """Bytes of a mapped embedding of `full` bytes a run of `tokens` tokens can make resident: per distinct
-    token its row (`row_bytes`, default float32's, in whole pages) and the fault-around window, at most the
+    token its float32 row (in whole pages) and the fault-around window, at most the
     whole table."""
-    row = -(-(row_bytes or shape.hidden * 4) // PAGE) * PAGE
+    row = -(-(shape.hidden * 4) // PAGE) * PAGE
     return min(full, tokens * (row + FAULT_AROUND))
 
 

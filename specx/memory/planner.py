@@ -177,18 +177,24 @@ def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements:
 
 
 def _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons) -> list[Placement]:
-    """An untied embedding that stays memory-mapped is priced by the rows a run can touch (mapped.py)."""
-    from .mapped import resident_embedding, stays_mapped
+    """An untied embedding read by rows costs no resident memory; one that stays memory-mapped is priced by
+    the rows a run can touch (mapped.py)."""
+    from .mapped import read_by_rows, resident_embedding, stays_mapped
 
+    if read_by_rows(shape, quant, on_cpu):
+        out = [replace(p, bytes=0, scheme=p.scheme + " (read by rows)") if p.kind == "embed" else p
+               for p in placements]
+        full = sum(p.bytes for p in placements if p.kind == "embed")
+        if reasons is not None and full:
+            reasons.append(f"{role}: its {fmt_bytes(full)} input embedding is read from the weight file by rows, "
+                           "as tokens need them: it takes no resident memory")
+        return out
     if not stays_mapped(shape, dtype, quant, on_cpu):
         return placements
     out = []
     for p in placements:
         if p.kind == "embed":
-            from .footprint import is_native
-
-            row = p.bytes // max(shape.vocab, 1) if is_native(quant) else None   # a file's own row format
-            resident = resident_embedding(shape, p.bytes, context, row)
+            resident = resident_embedding(shape, p.bytes, context)
             if resident < p.bytes and reasons is not None:
                 reasons.append(f"{role}: its {fmt_bytes(p.bytes)} input embedding stays memory-mapped from the "
                                f"weight file, so only the rows of the tokens it sees become resident: "

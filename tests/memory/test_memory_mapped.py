@@ -71,3 +71,25 @@ def test_onednn_prepacking_copies_the_table(monkeypatch):
 def test_a_long_context_prices_the_whole_table():
     t = replace(shape(vocab=32000, hidden=1024), file_dtype=CONVERTED)
     assert embed(cpu_plan(t, context=32768)).bytes == 32000 * 1024 * 4
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2-tied"])
+def test_a_native_untied_table_is_read_by_rows_and_priced_at_nothing(tmp_path, family):
+    """specx's lean decoder reads an untied input embedding from the file by rows (decoder/filerows.py):
+    the plan prices it at 0 bytes and says so; a table that is also the output layer is priced whole."""
+    from test_decoder_gguf import gguf_model, write_gguf
+    from specx.decoder import support
+    from specx.memory.footprint import shape_of_file
+
+    path = tmp_path / "m.gguf"
+    write_gguf(gguf_model(family), family, path)
+    info = support.inspect(path)
+    t = replace(shape_of_file(info, "m"), file_bytes=info.groups, file_format=info.format)
+    p = cpu_plan(t, context=64)
+    assert p.target.native, "a GGUF on the CPU runs as the file holds it"
+    if family == "llama":
+        assert embed(p).bytes == 0 and embed(p).scheme.endswith("(read by rows)")
+        assert any("input embedding is read from the weight file by rows" in r for r in p.reasons)
+    else:
+        assert embed(p).bytes == dict(t.file_bytes)[("embed", None)] > 0 and "rows" not in embed(p).scheme
+        assert not any("by rows" in r for r in p.reasons)
