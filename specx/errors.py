@@ -50,6 +50,9 @@ class ModelFileError(SpecxError):
     default_hint = "the file looks damaged: download it again (or delete it from the specx model cache)"
 
 
+DAMAGED_GGUF = "the file is damaged or not a GGUF model: download it again"   # the hint for a GGUF that fails a check
+
+
 class InsufficientResources(SpecxError):
     """Not enough memory or disk."""
 

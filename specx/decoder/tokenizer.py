@@ -23,12 +23,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import ModelFileError, ModelUnavailable
+from ..errors import DAMAGED_GGUF, ModelFileError, ModelUnavailable
 
 from .gguf_file import GGUFFile
 from .gguf_strings import Strings
 
-_DAMAGED = "the file is damaged or not a GGUF model: download it again"
 _FORMAT = "specx-gguf-tokenizer-1"  # bump when what is cached, or how the key is made, changes
 _ARGS_FORMAT = "specx-gguf-tokenizer-args-1"  # bump when what the .args.json beside an entry holds changes
 _DEFINING = ("general.architecture", "general.name")  # besides tokenizer.*: the model type's inputs
@@ -104,7 +103,7 @@ def tokenizer_inputs(gguf: GGUFFile) -> tuple[dict, dict]:
     tokenizer, config = grouped["tokenizer"], grouped["tokenizer_config"]
     tokens = tokenizer.get("tokens")
     if not isinstance(tokens, list) or not tokens or not isinstance(tokens[0], str):
-        raise ModelFileError(f"{gguf.path.name} holds no vocabulary (tokenizer.ggml.tokens)", hint=_DAMAGED)
+        raise ModelFileError(f"{gguf.path.name} holds no vocabulary (tokenizer.ggml.tokens)", hint=DAMAGED_GGUF)
     if tokenizer.get("tokenizer_type") == "llama":
         config.setdefault("add_bos_token", True)   # llama.cpp adds BOS to a sentencepiece vocabulary
     elif tokenizer.get("tokenizer_type") == "gemma4":
@@ -113,7 +112,7 @@ def tokenizer_inputs(gguf: GGUFFile) -> tuple[dict, dict]:
         token_id = meta.get(f"tokenizer.ggml.{key}")
         if token_id is not None and not (isinstance(token_id, int) and 0 <= token_id < len(tokens)):
             raise ModelFileError(f"{gguf.path.name}: tokenizer.ggml.{key} {token_id!r} is not a token of its "
-                                 f"{len(tokens)}", hint=_DAMAGED)
+                                 f"{len(tokens)}", hint=DAMAGED_GGUF)
         config[name] = tokens[token_id] if token_id is not None else None
     return tokenizer, config
 

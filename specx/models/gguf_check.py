@@ -4,9 +4,8 @@ from __future__ import annotations
 from math import prod
 from pathlib import Path
 
-from ..errors import ModelFileError
+from ..errors import DAMAGED_GGUF, ModelFileError
 
-_DAMAGED = "the file is damaged or not a GGUF model: download it again"
 # names gguf.GGUFReader gives its own header fields: a file using one as a key fails in that reader
 _RESERVED = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
 
@@ -29,7 +28,7 @@ def _scan(path: Path) -> dict:
         if not tensors or not isinstance(meta.get("general.architecture"), str):
             problem = "it has no tensors or no general.architecture (a vocabulary-only file?)"
         if problem:
-            raise ModelFileError(f"{path} is not a readable GGUF file: {problem}", hint=_DAMAGED)
+            raise ModelFileError(f"{path} is not a readable GGUF file: {problem}", hint=DAMAGED_GGUF)
         return {"meta": {k: v if isinstance(v, (int, float, str)) else None for k, v in meta.items()},
                 "tensors": [(name, prod(info.shape)) for name, info in tensors.items()]}
 

@@ -17,13 +17,12 @@ from pathlib import Path
 
 from .gguf_check import _scan, check_gguf  # noqa: F401  (re-exported)
 from ..state.atomicio import atomic_write, scratch_dir, sweep
-from ..errors import InsufficientResources, ModelFileError, ModelUnavailable, SpecxError, UsageError
+from ..errors import DAMAGED_GGUF, InsufficientResources, ModelFileError, ModelUnavailable, SpecxError, UsageError
 from ..state.paths import model_cache
 
 _INDEX, _MARKER = "sha256-index.json", "specx-complete.json"
 _DTYPES = {"float32": ("float32", 4), "fp32": ("float32", 4), "float16": ("float16", 2), "fp16": ("float16", 2),
            "bfloat16": ("bfloat16", 2), "bf16": ("bfloat16", 2)}  # name -> (torch name, bytes per weight)
-_DAMAGED = "the file is damaged or not a GGUF model: download it again"
 _NO_DISK = "free some disk, or set SPECX_MODEL_CACHE to a folder on a bigger disk"
 
 
@@ -121,7 +120,7 @@ def _convert(gguf_path: Path, out: Path, dtype: str, arch: str) -> None:
                 trust_remote_code=False, output_loading_info=True)
             if info.get("missing_keys"):  # transformers would fill them with random weights and carry on
                 raise ModelFileError(f"{name} lacks weights the {arch} architecture needs: "
-                                     f"{', '.join(sorted(info['missing_keys'])[:3])}…", hint=_DAMAGED)
+                                     f"{', '.join(sorted(info['missing_keys'])[:3])}…", hint=DAMAGED_GGUF)
             model.save_pretrained(out, safe_serialization=True)
             if not (out / "generation_config.json").is_file():
                 GenerationConfig.from_model_config(model.config).save_pretrained(out)
@@ -143,7 +142,7 @@ def _convert(gguf_path: Path, out: Path, dtype: str, arch: str) -> None:
             known = ", ".join(a for a in archs if a not in ("general", "tokenizer"))
             raise ModelUnavailable(f"{name}: unsupported architecture {arch}",
                                    hint=f"transformers loads GGUF files of these architectures: {known}") from e
-        raise ModelFileError(f"{name} could not be converted: {type(e).__name__}: {e}", hint=_DAMAGED) from e
+        raise ModelFileError(f"{name} could not be converted: {type(e).__name__}: {e}", hint=DAMAGED_GGUF) from e
 
 
 def converted_copy(gguf_path: Path, dtype: str) -> Path:

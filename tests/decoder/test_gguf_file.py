@@ -345,12 +345,12 @@ def test_a_file_changed_in_place_is_noticed_before_a_view_is_handed_out(tmp_path
 def test_a_second_open_reuses_the_parse_unless_the_header_bytes_changed(tmp_path, tiny, monkeypatch):
     """Opening a file again does not parse it again; the same file rewritten in place (same inode,
     size and mtime) with other metadata is parsed again and reads as it now is."""
-    import specx.decoder.gguf_file as gguf_file
+    import specx.decoder.gguf_header as gguf_header
 
     parses = []
-    real = gguf_file._parse
-    monkeypatch.setattr(gguf_file, "_parse", lambda *a: parses.append(1) or real(*a))
-    monkeypatch.setattr(gguf_file, "_parses", type(gguf_file._parses)())
+    real = gguf_header._parse
+    monkeypatch.setattr(gguf_header, "_parse", lambda *a: parses.append(1) or real(*a))
+    monkeypatch.setattr(gguf_header, "_parses", type(gguf_header._parses)())
     for _ in range(2):
         with open_gguf(tiny) as g:
             assert g.meta["general.name"] == "tiny ç" and g.meta["tokenizer.ggml.tokens"][4] == "日本"
