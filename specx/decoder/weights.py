@@ -140,8 +140,7 @@ def from_safetensors(folder: Path, config: DecoderConfig) -> Weights:
 
     def rows(name: str) -> FileRows:
         w, t = matrix(name), tensors[name]
-        st = os.fstat(t.file.fileno())
-        return FileRows(t.file.fileno(), t.offset, w.type, w.rows, w.cols, (st.st_size, st.st_mtime_ns), name)
+        return FileRows(t.file.fileno(), t.offset, w.type, w.rows, w.cols, t.stamp, name)
 
     layer = HF_GEMMA_LAYER if config.family == "gemma3" else HF_LAYER
     return _build(_Source(set(tensors), matrix, vector, rows), config,
@@ -202,13 +201,15 @@ class _Tensor(NamedTuple):
     dtype: str
     shape: tuple[int, ...]
     data: np.ndarray     # a uint8 view of the file's map
-    file: BinaryIO       # the file the map was made from, and where the tensor starts in it
-    offset: int
+    file: BinaryIO       # the file the map was made from, where the tensor starts in it, and the file's
+    offset: int          # (size, mtime_ns) when it was mapped
+    stamp: tuple[int, int]
 
 
 def _safetensors(path: Path) -> dict[str, _Tensor]:
     """name -> its _Tensor, from one file's header, bounds checked."""
     file = open(path, "rb")
+    st = os.fstat(file.fileno())
     mm = np.memmap(file, dtype=np.uint8, mode="r")
     size = mm.size
     n = int.from_bytes(bytes(mm[:8]), "little") if size >= 8 else -1
@@ -226,5 +227,5 @@ def _safetensors(path: Path) -> dict[str, _Tensor]:
         if not 0 <= begin <= end or 8 + n + end > size:
             raise ModelFileError(f"{path.name}: tensor {name} lies outside the file")
         out[name] = _Tensor(info["dtype"], tuple(int(d) for d in info["shape"]), mm[8 + n + begin:8 + n + end],
-                            file, 8 + n + begin)
+                            file, 8 + n + begin, (st.st_size, st.st_mtime_ns))
     return out
