@@ -8,6 +8,7 @@ from specx.cpu.quant_ref import quantize_rows
 
 torch.set_num_threads(2)
 lib = q2k.load()
+shifted = q2k.load("/tmp/q2k-shift.so", shift=1)
 rng = np.random.default_rng(1)
 for rows, cols in [(37, 256), (64, 1536), (96, 8960)]:
     w = q2k.random_q2k(rows, cols, rng)
@@ -33,4 +34,6 @@ for rows, cols in [(37, 256), (64, 1536), (96, 8960)]:
     one = q2k.matmul(lib, x, w, rows)
     torch.set_num_threads(2)
     assert torch.equal(one, q2k.matmul(lib, x, w, rows)), "1 vs 2 threads"
+    assert torch.equal(one, q2k.matmul(shifted, x, w, rows)), "masked in place vs shifted"
+    print(f"{rows}x{cols}: masked-in-place fields equal shifted ones bit for bit")
     print(f"{rows}x{cols}: each row bit-identical alone, among 8 and among 16, with 1 and 2 threads")

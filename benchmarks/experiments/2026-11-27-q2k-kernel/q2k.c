@@ -30,14 +30,37 @@ typedef struct {
     __m512 a, b;
 } wq2;
 
+#ifndef Q2K_SHIFT
+#define Q2K_SHIFT 0   /* 1: shift each 2-bit field down (srlv); 0: mask it in place, as q·4^s (see decode_q2k) */
+#endif
+#define MASK_Q2(l, k) ((int)(0x03030303u << SHR_Q2(l, k)))
+#define POW_Q2(l, k) (1.0f / (float)(1 << SHR_Q2(l, k)))          /* 4^-s, exact */
+#define L16F(F, k) _mm512_setr_ps(F(0, k), F(1, k), F(2, k), F(3, k), F(4, k), F(5, k), F(6, k), F(7, k), F(8, k), \
+                                  F(9, k), F(10, k), F(11, k), F(12, k), F(13, k), F(14, k), F(15, k))
+
+/* A group decoded into the q8 lanes. Without Q2K_SHIFT the fields stay in place: the lane's weights are
+   q·4^s (at most 192, still unsigned bytes), its exact integer sum is 4^s·S, and its scale is a·4^-s (exact),
+   so fma(4^s·S, (a·4^-s)·dx, acc) is the product fma(S, a·dx, acc) takes, bit for bit while a·dx is a
+   normal float: 4 shifts fewer per group. */
 static inline __attribute__((always_inline)) void decode_q2k(const uint8_t *g, wq2 *o) {
-    const __m512i qs = _mm512_loadu_si512(g + 16), three = _mm512_set1_epi8(3), shr = L16(SHR_Q2, 0);
-    o->w[0] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 0), qs), shr), three);
-    o->w[1] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 1), qs), shr), three);
-    o->w[2] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 2), qs), shr), three);
-    o->w[3] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 3), qs), shr), three);
+    const __m512i qs = _mm512_loadu_si512(g + 16);
+#if Q2K_SHIFT
+    const __m512i three = _mm512_set1_epi8(3), shr = L16(SHR_Q2, 0);
+#define FIELD(k) _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, k), qs), shr), three)
+    const __m512 pow = _mm512_set1_ps(1.0f);
+#else
+    const __m512i mask = L16(MASK_Q2, 0);
+#define FIELD(k) _mm512_and_si512(_mm512_permutexvar_epi32(L16(IDX_Q2, k), qs), mask)
+    const __m512 pow = L16F(POW_Q2, 0);
+#endif
+    o->w[0] = FIELD(0);
+    o->w[1] = FIELD(1);
+    o->w[2] = FIELD(2);
+    o->w[3] = FIELD(3);
+#undef FIELD
     const __m512i sc = _mm512_permutexvar_epi32(L16(IDX_SC2, 0), _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)g)));
-    o->a = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 80)), _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
+    o->a = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(f16at(g + 80)), pow),
+                         _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
     o->b = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 82)), _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
 }
 

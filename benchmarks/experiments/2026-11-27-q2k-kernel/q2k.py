@@ -14,10 +14,11 @@ BYTES = 84   # one Q2_K block: 256 values
 OPTIONS = ("-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx2", "-mfma", "-mf16c", "-mavx512vnni")
 
 
-def load(path: str = "/tmp/q2k.so") -> ctypes.CDLL:
+def load(path: str = "/tmp/q2k.so", shift: int = 0) -> ctypes.CDLL:
+    """shift: q2k.c's Q2K_SHIFT (1: the 2-bit fields shifted down; 0: masked in place)."""
     from specx.cpu.quant import FLAGS   # the flags specx builds quant.c with
 
-    cmd = ["gcc", *FLAGS, *OPTIONS, f"-I{CPU}", str(HERE / "q2k.c"), "-o", path]
+    cmd = ["gcc", *FLAGS, *OPTIONS, f"-I{CPU}", f"-DQ2K_SHIFT={shift}", str(HERE / "q2k.c"), "-o", path]
     subprocess.run(cmd, check=True, capture_output=True)
     lib = ctypes.CDLL(path)
     p, i64 = ctypes.c_void_p, ctypes.c_int64
