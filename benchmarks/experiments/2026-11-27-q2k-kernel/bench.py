@@ -2,7 +2,7 @@
 
 Each format runs on copies of the weight totalling more than COPY_BYTES (past the last-level cache the VM
 reports), a different copy each call, so every call reads its weights from memory. Calls alternate between
-the formats and the row counts; medians over REPEATS. Also prints the machine's 2-thread read bandwidth
+the formats and the row counts; medians over REPEATS (argv[1]). Also prints the machine's read bandwidth
 (quant.c's stream_sum over one such buffer)."""
 import os
 import statistics
@@ -22,7 +22,7 @@ REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 200
 SHAPES = {"gate+up 17920x1536": (17920, 1536), "down 1536x8960": (1536, 8960), "qkv 2048x1536": (2048, 1536)}
 ROWS = (1, 4, 8)
 
-torch.set_num_threads(2)
+torch.set_num_threads(int(os.environ.get("THREADS", "2")))   # 2: this machine's cores
 lib = q2k.load(shift=int(os.environ.get("Q2K_SHIFT", "0")))   # 1: the shifting decoder
 spx = quant._default()
 prefetch = quant._state["prefetch"].pick
@@ -33,13 +33,13 @@ prefetch = f"{distance} bytes ahead" if distance else "off"
 print(f"{spx.describe()}; q2k.c prefetch {prefetch}; threads {torch.get_num_threads()}", flush=True)
 
 buf = np.random.default_rng(0).integers(0, 256, COPY_BYTES, dtype=np.uint8)
-quant.stream_read(spx, buf, 2)
+quant.stream_read(spx, buf, torch.get_num_threads())
 t = []
 for _ in range(5):
     t0 = time.perf_counter()
-    quant.stream_read(spx, buf, 2)
+    quant.stream_read(spx, buf, torch.get_num_threads())
     t.append(time.perf_counter() - t0)
-print(f"read bandwidth, 2 threads: {COPY_BYTES / statistics.median(t) / 1e9:.1f} GB/s", flush=True)
+print(f"read bandwidth, {torch.get_num_threads()} threads: {COPY_BYTES / statistics.median(t) / 1e9:.1f} GB/s", flush=True)
 del buf
 
 rng = np.random.default_rng(0)
