@@ -1,6 +1,6 @@
 """Whether the lean decoder runs a model file, and what its weights cost, from the file's header alone.
 
-The memory plan (memory/footprint.py) and loading (models/resolve.py) both ask here before any weight is
+The memory plan (memory/shapes.py) and loading (models/resolve.py) both ask here before any weight is
 read: a GGUF of a supported architecture whose matrices all have kernels, or a safetensors folder of one
 in F32/F16/BF16, runs as the file holds it; anything else runs through transformers' own model."""
 from __future__ import annotations

@@ -11,7 +11,7 @@ def plan_for(source, drafter_source=None, context: int | None = None, k: int = 4
     `draft_quant`: the drafter's CPU weights, as `--draft-quant` (auto: int8dyn where fbgemm exists).
     `self_draft`: the target drafts for itself (its lean decoder keeps a copy of its first output rows).
     """
-    from .footprint import shape_for
+    from .shapes import shape_for
     from .planner import Request, plan
     from .probe import Budgets, detect, parse_mem_budget
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from specx.memory.footprint import FOUR_BIT, Group, bnb_scheme, plain, shape_of
+from specx.memory.footprint import FOUR_BIT, Group, bnb_scheme, plain
+from specx.memory.shapes import shape_of
 
 
 def llama_config(tied: bool, layers: int = 2):
@@ -78,7 +79,7 @@ def test_scheme_prices():
 def test_gguf_config_matches_the_converted_copy():
     """The cheap header mapping gives the same shape as transformers' own GGUF config."""
     from conftest import fixture_model
-    from specx.memory.footprint import gguf_config
+    from specx.memory.shapes import gguf_config
 
     path = fixture_model("smollm2-135m")
     mine = gguf_config(path)

@@ -13,7 +13,7 @@ def test_nf4_plan_with_cpu_offload_stays_within_its_gpu_budget(tmp_path, monkeyp
     pytest.importorskip("bitsandbytes")
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    from specx.memory.footprint import shape_of
+    from specx.memory.shapes import shape_of
     from specx.memory.planner import Request, plan
     from specx.memory.probe import Budgets
 

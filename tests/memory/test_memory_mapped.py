@@ -79,7 +79,7 @@ def test_a_native_untied_table_is_read_by_rows_and_priced_at_nothing(tmp_path, f
     the plan prices it at 0 bytes and says so; a table that is also the output layer is priced whole."""
     from test_decoder_gguf import gguf_model, write_gguf
     from specx.decoder import support
-    from specx.memory.footprint import shape_of_file
+    from specx.memory.shapes import shape_of_file
 
     path = tmp_path / "m.gguf"
     write_gguf(gguf_model(family), family, path)

@@ -5,7 +5,7 @@ import pytest
 
 from test_memory_footprint import llama_config, moe_config
 
-from specx.memory.footprint import shape_of
+from specx.memory.shapes import shape_of
 from specx.memory.planner import Request, plan
 from specx.memory.probe import Budgets
 from specx.models.lm import _cache_argument

@@ -1,4 +1,4 @@
-"""A GGUF that specx's decoder runs is planned from its own tensor table (memory/footprint.shape_of_file)
+"""A GGUF that specx's decoder runs is planned from its own tensor table (memory/shapes.shape_of_file)
 instead of transformers' model built on the meta device: the Shape must be the same, field for field."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from conftest import fixture_model
 from test_decoder_gguf import gguf_model, write_gguf
 from specx.decoder import support
-from specx.memory.footprint import gguf_config, shape_of, shape_of_file
+from specx.memory.shapes import gguf_config, shape_of, shape_of_file
 
 
 def same_shape(path):

@@ -107,7 +107,7 @@ def test_a_gguf_type_priced_from_the_config_is_within_10_percent_of_the_file(nam
     """Each fixture's file type priced from its config alone (llama.cpp's mixture, the block types' sizes)
     comes within 10% of the file's size, and names the block types the file holds."""
     from specx.decoder import support
-    from specx.memory.footprint import gguf_config
+    from specx.memory.shapes import gguf_config
     from specx.memory.gguf_price import estimate, file_type_name
     from specx.models.gguf_check import _scan
 
