@@ -28,11 +28,9 @@ static void config_tiles(void) {
     tilecfg c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
-    for (int t = 0; t < 2; ++t) {             /* tiles 0,1: C; 2,3: A (W); 4,5: B (X) */
-        c.rows[t] = 16; c.colsb[t] = 64;
-        c.rows[2 + t] = 16; c.colsb[2 + t] = 32;
-        c.rows[4 + t] = 8; c.colsb[4 + t] = 64;
-    }
+    for (int t = 0; t < 4; ++t) { c.rows[t] = 16; c.colsb[t] = 64; }   /* tiles 0-3: C */
+    for (int t = 4; t < 6; ++t) { c.rows[t] = 16; c.colsb[t] = 32; }   /* 4-5: A (W, 16 columns x 32) */
+    for (int t = 6; t < 8; ++t) { c.rows[t] = 8; c.colsb[t] = 64; }    /* 6-7: B (X, VNNI-packed) */
     _tile_loadconfig(&c);
 }
 
@@ -96,6 +94,9 @@ static void decode_strip(const uint8_t *w, int64_t rowbytes, int nrows, int64_t 
     }
 }
 
+#ifdef NOEPI
+#define EPI(CB, g) do { acc[0] = _mm512_add_ps(acc[0], _mm512_cvtepi32_ps(_mm512_load_si512(CB))); } while (0)
+#else
 #define EPI(CB, g)                                                                                  \
     do {                                                                                            \
         const __m512 xsv = _mm512_loadu_ps(xsg + (g) * 16), xssv = _mm512_loadu_ps(xssg + (g) * 16); \
@@ -106,9 +107,10 @@ static void decode_strip(const uint8_t *w, int64_t rowbytes, int nrows, int64_t 
             acc[n] = _mm512_fnmadd_ps(xssv, _mm512_set1_ps(bg[n]), acc[n]);                          \
         }                                                                                           \
     } while (0)
+#endif
 
-/* One 16x16 output tile over all K. Tiles 0/1 alternate: the product of group g+1 is issued before group
-   g's tile is stored and scaled, so the tile unit works while the vector units do the epilogue. */
+/* One 16x16 output tile over all K. Four C tiles rotate: products of groups g+1..g+3 are in flight while
+   group g's tile is stored and scaled (a tile product's latency is several times its issue interval). */
 #define DOT(C, A, B, g)                                   \
     do {                                                  \
         _tile_zero(C);                                    \
@@ -119,18 +121,17 @@ static void decode_strip(const uint8_t *w, int64_t rowbytes, int nrows, int64_t 
 
 static void tile16(const uint8_t *wd, int64_t K, const int8_t *xpt, const float *xsg, const float *xssg,
                    const float *a, const float *b, float *y, int64_t ldy, int mrows, int ncols) {
-    const int64_t G = K / QK;   /* even: K is a multiple of 256 */
-    int32_t c0[256] __attribute__((aligned(64))), c1[256] __attribute__((aligned(64)));
+    const int64_t G = K / QK;
+    int32_t cb[4][256] __attribute__((aligned(64)));
     __m512 acc[16];
     for (int n = 0; n < 16; ++n) acc[n] = _mm512_setzero_ps();
-    DOT(0, 2, 4, 0);
-    for (int64_t g = 0; g < G; g += 2) {
-        DOT(1, 3, 5, g + 1);
-        _tile_stored(0, c0, 64);
-        EPI(c0, g);
-        if (g + 2 < G) DOT(0, 2, 4, g + 2);
-        _tile_stored(1, c1, 64);
-        EPI(c1, g + 1);
+    DOT(0, 4, 6, 0); DOT(1, 5, 7, 1); DOT(2, 4, 6, 2); DOT(3, 5, 7, 3);   /* G is a multiple of 8 */
+    for (int64_t g = 0; g < G; g += 4) {
+        const int more = g + 4 < G;
+        _tile_stored(0, cb[0], 64); if (more) DOT(0, 4, 6, g + 4); EPI(cb[0], g);
+        _tile_stored(1, cb[1], 64); if (more) DOT(1, 5, 7, g + 5); EPI(cb[1], g + 1);
+        _tile_stored(2, cb[2], 64); if (more) DOT(2, 4, 6, g + 6); EPI(cb[2], g + 2);
+        _tile_stored(3, cb[3], 64); if (more) DOT(3, 5, 7, g + 7); EPI(cb[3], g + 3);
     }
     float t[256] __attribute__((aligned(64)));   /* acc is Yᵀ: write it transposed */
     for (int n = 0; n < 16; ++n) _mm512_store_ps(t + 16 * n, acc[n]);
