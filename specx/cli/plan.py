@@ -76,11 +76,12 @@ def _rows(m) -> list[str]:
     """Consecutive groups of one kind on one device with one scheme share a line."""
     out = []
     key = lambda p: (p.kind, p.device, p.scheme)  # noqa: E731
+    width = max([22] + [len(p.scheme) + 2 for p in m.placements])   # a file's own formats can be long
     for (kind, device, scheme), run in groupby(m.placements, key=key):
         run = list(run)
         name = run[0].group if len(run) == 1 else f"{run[0].group} … {run[-1].group.rsplit('.', 1)[-1]}"
         kv = sum(p.kv_bytes for p in run)
-        out.append(f"  {name:<34}{device:<8}{scheme:<22}{_b(sum(p.bytes for p in run)):>11}"
+        out.append(f"  {name:<34}{device:<8}{scheme:<{width}}{_b(sum(p.bytes for p in run)):>11}"
                    + (f"  + KV {_b(kv)}" if kv else ""))
     return out
 

@@ -133,3 +133,15 @@ def test_a_target_that_drafts_for_itself_is_planned_with_its_kept_output_rows():
     row = 576 // 32 * 34   # the tied Q8_0 head's bytes per row
     assert runtime("self") - runtime("none") == choose_keep(None, 49152) * row > 0
     assert runtime("auto") == runtime("self")
+
+
+@pytest.mark.slow
+def test_the_plans_byte_column_lines_up_whatever_a_schemes_length():
+    """A file's own formats make long scheme names ("Q5_0/Q8_0/Q6_K/Q4_K (file) (read by rows)"): every
+    group's bytes still end in one column."""
+    result = invoke("plan", str(fixture_model("qwen2.5-coder-0.5b")), "-d", "none", "--mem-budget", "gpu=0")
+    assert result.exit_code == 0, result.stderr
+    rows = [line.split("  + KV")[0] for line in result.stdout.splitlines() if line.startswith("  model.")
+            or line.startswith("  lm_head")]
+    assert len(rows) >= 4 and any("(read by rows)" in r for r in rows)
+    assert len({len(r) for r in rows}) == 1, rows
