@@ -12,7 +12,7 @@ from specx.cpu import quant, quant_ref
 from specx.cpu.qweight import BLOCKS, QWeight, dequantize, reference
 
 needs_kernels = pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
-QUANTIZED = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"]
+QUANTIZED = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q4_K", "Q5_K", "Q6_K"]
 FLOATS = ["F32", "F16", "BF16"]
 F32_TOL = 1e-5   # f32 mode: |y − reference| ≤ F32_TOL · Σ|x||w| per output (float32 rounding of a long sum)
 
