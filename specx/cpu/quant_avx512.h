@@ -243,13 +243,13 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
         *accb = _mm256_fmadd_ps(o->b, _mm256_load_ps((const float *)(xg + XG_XS)), *accb);
 }
 
-static inline float hsum16(__m512 v) {   /* lanes l and l + 8 first, then tree8 */
+static inline float tree16(__m512 v) {   /* lanes l and l + 8 first, then tree8 */
     return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
 }
 
 static inline float q8_result_simd(int kind, __m512 acc, __m256 accb, __m512 accb16) {
-    const float main = hsum16(acc);
-    const float mins = kind == KIND_K2 ? hsum16(accb16) : hsum8(accb);
+    const float main = tree16(acc);
+    const float mins = kind == KIND_K2 ? tree16(accb16) : hsum8(accb);
     return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
 }
 
