@@ -31,8 +31,8 @@
 #include <immintrin.h>
 #endif
 
-enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q4_K = 12,
-       T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30 };
+enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q2_K = 10,
+       T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30 };
 enum { MODE_F32 = 0, MODE_Q8 = 1 };
 
 #define QK 32          /* values per block of the 32-value types, and per activation block in q8 mode */
@@ -49,7 +49,8 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
             32-bit lane 8h + j (the SIMD kernels decode weights into the same order);
    s[256]   the same values q as signed bytes, in the same order;
    dx[16]   the blocks' float scales, lane 8h + j = dx of block j (twice, for 16-lane arithmetic);
-   xs[8]    dx·Σq per block (float).
+   xs[8]    dx·Σq per block (float);
+   xh[16]   dx·Σq per half block (float), lane 8h + j: the min term of Q2_K, whose mins are per 16 values.
    The integer products pair unsigned with signed bytes (VNNI, maddubs): weights that are never negative
    (unsigned_weights) take q as it is; signed weights take q + 128 and subtract 128·Σw, a sum over the
    weights alone (decoded once for all rows). Values past the row's end are zeros with scale 0.
@@ -58,10 +59,11 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
    weight scales are set to zero: against zero activations (q = 0, dx = 0) their lanes then add exactly what
    zero blocks add (s = 0, t = +0), so results equal a zero-padded copy's bit for bit without copying. The
    call's last row, whose next bytes may lie outside the tensor, is copied into zero padding instead. */
-#define XG 640
+#define XG 704
 #define XG_S 256
 #define XG_DX 512
 #define XG_XS 576
+#define XG_XH 640
 
 static inline int64_t xq_stride(int64_t K) { return (K + QKK - 1) / QKK * XG; }
 
@@ -98,7 +100,7 @@ static int block_values(int type) {
     switch (type) {
         case T_F32: case T_F16: case T_BF16: return 1;
         case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: case T_Q8_0: return QK;
-        case T_Q4_K: case T_Q5_K: case T_Q6_K: return QKK;
+        case T_Q2_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: return QKK;
         default: return 0;
     }
 }
@@ -112,6 +114,7 @@ static int block_bytes(int type) {
         case T_Q5_0: return 22;
         case T_Q5_1: return 24;
         case T_Q8_0: return 34;
+        case T_Q2_K: return 84;
         case T_Q4_K: return 144;
         case T_Q5_K: return 176;
         case T_Q6_K: return 210;
@@ -183,6 +186,14 @@ static void decode_block(int type, const uint8_t *b, float *w) {
             }
             return;
         }
+        case T_Q2_K: {   /* value 128n + 32s + l: bits 2s..2s+1 of qs[32n + l]; scales per 16 values */
+            float d = rdh(b + 80), dmin = rdh(b + 82);
+            for (int v = 0; v < 256; ++v) {
+                const int sc = b[v / 16], q = (b[16 + 32 * (v / 128) + v % 32] >> (2 * ((v / 32) % 4))) & 3;
+                w[v] = (d * (float)(sc & 15)) * (float)q - dmin * (float)(sc >> 4);
+            }
+            return;
+        }
         case T_Q6_K: {
             const uint8_t *ql = b, *qh = b + 128;
             const int8_t *sc = (const int8_t *)(b + 192);
@@ -214,7 +225,7 @@ static void quantize_row(const float *x, int64_t K, uint8_t *out) {
     memset(out, 0, groups * XG);
     for (int64_t g = 0; g < groups; ++g) {
         uint8_t *o = out + g * XG;
-        float *dxv = (float *)(o + XG_DX), *xsv = (float *)(o + XG_XS);
+        float *dxv = (float *)(o + XG_DX), *xsv = (float *)(o + XG_XS), *xhv = (float *)(o + XG_XH);
         memset(o, 128, 256);
         for (int j = 0; j < 8; ++j) {
             int64_t base = g * QKK + QK * j;
@@ -227,7 +238,7 @@ static void quantize_row(const float *x, int64_t K, uint8_t *out) {
                 bad |= !(fabsf(xb[p]) < INFINITY);
             }
             float d = bad ? NAN : amax / 127.0f, id = !bad && d != 0.0f ? 1.0f / d : 0.0f;
-            int sum = 0;
+            int sum = 0, half[2] = {0, 0};
             for (int p = 0; p < QK; ++p) {
                 float v = xb[p] * id;
                 v = v != v ? 0.0f : v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
@@ -236,9 +247,12 @@ static void quantize_row(const float *x, int64_t K, uint8_t *out) {
                 o[64 * k + 32 * h + 4 * j + t] = (uint8_t)(q + 128);
                 o[XG_S + 64 * k + 32 * h + 4 * j + t] = (uint8_t)(int8_t)q;
                 sum += q;
+                half[h] += q;
             }
             dxv[j] = dxv[8 + j] = d;
             xsv[j] = d * (float)sum;
+            xhv[j] = d * (float)half[0];
+            xhv[8 + j] = d * (float)half[1];
         }
     }
 }
@@ -251,13 +265,16 @@ static inline int xq_at(const uint8_t *xg, int j, int p) {   /* q of value p of 
    S  (Q4_0, Q5_0, Q8_0, Q6_K): a·w          (Q6_K: a = d·sc per 16 values, exact)
    SM (Q4_1, Q5_1):             a·w + b      (a = d, b = m)
    KM (Q4_K, Q5_K):             a·w − b      (a = d·sc, b = dmin·m, both exact)
+   K2 (Q2_K):                   a·w − b      (the same, a and b per 16 values)
    For each half block (j, h) of a row: S = Σ q·w over its 16 values (exact), then, in float32 with one
    rounding per step,  t = a·dx;  acc[8h + j] = fma(S, t, acc[8h + j]);  and for SM/KM
-   accb[j] = fma(b, xs, accb[j]). The result is tree8(acc[0..7] + acc[8..15]) + (SM) or − (KM) tree8(accb). */
-enum { KIND_S = 0, KIND_SM = 1, KIND_KM = 2 };
+   accb[j] = fma(b, xs, accb[j]) (K2: accb[8h + j] = fma(b, xh, accb[8h + j]) per half block). The result is
+   tree8(acc[0..7] + acc[8..15]) + (SM) or − (KM) tree8(accb), − (K2) tree8(accb[0..7] + accb[8..15]). */
+enum { KIND_S = 0, KIND_SM = 1, KIND_KM = 2, KIND_K2 = 3 };
 
 static int q8_kind(int type) {
-    return type == T_Q4_1 || type == T_Q5_1 ? KIND_SM : type == T_Q4_K || type == T_Q5_K ? KIND_KM : KIND_S;
+    return type == T_Q4_1 || type == T_Q5_1 ? KIND_SM : type == T_Q4_K || type == T_Q5_K ? KIND_KM
+           : type == T_Q2_K ? KIND_K2 : KIND_S;
 }
 
 static inline int unsigned_weights(int type) { return q8_kind(type) != KIND_S; }   /* q, no offset */
@@ -267,17 +284,20 @@ static inline float tree8(const float *a) {
 }
 
 static inline float q8_result(int kind, const float *acc, const float *accb) {
-    float s8[8];
-    for (int j = 0; j < 8; ++j) s8[j] = acc[j] + acc[8 + j];
-    const float main = tree8(s8), mins = tree8(accb);
-    return kind == KIND_SM ? main + mins : kind == KIND_KM ? main - mins : main;
+    float s8[8], b8[8];
+    for (int j = 0; j < 8; ++j) {
+        s8[j] = acc[j] + acc[8 + j];
+        b8[j] = kind == KIND_K2 ? accb[j] + accb[8 + j] : accb[j];
+    }
+    const float main = tree8(s8), mins = tree8(b8);
+    return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
 }
 
 /* A group of 8 blocks of one weight row as the q8 arithmetic takes it: q[32j + p] is value p of block j,
-   a[8h + j], b[j]. Blocks past the row's end (nb < 8) are zeros. */
+   a[8h + j], b[j] (K2: b[8h + j]). Blocks past the row's end (nb < 8) are zeros. */
 typedef struct {
     int8_t q[QKK];
-    float a[16], b[8];
+    float a[16], b[16];
 } qgroup;
 
 static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
@@ -297,6 +317,17 @@ static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
                 g->q[32 * j + p] = (int8_t)q;
             }
         }
+        return;
+    }
+    if (type == T_Q2_K) {   /* half h of q8 block j is Q2_K sub-block 2j + h */
+        float d = rdh(w + 80), dmin = rdh(w + 82);
+        for (int v = 0; v < 256; ++v)
+            g->q[v] = (int8_t)((w[16 + 32 * (v / 128) + v % 32] >> (2 * ((v / 32) % 4))) & 3);
+        for (int j = 0; j < 8; ++j)
+            for (int h = 0; h < 2; ++h) {
+                g->a[8 * h + j] = d * (float)(w[2 * j + h] & 15);
+                g->b[8 * h + j] = dmin * (float)(w[2 * j + h] >> 4);
+            }
         return;
     }
     if (type == T_Q6_K) {
@@ -391,7 +422,7 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
     qgroup g;
     for (int64_t c = 0; c < nout; ++c) {
         const uint8_t *wr = w + c * rowbytes;
-        float acc[RMAX][16], accb[RMAX][8];
+        float acc[RMAX][16], accb[RMAX][16];
         memset(acc, 0, sizeof acc);
         memset(accb, 0, sizeof accb);
         for (int64_t s = 0; s < groups; ++s) {
@@ -400,9 +431,12 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
             for (int64_t r = 0; r < R; ++r) {
                 const uint8_t *xg = xq + r * stride + s * XG;
                 const float *dx = (const float *)(xg + XG_DX), *xs = (const float *)(xg + XG_XS);
+                const float *xh = (const float *)(xg + XG_XH);
                 for (int l = 0; l < 16; ++l)
                     acc[r][l] = fmaf((float)half_sum(&g, xg, l & 7, l >> 3), g.a[l] * dx[l], acc[r][l]);
-                if (kind != KIND_S)
+                if (kind == KIND_K2)
+                    for (int l = 0; l < 16; ++l) accb[r][l] = fmaf(g.b[l], xh[l], accb[r][l]);
+                else if (kind != KIND_S)
                     for (int j = 0; j < 8; ++j) accb[r][j] = fmaf(g.b[j], xs[j], accb[r][j]);
             }
         }
@@ -524,7 +558,7 @@ static inline __attribute__((always_inline)) void f32_rows(const int type, const
         (void)xq;                                                                                        \
         BY_ROWS(F, T, __VA_ARGS__, K, w, nout, rowbytes, y, ldy)                                         \
     }
-#define QUANT_TYPES(M) M(T_Q4_0) M(T_Q4_1) M(T_Q5_0) M(T_Q5_1) M(T_Q8_0) M(T_Q4_K) M(T_Q5_K) M(T_Q6_K)
+#define QUANT_TYPES(M) M(T_Q4_0) M(T_Q4_1) M(T_Q5_0) M(T_Q5_1) M(T_Q8_0) M(T_Q2_K) M(T_Q4_K) M(T_Q5_K) M(T_Q6_K)
 #define FLOAT_TYPES(M) M(T_F32) M(T_F16) M(T_BF16)
 #define Q8_FN(T) KERNEL_FN(q8_rows, T, xq)
 #define F32_FN(T) KERNEL_FN(f32_rows, T, x)

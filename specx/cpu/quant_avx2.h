@@ -3,6 +3,12 @@
 /* ---------------------------------------------------------------- AVX2 kernels (FMA, F16C; AVX-VNNI if built with it) */
 #if defined(SPX_AVX2)
 
+static inline int32_t hsum8_epi32(__m256i s) {
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1)));
+}
+
 /* quantize_row's arithmetic, 8 values at a time (the same operations, so the same bytes) */
 static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
     const int64_t groups = (K + QKK - 1) / QKK;
@@ -30,10 +36,8 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             for (int i = 0; i < 4; ++i)
                 q[i] = bad ? _mm256_setzero_si256()
                            : _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], _mm256_set1_ps(id)), lo), hi));
-            const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-            const int32_t sum = _mm_cvtsi128_si32(_mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1)));
+            const int32_t h0 = hsum8_epi32(_mm256_add_epi32(q[0], q[1])), h1 = hsum8_epi32(_mm256_add_epi32(q[2], q[3]));
+            const int32_t sum = h0 + h1;
             /* 32 bytes in value order (packs interleave the 128-bit lanes; the permute undoes it) */
             const __m256i b = _mm256_permutevar8x32_epi32(
                 _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])),
@@ -47,6 +51,8 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             }
             ((float *)(o + XG_DX))[j] = ((float *)(o + XG_DX))[8 + j] = d;
             ((float *)(o + XG_XS))[j] = d * (float)sum;
+            ((float *)(o + XG_XH))[j] = d * (float)h0;
+            ((float *)(o + XG_XH))[8 + j] = d * (float)h1;
         }
     }
 }
@@ -59,6 +65,7 @@ typedef struct {
 #endif
     __m256i corr[2];     /* −128·Σw per lane of each half: the x bytes are q + 128 */
     __m256 a[2], b;
+    __m256 b1;           /* K2: b of half 1 (b holds half 0's) */
 } wq;
 
 static inline void transpose4(__m256i c0, __m256i c1, __m256i c2, __m256i c3, __m256i *u) {
@@ -102,6 +109,23 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         }
         k4_scales(g, &o->a[0], &o->b);
         o->a[1] = o->a[0];
+    } else if (type == T_Q2_K) {   /* lane j: qs dword 8(j >> 2) + 4h + k, field 2(j & 3); sub-block 2j + h */
+        const __m256i shq = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+            const int k = i >> 1, h = i & 1;
+            const __m256i qs = _mm256_blend_epi32(bcast32(g + 16 + 4 * (4 * h + k)), bcast32(g + 48 + 4 * (4 * h + k)), 0xF0);
+            o->w[i] = _mm256_and_si256(_mm256_srlv_epi32(qs, shq), _mm256_set1_epi8(3));
+        }
+        const __m128i sc = _mm_loadu_si128((const __m128i *)g);
+        const __m256 d = _mm256_set1_ps(f16at(g + 80)), dmin = _mm256_set1_ps(f16at(g + 82));
+        const __m256i even = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(sc, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0)));
+        const __m256i odd = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(sc, _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)));
+        const __m256i f = _mm256_set1_epi32(15);
+        o->a[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(even, f)));
+        o->a[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(odd, f)));
+        o->b = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srli_epi32(even, 4)));
+        o->b1 = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srli_epi32(odd, 4)));
     } else if (type == T_Q6_K) {
         __m256i u[4];
         transpose4(ld32(g), ld32(g + 32), ld32(g + 64), ld32(g + 96), u);
@@ -216,10 +240,15 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
 #endif
     const __m256 dx = _mm256_load_ps((const float *)(xg + XG_DX));
     const __m256 t0 = _mm256_mul_ps(o->a[0], dx);
-    const __m256 t1 = type == T_Q6_K ? _mm256_mul_ps(o->a[1], dx) : t0;
+    const __m256 t1 = type == T_Q6_K || type == T_Q2_K ? _mm256_mul_ps(o->a[1], dx) : t0;
     acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[0]), t0, acc[0]);
     acc[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[1]), t1, acc[1]);
-    if (q8_kind(type) != KIND_S) *accb = _mm256_fmadd_ps(o->b, _mm256_load_ps((const float *)(xg + XG_XS)), *accb);
+    if (q8_kind(type) == KIND_K2) {   /* per half block: accb[0] lanes j of half 0, accb[1] of half 1 */
+        accb[0] = _mm256_fmadd_ps(o->b, _mm256_load_ps((const float *)(xg + XG_XH)), accb[0]);
+        accb[1] = _mm256_fmadd_ps(o->b1, _mm256_load_ps((const float *)(xg + XG_XH + 32)), accb[1]);
+    } else if (q8_kind(type) != KIND_S) {
+        accb[0] = _mm256_fmadd_ps(o->b, _mm256_load_ps((const float *)(xg + XG_XS)), accb[0]);
+    }
 }
 
 static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
@@ -230,9 +259,9 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
     uint8_t pad[8 * 34];
     for (int64_t c = 0; c < nout; ++c) {
         const uint8_t *wr = w + c * rowbytes;
-        __m256 acc[RMAX][2], accb[RMAX];
+        __m256 acc[RMAX][2], accb[RMAX][2];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = accb[r] = _mm256_setzero_ps();
+        for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = accb[r][0] = accb[r][1] = _mm256_setzero_ps();
         for (int64_t s = 0; s < groups; ++s) {
             const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
             const int tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
@@ -252,12 +281,13 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
             }
             const uint8_t *xg = xq + s * XG;
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, acc[r], &accb[r]);
+            for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, acc[r], accb[r]);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-            const float main = hsum8(_mm256_add_ps(acc[r][0], acc[r][1])), mins = hsum8(accb[r]);
-            y[r * ldy + c] = kind == KIND_SM ? main + mins : kind == KIND_KM ? main - mins : main;
+            const float main = hsum8(_mm256_add_ps(acc[r][0], acc[r][1]));
+            const float mins = hsum8(kind == KIND_K2 ? _mm256_add_ps(accb[r][0], accb[r][1]) : accb[r][0]);
+            y[r * ldy + c] = kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
         }
     }
 }
@@ -267,10 +297,11 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
 #define CMAX 4
 #define COLS_F32(R) ((R) == 1 ? 4 : (R) <= 3 ? 2 : 1)
 
-static inline int f32_steps(int type) { return type == T_Q6_K ? 8 : block_values(type) == QKK ? 16 : 2; }
+static inline int f32_steps(int type) { return type == T_Q6_K || type == T_Q2_K ? 8 : block_values(type) == QKK ? 16 : 2; }
 
-/* step st of a unit at g: NV = 2 vectors (Q6_K: 4) and their offsets in the unit. sa/sb: the unit's scales
-   (32-value types: d and m or off·d; Q4_K/Q5_K: ws, wm per sub-block; Q6_K: d·sc, 32·d·sc per 16 values) */
+/* step st of a unit at g: NV = 2 vectors (Q6_K, Q2_K: 4) and their offsets in the unit. sa/sb: the unit's scales
+   (32-value types: d and m or off·d; Q4_K/Q5_K: ws, wm per sub-block; Q6_K: d·sc, 32·d·sc per 16 values;
+   Q2_K: d·sc, dmin·m per 16 values) */
 static inline __attribute__((always_inline)) void dec_step(const int type, const uint8_t *g, int st, const float *sa,
                                                            const float *sb, __m256 *v, int *off) {
     const __m256i f = _mm256_set1_epi32(15);
@@ -294,6 +325,16 @@ static inline __attribute__((always_inline)) void dec_step(const int type, const
         for (int k = 0; k < 4; ++k) {
             const int i = 8 * n + 2 * k + (m >> 1);
             v[k] = _mm256_fmsub_ps(_mm256_cvtepi32_ps(q[k]), _mm256_broadcast_ss(sa + i), _mm256_broadcast_ss(sb + i));
+            off[k] = 128 * n + 32 * k + 8 * m;
+        }
+    } else if (type == T_Q2_K) {   /* st = (half n, 8 values m): vectors k = 0..3 are values 32k + 8m of the half */
+        const int n = st >> 2, m = st & 3;
+        const __m256i raw = U8(g + 16 + 32 * n + 8 * m);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const int i = 8 * n + 2 * k + (m >> 1);
+            const __m256i q = _mm256_and_si256(_mm256_srli_epi32(raw, 2 * k), _mm256_set1_epi32(3));
+            v[k] = _mm256_fmsub_ps(_mm256_cvtepi32_ps(q), _mm256_broadcast_ss(sa + i), _mm256_broadcast_ss(sb + i));
             off[k] = 128 * n + 32 * k + 8 * m;
         }
     } else if (type == T_Q4_K || type == T_Q5_K) {   /* st = (chunk i, 8 values m): sub-blocks 2i and 2i+1 */
@@ -332,6 +373,15 @@ static inline __attribute__((always_inline)) void dec_step(const int type, const
 
 /* the scales of n units from g on (n <= 8 blocks, or one superblock) into sa/sb (see dec_step) */
 static inline __attribute__((always_inline)) void unit_scales(const int type, const uint8_t *g, int n, float *sa, float *sb) {
+    if (type == T_Q2_K) {
+        const __m256 d = _mm256_set1_ps(f16at(g + 80)), dmin = _mm256_set1_ps(f16at(g + 82));
+        for (int i = 0; i < 2; ++i) {
+            const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(g + 8 * i)));
+            _mm256_storeu_ps(sa + 8 * i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(sc, _mm256_set1_epi32(15)))));
+            _mm256_storeu_ps(sb + 8 * i, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srli_epi32(sc, 4))));
+        }
+        return;
+    }
     if (type == T_Q6_K) {
         const __m256 d = _mm256_set1_ps(f16at(g + 208));
         for (int i = 0; i < 2; ++i) {
@@ -365,7 +415,7 @@ static inline __attribute__((always_inline)) void f32_quant(const int type, cons
                                                             int64_t K, const uint8_t *w, int64_t rowbytes, float *y,
                                                             int64_t ldy) {
     const int bytes = block_bytes(type), per = block_values(type), steps = f32_steps(type);
-    const int nv = type == T_Q6_K ? 4 : 2, span = per == QKK ? 1 : 8;   /* units whose scales are read together */
+    const int nv = type == T_Q6_K || type == T_Q2_K ? 4 : 2, span = per == QKK ? 1 : 8;   /* units whose scales are read together */
     const int64_t units = K / per;
     __m256 acc[RMAX][CMAX];
     float sa[CMAX][16], sb[CMAX][16];

@@ -21,6 +21,9 @@
 #define SHR_B32(l, k) (4 * H_(l))
 #define SHUF_Q5(l, k) ((int)(0x01010101u * (4 * ((l) & 3) + 2 * H_(l) + ((k) >> 1))))
 #define IDX_Q8(l, k) (8 * (J_(l) & 3) + 4 * H_(l) + (k))
+#define IDX_Q2(l, k) (8 * (J_(l) >> 2) + 4 * H_(l) + (k))         /* Q2_K qs dword of the lane's 4 values */
+#define SHR_Q2(l, k) (2 * (J_(l) & 3))                            /* their 2-bit field in each byte */
+#define IDX_SC2(l, k) (2 * J_(l) + H_(l))                          /* the lane's Q2_K sub-block */
 
 /* quantize_row's arithmetic, 16 values at a time (the same operations: max, a division, a product, a clamp,
    rounding to nearest even). */
@@ -60,6 +63,8 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             }
             ((float *)(o + XG_DX))[j] = ((float *)(o + XG_DX))[8 + j] = d;
             ((float *)(o + XG_XS))[j] = d * (float)sum;
+            ((float *)(o + XG_XH))[j] = d * (float)_mm512_reduce_add_epi32(qa);
+            ((float *)(o + XG_XH))[8 + j] = d * (float)_mm512_reduce_add_epi32(qb);
         }
     }
 }
@@ -70,6 +75,7 @@ typedef struct {
     __m512i corr;        /* −128·Σw per lane: the x bytes are q + 128 */
     __m512 a;            /* a per lane (8h + j) */
     __m256 b;            /* b per block (SM, KM) */
+    __m512 b16;          /* b per lane (K2) */
 #if !SPX_VNNI
     __mmask64 neg[4];    /* Q8_0 without VNNI: w < 0 (w holds |w|, and x is used signed) */
 #endif
@@ -119,6 +125,15 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         }
         k4_scales(g, &a, &o->b);
         o->a = twice(a);
+    } else if (type == T_Q2_K) {
+        const __m512i qs = _mm512_loadu_si512(g + 16), shr = L16(SHR_Q2, 0), three = _mm512_set1_epi8(3);
+        o->w[0] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 0), qs), shr), three);
+        o->w[1] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 1), qs), shr), three);
+        o->w[2] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 2), qs), shr), three);
+        o->w[3] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 3), qs), shr), three);
+        const __m512i sc = _mm512_permutexvar_epi32(L16(IDX_SC2, 0), _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)g)));
+        o->a = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 80)), _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
+        o->b16 = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 82)), _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
     } else if (type == T_Q6_K) {
         const __m512i l0 = _mm512_loadu_si512(g), l1 = _mm512_loadu_si512(g + 64), qh = _mm512_loadu_si512(g + 128);
         const __m512i shr = L16(SHR_Q6L, 0), rol = L16(ROL_Q6H, 0), two = _mm512_set1_epi8(0x30);
@@ -201,7 +216,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
 
 /* One row's step of the q8 arithmetic for a decoded group: 16 exact half-block sums, then the fmas. */
 static inline __attribute__((always_inline)) void q8_row(const int type, const wq *o, const uint8_t *xg, __m512 *acc,
-                                                         __m256 *accb) {
+                                                         __m256 *accb, __m512 *accb16) {
     __m512i s = o->corr;
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
@@ -222,13 +237,20 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
     }
     const __m512 t = _mm512_mul_ps(o->a, _mm512_load_ps((const float *)(xg + XG_DX)));
     *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), t, *acc);
-    if (q8_kind(type) != KIND_S) *accb = _mm256_fmadd_ps(o->b, _mm256_load_ps((const float *)(xg + XG_XS)), *accb);
+    if (q8_kind(type) == KIND_K2)
+        *accb16 = _mm512_fmadd_ps(o->b16, _mm512_load_ps((const float *)(xg + XG_XH)), *accb16);
+    else if (q8_kind(type) != KIND_S)
+        *accb = _mm256_fmadd_ps(o->b, _mm256_load_ps((const float *)(xg + XG_XS)), *accb);
 }
 
-static inline float q8_result_simd(int kind, __m512 acc, __m256 accb) {
-    const float main = hsum8(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1))));
-    const float mins = hsum8(accb);
-    return kind == KIND_SM ? main + mins : kind == KIND_KM ? main - mins : main;
+static inline float tree16(__m512 v) {   /* lanes l and l + 8 first, then tree8 */
+    return hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+static inline float q8_result_simd(int kind, __m512 acc, __m256 accb, __m512 accb16) {
+    const float main = tree16(acc);
+    const float mins = kind == KIND_K2 ? tree16(accb16) : hsum8(accb);
+    return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
 }
 
 static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
@@ -239,11 +261,11 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
     uint8_t pad[8 * 34];
     for (int64_t c = 0; c < nout; ++c) {
         const uint8_t *wr = w + c * rowbytes;
-        __m512 acc[RMAX];
+        __m512 acc[RMAX], accb16[RMAX];
         __m256 accb[RMAX];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-            acc[r] = _mm512_setzero_ps();
+            acc[r] = accb16[r] = _mm512_setzero_ps();
             accb[r] = _mm256_setzero_ps();
         }
         for (int64_t s = 0; s < groups; ++s) {
@@ -263,10 +285,10 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
             }
             const uint8_t *xg = xq + s * XG;
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, &acc[r], &accb[r]);
+            for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, &acc[r], &accb[r], &accb16[r]);
         }
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) y[r * ldy + c] = q8_result_simd(q8_kind(type), acc[r], accb[r]);
+        for (int r = 0; r < R; ++r) y[r * ldy + c] = q8_result_simd(q8_kind(type), acc[r], accb[r], accb16[r]);
     }
 }
 
@@ -390,6 +412,18 @@ static inline __attribute__((always_inline)) void dec_super_step(const int type,
         }
         return;
     }
+    if (type == T_Q2_K) {   /* step st: half n, 16 values u; vectors k = 0..3 are values 32k + 16u of the half */
+        const int n = st >> 1, u = st & 1;
+        const __m512i raw = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(g + 16 + 32 * n + 16 * u)));
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {   /* (d·sc)·q − dmin·m, exact products, one rounding */
+            const int i = 8 * n + 2 * k + u;
+            const __m512i q = _mm512_and_si512(_mm512_srli_epi32(raw, 2 * k), _mm512_set1_epi32(3));
+            v[k] = _mm512_fmsub_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(sa[i]), _mm512_set1_ps(sb[i]));
+            off[k] = 128 * n + 32 * k + 16 * u;
+        }
+        return;
+    }
     /* Q4_K / Q5_K, step st = chunk i: sub-blocks 2i (low nibbles) and 2i+1 (high), 32 values each, looked up
        in tables of their 16 (32) values ws·q − wm (dec_block32 says why) */
     const int five = type == T_Q5_K;
@@ -420,9 +454,13 @@ static inline __attribute__((always_inline)) void dec_super_step(const int type,
 }
 
 /* the per-superblock scale tables dec_super_step reads: Q4_K/Q5_K a = d·sc, b = dmin·m per sub-block;
-   Q6_K a = d·sc, b = 32·d·sc per 16 values */
+   Q6_K a = d·sc, b = 32·d·sc per 16 values; Q2_K a = d·sc, b = dmin·m per 16 values */
 static inline __attribute__((always_inline)) void super_scales(const int type, const uint8_t *g, float *sa, float *sb) {
-    if (type == T_Q6_K) {
+    if (type == T_Q2_K) {
+        const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)g));
+        _mm512_storeu_ps(sa, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 80)), _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15)))));
+        _mm512_storeu_ps(sb, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 82)), _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4))));
+    } else if (type == T_Q6_K) {
         const __m512 d = _mm512_set1_ps(f16at(g + 208));
         const __m512 ds = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(g + 192)))));
         _mm512_storeu_ps(sa, ds);
@@ -452,7 +490,7 @@ static inline __attribute__((always_inline)) void f32_super(const int type, cons
             super_scales(type, w + c * rowbytes + s * bytes, sa[c], sb[c]);
         }
         __asm__ volatile("" ::: "memory");   /* broadcast the scales from memory (load ports), not by shuffles */
-        for (int pair = 0; pair < 4; pair += 2)   /* steps in pairs: Q6_K's even and odd steps feed its two sums */
+        for (int pair = 0; pair < 4; pair += 2)   /* steps in pairs: Q6_K's (Q2_K's) even and odd steps feed its two sums */
 #pragma GCC unroll 2
         for (int st = pair; st < pair + 2; ++st) {
             __m512 v[CMAX][4];
@@ -465,7 +503,7 @@ static inline __attribute__((always_inline)) void f32_super(const int type, cons
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; ++k) {
                     const __m512 xv = _mm512_loadu_ps(xr + off[k]);
-                    const int half = type == T_Q6_K ? (st - pair) & 1 : k & 1;   /* = (off[k] >> 4) & 1 */
+                    const int half = type == T_Q6_K || type == T_Q2_K ? (st - pair) & 1 : k & 1;   /* = (off[k] >> 4) & 1 */
 #pragma GCC unroll 4
                     for (int c = 0; c < C; ++c) acc[r][c][half] = _mm512_fmadd_ps(v[c][k], xv, acc[r][c][half]);
                 }

@@ -5,7 +5,8 @@ q8 (quant.c states the rules): each row of X is quantized per 32 values, d = ama
 each weight block is a vector of integers and one or two floats (`weight_ints`, which reproduce gguf's
 dequantization exactly: a test holds them together); the integer dot product S of each half block (16
 values) is exact; then, in float32, acc[lane] = fma(S, a·dx, acc[lane]) over 16 lanes (block mod 8, half),
-for blocks with a min or offset accb[block mod 8] = fma(b, xs, accb), and fixed trees reduce the lanes."""
+for blocks with a min or offset accb[block mod 8] = fma(b, xs, accb) (Q2_K, whose mins are per 16 values:
+accb[lane] = fma(b, xh, accb[lane]), xh = dx·Σq over the half block), and fixed trees reduce the lanes."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,7 +34,8 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """(kind, q (rows, nb, 32) int64, a (rows, nb) float32, b (rows, nb) float32, sc16 (rows, nb, 2) or None)
-    with gguf's values w = a·q (S), a·q + b (SM), a·q − b (KM), (a·sc16)·q per 16 values (Q6_K)."""
+    with gguf's values w = a·q (S), a·q + b (SM), a·q − b (KM), (a·sc16)·q per 16 values (Q6_K); for Q2_K
+    (kind K2) a and b are (rows, nb, 2), one per 16 values, w = a·q − b."""
     name = w.name
     _, per, size = BLOCKS[name]
     raw = w.data.reshape(w.rows, -1, size)
@@ -50,6 +52,12 @@ def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np
             q |= ((qh >> np.arange(32)) & 1) << 4
         return ("SM" if one else "S"), q - (0 if one else 8 if name == "Q4_0" else 16), a, b, None
     nsb = raw.shape[1]
+    if name == "Q2_K":   # value 128n + 32s + l: bits 2s..2s+1 of qs[32n + l]; scales per 16 values
+        qs = raw[..., 16:80].astype(np.int64).reshape(w.rows, nsb, 2, 1, 32) >> np.array([0, 2, 4, 6]).reshape(4, 1)
+        sc = raw[..., :16].astype(np.int64).reshape(w.rows, -1, 2)
+        a = (np.repeat(half(80), 8, axis=1)[..., None] * (sc & 15).astype(F32)).astype(F32)
+        b = (np.repeat(half(82), 8, axis=1)[..., None] * (sc >> 4).astype(F32)).astype(F32)
+        return "K2", (qs & 3).reshape(w.rows, -1, 32), a, b, None
     if name in ("Q4_K", "Q5_K"):
         d, dmin = half(0), half(2)
         s = raw[..., 4:16].astype(np.int64)
@@ -77,7 +85,9 @@ def reconstruct(w: QWeight) -> np.ndarray:
     """gguf's float32 values rebuilt from weight_ints (equal to qweight.dequantize bit for bit)."""
     kind, q, a, b, sc16 = weight_ints(w)
     qf = q.astype(F32)
-    if sc16 is not None:
+    if kind == "K2":
+        out = np.repeat(a, 16, axis=-1) * qf - np.repeat(b, 16, axis=-1)
+    elif sc16 is not None:
         scale = (a[..., None] * sc16.astype(F32)).astype(F32)
         out = np.repeat(scale, 16, axis=-1) * qf
     else:
@@ -104,6 +114,8 @@ def _q8_one(x: np.ndarray, w: QWeight) -> np.ndarray:
     # S per half block: (M, N, blocks, 2), exact integers (float64 holds them exactly)
     halves = np.einsum("mbhp,nbhp->mnbh", xq.reshape(*xq.shape[:2], 2, 16).astype(np.float64),
                        q.reshape(*q.shape[:2], 2, 16).astype(np.float64)).astype(F32)
+    if kind == "K2":
+        return _q8_k2(xq, dx, halves, a, b)
     a2 = (a[..., None] * sc16.astype(F32)).astype(F32) if sc16 is not None else np.repeat(a[..., None], 2, -1)
     pad = -halves.shape[2] % 8
     halves = np.pad(halves, ((0, 0), (0, 0), (0, pad), (0, 0)))
@@ -118,6 +130,20 @@ def _q8_one(x: np.ndarray, w: QWeight) -> np.ndarray:
             accb = fma32(b[None, :, s:s + 8], xs[:, None, s:s + 8], accb)
     main = tree8((acc[..., 0] + acc[..., 1]).astype(F32))
     return {"S": main, "SM": main + tree8(accb), "KM": main - tree8(accb)}[kind].astype(F32)
+
+
+def _q8_k2(xq, dx, halves, a, b) -> np.ndarray:
+    """Q2_K's q8 steps (its blocks come in whole groups of 8): a and b per half block, the min term from
+    xh = dx·Σq per half block."""
+    xh = (dx[..., None] * xq.reshape(*xq.shape[:2], 2, 16).sum(axis=-1).astype(F32)).astype(F32)   # (M, nb, 2)
+    t = (a[None] * dx[:, None, :, None]).astype(F32)                   # (M, N, nb, 2)
+    acc = np.zeros(halves.shape[:2] + (8, 2), F32)
+    accb = np.zeros(halves.shape[:2] + (8, 2), F32)
+    for s in range(0, halves.shape[2], 8):
+        acc = fma32(halves[:, :, s:s + 8], t[:, :, s:s + 8], acc)
+        accb = fma32(b[None, :, s:s + 8], xh[:, None, s:s + 8], accb)
+    main = tree8((acc[..., 0] + acc[..., 1]).astype(F32))
+    return (main - tree8((accb[..., 0] + accb[..., 1]).astype(F32))).astype(F32)
 
 
 def tree8(a: np.ndarray) -> np.ndarray:
@@ -153,7 +179,7 @@ def error_bound(x: np.ndarray, weights: list[QWeight]) -> np.ndarray:
 
 SCALES = {   # byte offsets of each block's half-float scales (random bytes would give NaN/inf halves)
     "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,),
-    "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,),
+    "Q2_K": (80, 82), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,),
 }
 
 

@@ -13,8 +13,8 @@ import numpy as np
 # ggml type ids (ggml.h; gguf.GGMLQuantizationType agrees) -> (values per block, bytes per block)
 BLOCKS = {
     "F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q4_1": (3, 32, 20), "Q5_0": (6, 32, 22),
-    "Q5_1": (7, 32, 24), "Q8_0": (8, 32, 34), "Q4_K": (12, 256, 144), "Q5_K": (13, 256, 176),
-    "Q6_K": (14, 256, 210), "BF16": (30, 1, 2),
+    "Q5_1": (7, 32, 24), "Q8_0": (8, 32, 34), "Q2_K": (10, 256, 84), "Q4_K": (12, 256, 144),
+    "Q5_K": (13, 256, 176), "Q6_K": (14, 256, 210), "BF16": (30, 1, 2),
 }
 NAMES = {tid: name for name, (tid, _, _) in BLOCKS.items()}
 

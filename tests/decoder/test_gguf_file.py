@@ -45,6 +45,9 @@ def tiny_gguf(path: Path, seed: int = 0, alignment: int | None = None) -> Path:
     w.add_tensor("w_bf16", rng.integers(0, 2**16, (2, 32), dtype=np.uint16).view(np.uint8), raw_dtype=T.BF16)
     w.add_tensor("w_q8", gguf.quants.quantize(values, T.Q8_0), raw_dtype=T.Q8_0)
     w.add_tensor("w_q4k", rng.integers(0, 256, (2, 144), dtype=np.uint8), raw_dtype=T.Q4_K)
+    q2k = rng.integers(0, 256, (3, 84), dtype=np.uint8)
+    q2k[:, 80:] = rng.uniform(-0.01, 0.01, (3, 2)).astype(np.float16).view(np.uint8)   # finite d, dmin
+    w.add_tensor("w_q2k", q2k, raw_dtype=T.Q2_K)
     w.add_tensor("w_3d", rng.standard_normal((2, 3, 32)).astype(np.float32))
     w.add_tensor("w_iq2", rng.integers(0, 256, (1, 74), dtype=np.uint8), raw_dtype=T.IQ2_XS)
     w.write_header_to_file()
@@ -117,7 +120,7 @@ def test_value_types_are_python_and_numpy_values(tiny):
 def test_weight_is_a_zero_copy_view_with_rows_ne1_and_cols_ne0(tiny):
     """weight() hands out the map's bytes, not a copy, shaped as the kernels take it."""
     with open_gguf(tiny) as g:
-        for name in ("w_f32", "w_q8", "w_q4k", "w_bf16"):
+        for name in ("w_f32", "w_q8", "w_q4k", "w_q2k", "w_bf16"):
             w, info = g.weight(name), g.tensors[name]
             assert (w.type, w.cols, w.rows) == (info.type, *info.shape)
             assert np.shares_memory(w.data, g.raw(name)) and not w.data.flags.writeable
