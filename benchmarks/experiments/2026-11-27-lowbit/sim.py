@@ -1,42 +1,24 @@
-"""Replays accept.py's teacher-forced data as 2026-11-26-self-gate/sim.py does (its `sim` and `bound`, copied):
+"""Replays accept.py's teacher-forced data with 2026-11-26-self-gate/sim.py's `sim` and `bound`:
 a draft token costs c of a target step, byte-proportional, c = (the drafter's layer bytes + the trimmed head's) /
 (the target's layer bytes + its full head's); a verify of k drafts costs 1 + 0.08·k. python sim.py [accept.json.gz]"""
-import gzip, json, statistics, sys
+import gzip, importlib.util, json, statistics, sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
 D = json.load(gzip.open(sys.argv[1] if len(sys.argv) > 1 else HERE / "accept.json.gz"))
 GATE = json.load(gzip.open(HERE.parent / "2026-11-26-self-gate" / "gate.json.gz"))["rows"]
-SLOPE = 0.08
+_spec = importlib.util.spec_from_file_location("gate_sim", HERE.parent / "2026-11-26-self-gate" / "sim.py")
+GATE_SIM = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(GATE_SIM)
 CATEGORIES = ("code", "chat", "summarisation", "math", "rewrite")
 
 
 def sim(row, c, cont_if, K=8):
     """Always draft; keep drafting (up to K) while cont_if(position, confidences)."""
-    h, dc, n = row["hits"], row["conf"], len(row["hits"])
-    i, cost = 0, 0.0
-    while i < n:
-        k = 0
-        while k < K and i + k < n:
-            k += 1
-            if not cont_if(i + k - 1, dc): break
-        a = 0
-        while a < k and h[i + a]: a += 1
-        cost += k * c + 1 + SLOPE * k
-        i += a + 1
-    return n / cost
+    return GATE_SIM.sim({"hits": row["hits"], "dconf": row["conf"], "tconf": None}, c, lambda *_: True, cont_if, K)
 
 
-def bound(row, c, K=16):
-    h, n = row["hits"], len(row["hits"])
-    best = [0.0] * (n + 1)
-    for i in range(n - 1, -1, -1):
-        best[i] = 1 + best[i + 1]
-        k = 0
-        while k < K and i + k < n - 1 and h[i + k]:
-            k += 1
-            best[i] = min(best[i], k * c + 1 + SLOPE * k + best[i + k + 1])
-    return n / best[0]
+bound = GATE_SIM.bound
 
 
 def med(f, rows):
