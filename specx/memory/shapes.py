@@ -33,9 +33,9 @@ def gguf_config(path: Path):
     from transformers import AutoConfig
     from transformers.integrations.ggml import GGUF_CONFIG_DEFAULTS_MAPPING, GGUF_CONFIG_MAPPING
 
-    from ..models.gguf_check import _scan
+    from ..models.gguf_check import scan_gguf
 
-    header = _scan(path)
+    header = scan_gguf(path)
     meta, tensors = header["meta"], dict(header["tensors"])
     arch = meta["general.architecture"]
     model_type = {"qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe", "gemma3": "gemma3_text"}.get(arch, arch)

@@ -9,12 +9,12 @@ from ..errors import DAMAGED_GGUF, ModelFileError
 # names gguf.GGUFReader gives its own header fields: a file using one as a key fails in that reader
 _RESERVED = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
 
-# The parse is specx.decoder.gguf_file's (bounded: every count and size is checked against the
-# bytes left before it is used); this adds what transformers' loaders need on top: every tensor of
-# a type the gguf package knows, an architecture, and keys gguf.GGUFReader accepts.
+# The parse is specx.decoder.gguf_header's, through gguf_file.open_gguf (bounded: every count and size
+# is checked against the bytes left before it is used); this adds what transformers' loaders need on
+# top: every tensor of a type the gguf package knows, an architecture, and keys gguf.GGUFReader accepts.
 
 
-def _scan(path: Path) -> dict:
+def scan_gguf(path: Path) -> dict:
     """Check a GGUF file; return its scalar and string metadata (arrays as None) and its tensors as
     (name, n_elements). Every failure is a SpecxError."""
     from ..decoder.gguf_file import known_type, open_gguf, type_name
@@ -35,4 +35,4 @@ def _scan(path: Path) -> dict:
 
 def check_gguf(path: Path) -> None:
     """Validate a GGUF file quickly, before transformers touches it."""
-    _scan(path)
+    scan_gguf(path)

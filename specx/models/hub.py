@@ -293,9 +293,9 @@ def count_params(main: Path, kind: str) -> int:
     import math
 
     if kind == "gguf":
-        from .store import _scan
+        from .store import scan_gguf
 
-        return int(sum(n for _, n in _scan(main)["tensors"]))
+        return int(sum(n for _, n in scan_gguf(main)["tensors"]))
     total = 0
     for f in sorted(main.glob("*.safetensors")):
         with open(f, "rb") as fh:

@@ -15,7 +15,7 @@ import zlib
 from collections import deque
 from pathlib import Path
 
-from .gguf_check import _scan, check_gguf  # noqa: F401  (re-exported)
+from .gguf_check import scan_gguf, check_gguf  # noqa: F401  (re-exported)
 from ..state.atomicio import atomic_write, scratch_dir, sweep
 from ..errors import DAMAGED_GGUF, InsufficientResources, ModelFileError, ModelUnavailable, SpecxError, UsageError
 from ..state.paths import model_cache
@@ -161,7 +161,7 @@ def converted_copy(gguf_path: Path, dtype: str) -> Path:
     final = root / f"{digest[:16]}-{dtype}-tf{versions['transformers']}-gguf{versions['gguf']}"
     if _complete(final, digest, dtype):
         return final  # these exact bytes converted fine before: no need to check them again
-    header = _scan(gguf_path)
+    header = scan_gguf(gguf_path)
     try:
         root.mkdir(parents=True, exist_ok=True)
         sweep(root, ".tmp-")   # folders of killed converters: their bytes must not count against the check

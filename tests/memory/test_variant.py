@@ -109,10 +109,10 @@ def test_a_gguf_type_priced_from_the_config_is_within_10_percent_of_the_file(nam
     from specx.decoder import support
     from specx.memory.shapes import gguf_config
     from specx.memory.gguf_price import estimate, file_type_name
-    from specx.models.gguf_check import _scan
+    from specx.models.gguf_check import scan_gguf
 
     path = fixture_model(name)
-    file_type = file_type_name(_scan(path)["meta"]["general.file_type"])
+    file_type = file_type_name(scan_gguf(path)["meta"]["general.file_type"])
     groups, fmt = estimate(gguf_config(path), file_type)
     size = os.path.getsize(path)
     assert abs(sum(groups.values()) - size) <= 0.10 * size
