@@ -2,7 +2,8 @@
 """Issue 35's CPU bars: specx on a GGUF file against llama.cpp on the same file, paired, per category.
 
     python benchmarks/cpu_bars.py [--repeats 5] [--tokens 128] [--prompts specx/bench/prompts.toml]
-                                  [--per-category N] [--configs llamacpp,none,default] [--json out.json]
+                                  [--per-category N] [--categories C,..]
+                                  [--configs llamacpp,none,default] [--json out.json]
 
 Configurations (greedy, the same prompt ids for all, built with the target's chat template):
   llamacpp  llama.cpp (llama-cpp-python) decoding the target GGUF plainly, in a process of its own (two
@@ -105,6 +106,7 @@ def main() -> int:
     ap.add_argument("--drafter", default=str(FIXTURES / "qwen2.5-coder-0.5b.gguf"))
     ap.add_argument("--prompts", default=str(HERE.parent / "specx" / "bench" / "prompts.toml"))
     ap.add_argument("--per-category", type=int, default=0, help="the first N prompts of each category (0: all)")
+    ap.add_argument("--categories", default="", help="only these categories, comma-separated (empty: all)")
     ap.add_argument("--configs", default="llamacpp,none,default")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=128)
@@ -117,6 +119,8 @@ def main() -> int:
     from specx.api import prompt_ids
 
     prompts = tomllib.loads(Path(args.prompts).read_text(encoding="utf-8"))["prompt"]
+    if args.categories:
+        prompts = [p for p in prompts if p["category"] in args.categories.split(",")]
     if args.per_category:
         prompts = [p for p in prompts if sum(q["category"] == p["category"] for q in prompts[:prompts.index(p)])
                    < args.per_category]
