@@ -1,0 +1,257 @@
+/* quant.c's AMX-INT8 path for the q8 mode of Q4_K and Q6_K, for calls of many rows (a prompt pass):
+   included by quant.c in AVX-512 builds compiled with -mamx-tile -mamx-int8, used only when quant.py turned
+   it on (the CPU has AMX, the kernel granted the tile state, SPECX_AMX is not 0) and the call has at least
+   AMX_MIN_ROWS rows.
+
+   Same numbers, bit for bit: the q8 arithmetic (quant.c) is per half block (16 values) of each (row, output)
+   an exact integer S, then fma(S, a·dx, acc[lane]) over the groups in order, then fixed trees. Here one tile
+   product covers one half block for 16 outputs × 16 rows (K = 16: W as the signed A operand, 16 bytes a row;
+   X VNNI-packed as the B operand, 4 rows of 64 bytes): its int32 tile is S exactly, for 256 (output, row)
+   pairs at once. For each lane the products run over the groups in order into 16 float accumulators (one
+   per output, a vector over 16 rows), with the same mul and fma as the VNNI kernel; the mins (Q4_K) and the
+   trees follow in the same operations on vectors over rows. Only the vectors' direction differs (rows
+   instead of lanes), never an operation or its order, so rows are independent and results do not depend on
+   M, on the row's position or on the thread count.
+
+   Layouts (per call; mt = tile of 16 rows, s = group of 256 values, l = lane 8h + j = half h of block j):
+   XB[mt][s][l][k][m]  int32: bytes 4k..4k+3 of half block l of row 16mt + m (quant.c's xq, lane l of vector k);
+   XD[mt][s][l][m]     float: dx of that block; XS[mt][s][j][m] float: xs (dx·Σq) of block j.
+   Per thread, one strip of 16 outputs: WD[s][n][256] the signed weights of output n's group s in natural
+   order (half block l at bytes 16·(2j + h)), WA[s][l][n] = a, WB[s][j][n] = b (Q4_K). */
+#if defined(SPX_AVX512) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__linux__)
+#define SPX_AMX 1
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define AMX_MIN_ROWS 32   /* fewer rows run the VNNI kernels: a call decodes each 16-output strip of W for AMX
+                             once, which only pays when it serves several 16-row tiles (decode and verification
+                             calls have at most 16 rows) */
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+static int amx_on = 0;
+
+int spx_amx_min_rows(void) { return AMX_MIN_ROWS; }
+
+/* Asks the kernel for the tile state (once per process); returns 0 when granted. */
+int spx_amx_init(void) { return (int)syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA); }
+
+int spx_set_amx(int32_t on) {   /* returns the previous setting */
+    const int was = amx_on;
+    amx_on = on != 0;
+    return was;
+}
+
+static inline int amx_type(int type) { return type == T_Q4_K || type == T_Q6_K; }
+
+typedef struct {
+    uint8_t palette, start;
+    uint8_t rsv[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_cfg;
+
+/* tiles 0-3: C (16 × 16 int32); 4-5: A (W, 16 outputs × 16 bytes); 6-7: B (X, 4 × 64 bytes) */
+static void amx_config(void) {
+    amx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 4; ++t) c.rows[t] = 16, c.colsb[t] = 64;
+    for (int t = 4; t < 6; ++t) c.rows[t] = 16, c.colsb[t] = 16;
+    for (int t = 6; t < 8; ++t) c.rows[t] = 4, c.colsb[t] = 64;
+    _tile_loadconfig(&c);
+}
+
+/* ---- X: the call's quantized rows (quant.c's xq) repacked into B tiles, scales by row */
+
+static inline int64_t amx_x_bytes(int64_t M, int64_t K) {   /* XB, XD, XS */
+    return (M + 15) / 16 * ((K + QKK - 1) / QKK) * (4096 + 1024 + 512);
+}
+
+static void amx_pack_x(const uint8_t *xq, int64_t M, int64_t K, uint8_t *out, int threads) {
+    const int64_t G = (K + QKK - 1) / QKK, MT = (M + 15) / 16, stride = xq_stride(K);
+    int32_t *xb = (int32_t *)out;
+    float *xd = (float *)(out + MT * G * 4096), *xs = xd + MT * G * 256;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t mt = 0; mt < MT; ++mt)
+        for (int64_t s = 0; s < G; ++s) {
+            int32_t *b = xb + (mt * G + s) * 1024;
+            float *d = xd + (mt * G + s) * 256, *e = xs + (mt * G + s) * 128;
+            for (int m = 0; m < 16; ++m) {
+                const int64_t row = 16 * mt + m;
+                if (row >= M) {   /* rows past the end: zeros */
+                    for (int l = 0; l < 16; ++l) {
+                        for (int k = 0; k < 4; ++k) b[64 * l + 16 * k + m] = 0;
+                        d[16 * l + m] = 0.0f;
+                    }
+                    for (int j = 0; j < 8; ++j) e[16 * j + m] = 0.0f;
+                    continue;
+                }
+                const uint8_t *g = xq + row * stride + s * XG;
+                for (int l = 0; l < 16; ++l) {
+                    for (int k = 0; k < 4; ++k) memcpy(&b[64 * l + 16 * k + m], g + XG_S + 64 * k + 4 * l, 4);
+                    d[16 * l + m] = ((const float *)(g + XG_DX))[l];
+                }
+                for (int j = 0; j < 8; ++j) e[16 * j + m] = ((const float *)(g + XG_XS))[j];
+            }
+        }
+}
+
+/* ---- W: one strip of up to 16 outputs decoded (zeros past nrows) */
+
+static inline int amx_pos(int l) { return 2 * (l & 7) + (l >> 3); }   /* half block of lane l, in natural order */
+
+static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int nrows, int64_t G, int8_t *wd,
+                             float *wa, float *wb) {
+    const int bytes = block_bytes(type);
+    const __m256i nib = _mm256_set1_epi8(15), three = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
+    for (int64_t s = 0; s < G; ++s)
+        for (int n = 0; n < 16; ++n) {
+            int8_t *o = wd + (s * 16 + n) * 256;
+            float *a = wa + s * 256 + n, *b = wb + s * 128 + n;
+            if (n >= nrows) {
+                memset(o, 0, 256);
+                for (int l = 0; l < 16; ++l) a[16 * l] = 0.0f;
+                for (int j = 0; j < 8; ++j) b[16 * j] = 0.0f;
+                continue;
+            }
+            const uint8_t *g = w + n * rowbytes + s * bytes;
+            if (type == T_Q4_K) {   /* sub-block 2i: low nibbles of qs[32i..], 2i + 1: high nibbles */
+                for (int i = 0; i < 4; ++i) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(g + 16 + 32 * i));
+                    _mm256_storeu_si256((__m256i *)(o + 64 * i), _mm256_and_si256(v, nib));
+                    _mm256_storeu_si256((__m256i *)(o + 64 * i + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
+                }
+                const float d = f16at(g), dmin = f16at(g + 2);
+                for (int j = 0; j < 8; ++j) {
+                    int sc, m;
+                    scale_min_k4(j, g + 4, &sc, &m);
+                    a[16 * j] = a[16 * (8 + j)] = d * (float)sc;
+                    b[16 * j] = dmin * (float)m;
+                }
+            } else {   /* Q6_K: value 128n + 32Q + p from ql[64n + 32(Q & 1) + p] >> 4(Q >> 1) and qh[32n + p] >> 2Q */
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i qh = _mm256_loadu_si256((const __m256i *)(g + 128 + 32 * h));
+                    for (int Q = 0; Q < 4; ++Q) {
+                        const __m256i ql = _mm256_loadu_si256((const __m256i *)(g + 64 * h + 32 * (Q & 1)));
+                        const __m256i lo = _mm256_and_si256(Q >> 1 ? _mm256_srli_epi16(ql, 4) : ql, nib);
+                        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * Q), three);
+                        const __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                        _mm256_storeu_si256((__m256i *)(o + 128 * h + 32 * Q), _mm256_sub_epi8(q, off));
+                    }
+                }
+                const float d = f16at(g + 208);
+                for (int l = 0; l < 16; ++l) a[16 * l] = d * (float)((const int8_t *)(g + 192))[amx_pos(l)];
+            }
+        }
+}
+
+/* ---- one strip (16 outputs) × one tile of 16 rows */
+
+#define AMX_DOT(C, A, B, s)                                                       \
+    do {                                                                          \
+        _tile_zero(C);                                                            \
+        _tile_loadd(A, wd + (s) * 4096 + 16 * amx_pos(l), 256);                   \
+        _tile_loadd(B, xb + (s) * 1024 + 64 * l, 64);                             \
+        _tile_dpbssd(C, A, B);                                                    \
+    } while (0)
+
+/* acc[n] = fma(S, a·dx, acc[n]) for the 16 outputs n, S the stored tile (rows n, columns m) */
+#define AMX_EPI(CB, s)                                                                             \
+    do {                                                                                           \
+        const __m512 dxv = _mm512_load_ps(xd + (s) * 256 + 16 * l);                                \
+        const float *an = wa + (s) * 256 + 16 * l;                                                 \
+        _Pragma("GCC unroll 16") for (int n = 0; n < 16; ++n) acc[n] = _mm512_fmadd_ps(           \
+            _mm512_cvtepi32_ps(_mm512_load_si512(CB + 16 * n)), _mm512_mul_ps(_mm512_set1_ps(an[n]), dxv), acc[n]); \
+    } while (0)
+
+#define AMX_STEP(T, A, B, s)                             \
+    do {                                                 \
+        _tile_stored(T, cb[T], 64);                      \
+        if ((s) + 4 < G) AMX_DOT(T, A, B, (s) + 4);      \
+        AMX_EPI(cb[T], s);                               \
+    } while (0)
+
+static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *wb, int64_t G, const int32_t *xb,
+                     const float *xd, const float *xs, float *lanes, float *y, int64_t ldy, int mrows, int ncols) {
+    int32_t cb[4][256] __attribute__((aligned(64)));
+    __m512 acc[16];
+    for (int l = 0; l < 16; ++l) {   /* lane l over all groups, in order */
+        for (int n = 0; n < 16; ++n) acc[n] = _mm512_setzero_ps();
+        if (0 < G) AMX_DOT(0, 4, 6, 0);
+        if (1 < G) AMX_DOT(1, 5, 7, 1);
+        if (2 < G) AMX_DOT(2, 4, 6, 2);
+        if (3 < G) AMX_DOT(3, 5, 7, 3);
+        for (int64_t s = 0; s < G; s += 4) {
+            AMX_STEP(0, 4, 6, s);
+            if (s + 1 < G) AMX_STEP(1, 5, 7, s + 1);
+            if (s + 2 < G) AMX_STEP(2, 4, 6, s + 2);
+            if (s + 3 < G) AMX_STEP(3, 5, 7, s + 3);
+        }
+        for (int n = 0; n < 16; ++n) _mm512_store_ps(lanes + 256 * l + 16 * n, acc[n]);
+    }
+    __m512 mins[16];
+    for (int n = 0; n < 16; ++n) mins[n] = _mm512_setzero_ps();
+    if (kind == KIND_KM) {   /* accb[j] = fma(b, xs, accb[j]) over the groups, then tree8 */
+        for (int j = 0; j < 8; ++j) {
+            for (int n = 0; n < 16; ++n) acc[n] = _mm512_setzero_ps();
+            for (int64_t s = 0; s < G; ++s) {
+                const __m512 xsv = _mm512_load_ps(xs + s * 128 + 16 * j);
+                const float *bn = wb + s * 128 + 16 * j;
+#pragma GCC unroll 16
+                for (int n = 0; n < 16; ++n) acc[n] = _mm512_fmadd_ps(_mm512_set1_ps(bn[n]), xsv, acc[n]);
+            }
+            for (int n = 0; n < 16; ++n) _mm512_store_ps(lanes + 256 * (16 + j) + 16 * n, acc[n]);
+        }
+    }
+    float t[256] __attribute__((aligned(64)));
+    for (int n = 0; n < 16; ++n) {   /* q8_result: tree8(acc[j] + acc[8 + j]) − tree8(accb) */
+        __m512 u[8], v[8];
+        for (int j = 0; j < 8; ++j) {
+            u[j] = _mm512_add_ps(_mm512_load_ps(lanes + 256 * j + 16 * n), _mm512_load_ps(lanes + 256 * (8 + j) + 16 * n));
+            v[j] = kind == KIND_KM ? _mm512_load_ps(lanes + 256 * (16 + j) + 16 * n) : _mm512_setzero_ps();
+        }
+#define TREE8(a) _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])), \
+                               _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])))
+        const __m512 main = TREE8(u);
+        _mm512_store_ps(t + 16 * n, kind == KIND_KM ? _mm512_sub_ps(main, TREE8(v)) : main);
+#undef TREE8
+    }
+    for (int m = 0; m < mrows; ++m)
+        for (int n = 0; n < ncols; ++n) y[m * ldy + n] = t[16 * n + m];
+}
+
+/* Outputs [n0, n1) of one segment for all M rows; returns 0, or 1 when its scratch memory was not had (the
+   caller then runs the VNNI kernels: the same numbers). */
+static int amx_segment_rows(int type, const uint8_t *xpack, int64_t M, int64_t K, const uint8_t *w, int64_t rowbytes,
+                            int64_t n0, int64_t n1, float *y, int64_t ldy) {
+    const int64_t G = K / QKK, MT = (M + 15) / 16;
+    int8_t *wd = aligned_alloc(64, G * 4096);
+    float *wa = aligned_alloc(64, G * 1024), *wb = aligned_alloc(64, G * 512), *lanes = aligned_alloc(64, 24 * 1024);
+    if (!wd || !wa || !wb || !lanes) {
+        free(wd), free(wa), free(wb), free(lanes);
+        return 1;
+    }
+    const int32_t *xb = (const int32_t *)xpack;
+    const float *xd = (const float *)(xpack + MT * G * 4096), *xs = xd + MT * G * 256;
+    amx_config();
+    for (int64_t c = n0; c < n1; c += 16) {
+        const int nrows = n1 - c < 16 ? (int)(n1 - c) : 16;
+        amx_decode_strip(type, w + c * rowbytes, rowbytes, nrows, G, wd, wa, wb);
+        for (int64_t mt = 0; mt < MT; ++mt) {
+            const int mrows = M - 16 * mt < 16 ? (int)(M - 16 * mt) : 16;
+            amx_tile(q8_kind(type), wd, wa, wb, G, xb + mt * G * 1024, xd + mt * G * 256, xs + mt * G * 128, lanes,
+                     y + 16 * mt * ldy + c, ldy, mrows, nrows);
+        }
+    }
+    _tile_release();
+    free(wd), free(wa), free(wb), free(lanes);
+    return 0;
+}
+
+#else
+#define SPX_AMX 0
+int spx_amx_init(void) { return -1; }
+int spx_set_amx(int32_t on) { (void)on; return 0; }
+int spx_amx_min_rows(void) { return 0; }
+#endif
