@@ -148,63 +148,110 @@ static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int n
 
 /* ---- one strip (16 outputs) × one tile of 16 rows */
 
-#define AMX_DOT(C, A, B, s)                                                       \
-    do {                                                                          \
-        _tile_zero(C);                                                            \
-        _tile_loadd(A, wd + (s) * 4096 + 16 * amx_pos(l), 256);                   \
-        _tile_loadd(B, xb + (s) * 1024 + 64 * l, 64);                             \
-        _tile_dpbssd(C, A, B);                                                    \
+/* Product i of a tile: lane l = i / G, group s = i % G (the lanes one after another, each over its groups in
+   order): where its operands lie, and the lane whose sums are complete after it (-1 when none). Computed
+   once per call (amx_steps). */
+typedef struct {
+    int32_t a, b, e, done;   /* A: bytes into WD; B: int32s into XB; a and dx: floats into WA and XD */
+} amx_step;
+
+static void amx_steps(int64_t G, amx_step *st) {
+    for (int64_t i = 0; i < 16 * G; ++i) {
+        const int l = (int)(i / G), s = (int)(i % G);
+        st[i] = (amx_step){s * 4096 + 16 * amx_pos(l), s * 1024 + 64 * l, s * 256 + 16 * l, s == G - 1 ? l : -1};
+    }
+}
+
+#define AMX_DOT(C, A, B, i)                                  \
+    do {                                                     \
+        _tile_zero(C);                                       \
+        _tile_loadd(A, wd + st[i].a, 256);                   \
+        _tile_loadd(B, xb + st[i].b, 64);                    \
+        _tile_dpbssd(C, A, B);                               \
     } while (0)
 
-/* acc[n] = fma(S, a·dx, acc[n]) for the 16 outputs n, S the stored tile (rows n, columns m) */
-#define AMX_EPI(CB, s)                                                                             \
-    do {                                                                                           \
-        const __m512 dxv = _mm512_load_ps(xd + (s) * 256 + 16 * l);                                \
-        const float *an = wa + (s) * 256 + 16 * l;                                                 \
-        _Pragma("GCC unroll 16") for (int n = 0; n < 16; ++n) acc[n] = _mm512_fmadd_ps(           \
-            _mm512_cvtepi32_ps(_mm512_load_si512(CB + 16 * n)), _mm512_mul_ps(_mm512_set1_ps(an[n]), dxv), acc[n]); \
+/* the stored S of product i (rows n, columns m): acc[n] = fma(S, a·dx, acc[n]); a complete lane's sums go
+   to `lanes` */
+static inline __attribute__((always_inline)) void amx_epi(const int32_t *cb, const amx_step *st, const float *wa,
+                                                          const float *xd, float *lanes, __m512 *acc) {
+    const __m512 dxv = _mm512_load_ps(xd + st->e);
+    const float *an = wa + st->e;
+#pragma GCC unroll 16
+    for (int n = 0; n < 16; ++n) {
+        __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(cb + 16 * n));
+        __asm__("" : "+v"(v));   /* keeps GCC from hoisting all 16 conversions (their registers spilled acc) */
+        acc[n] = _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(an[n]), dxv), acc[n]);
+    }
+    if (st->done >= 0)
+#pragma GCC unroll 16
+        for (int n = 0; n < 16; ++n) {
+            _mm512_store_ps(lanes + 256 * st->done + 16 * n, acc[n]);
+            acc[n] = _mm512_setzero_ps();
+        }
+}
+
+/* Four C tiles rotate: a tile is stored, reissued for product i + 4, and scaled one step later (its stored
+   bytes are read after the next tile's store is under way, not right behind their own). */
+#define AMX_STEP(T, A, B, PREV, i)                               \
+    do {                                                         \
+        _tile_stored(T, cb[T], 64);                              \
+        if ((i) > 0) amx_epi(cb[PREV], st + (i) - 1, wa, xd, lanes, acc); \
+        if ((i) + 4 < P) AMX_DOT(T, A, B, (i) + 4);              \
     } while (0)
 
-#define AMX_STEP(T, A, B, s)                             \
-    do {                                                 \
-        _tile_stored(T, cb[T], 64);                      \
-        if ((s) + 4 < G) AMX_DOT(T, A, B, (s) + 4);      \
-        AMX_EPI(cb[T], s);                               \
-    } while (0)
+/* 16 vectors (rows n, lanes m) → y[m][n] for m < mrows, n < ncols: a transpose in registers (at each block
+   size b = 8, 4, 2, 1 the off-diagonal b × b blocks swap) */
+static inline void amx_store_transposed(__m512 *r, float *y, int64_t ldy, int mrows, int ncols) {
+    for (int b = 8; b; b >>= 1) {
+        int lo[16], hi[16];
+        for (int p = 0; p < 16; ++p) {
+            lo[p] = p & b ? 16 + p - b : p;
+            hi[p] = p & b ? 16 + p : p + b;
+        }
+        const __m512i il = _mm512_loadu_si512(lo), ih = _mm512_loadu_si512(hi);
+        for (int i = 0; i < 16; ++i)
+            if (!(i & b)) {
+                const __m512 u = r[i], v = r[i + b];
+                r[i] = _mm512_permutex2var_ps(u, il, v);
+                r[i + b] = _mm512_permutex2var_ps(u, ih, v);
+            }
+    }
+    const __mmask16 keep = (__mmask16)((1u << ncols) - 1);
+    for (int m = 0; m < mrows; ++m) _mm512_mask_storeu_ps(y + m * ldy, keep, r[m]);
+}
 
-static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *wb, int64_t G, const int32_t *xb,
-                     const float *xd, const float *xs, float *lanes, float *y, int64_t ldy, int mrows, int ncols) {
+static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *wb, int64_t G, const amx_step *st,
+                     const int32_t *xb, const float *xd, const float *xs, float *lanes, float *y, int64_t ldy, int mrows,
+                     int ncols) {
     int32_t cb[4][256] __attribute__((aligned(64)));
     __m512 acc[16];
-    for (int l = 0; l < 16; ++l) {   /* lane l over all groups, in order */
-        for (int n = 0; n < 16; ++n) acc[n] = _mm512_setzero_ps();
-        if (0 < G) AMX_DOT(0, 4, 6, 0);
-        if (1 < G) AMX_DOT(1, 5, 7, 1);
-        if (2 < G) AMX_DOT(2, 4, 6, 2);
-        if (3 < G) AMX_DOT(3, 5, 7, 3);
-        for (int64_t s = 0; s < G; s += 4) {
-            AMX_STEP(0, 4, 6, s);
-            if (s + 1 < G) AMX_STEP(1, 5, 7, s + 1);
-            if (s + 2 < G) AMX_STEP(2, 4, 6, s + 2);
-            if (s + 3 < G) AMX_STEP(3, 5, 7, s + 3);
-        }
-        for (int n = 0; n < 16; ++n) _mm512_store_ps(lanes + 256 * l + 16 * n, acc[n]);
+    const int64_t P = 16 * G;   /* products: 16 lanes × G groups, a multiple of 4 */
+#pragma GCC unroll 16
+    for (int n = 0; n < 16; ++n) acc[n] = _mm512_setzero_ps();
+    AMX_DOT(0, 4, 6, 0);
+    AMX_DOT(1, 5, 7, 1);
+    AMX_DOT(2, 4, 6, 2);
+    AMX_DOT(3, 5, 7, 3);
+    for (int64_t i = 0; i < P; i += 4) {
+        AMX_STEP(0, 4, 6, 3, i);
+        AMX_STEP(1, 5, 7, 0, i + 1);
+        AMX_STEP(2, 4, 6, 1, i + 2);
+        AMX_STEP(3, 5, 7, 2, i + 3);
     }
-    __m512 mins[16];
-    for (int n = 0; n < 16; ++n) mins[n] = _mm512_setzero_ps();
-    if (kind == KIND_KM) {   /* accb[j] = fma(b, xs, accb[j]) over the groups, then tree8 */
+    amx_epi(cb[3], st + P - 1, wa, xd, lanes, acc);
+    __m512 r[16];   /* (not acc: that one stays in registers) */
+    if (kind == KIND_KM) {   /* accb[j] = fma(b, xs, accb[j]) over the groups */
         for (int j = 0; j < 8; ++j) {
-            for (int n = 0; n < 16; ++n) acc[n] = _mm512_setzero_ps();
+            for (int n = 0; n < 16; ++n) r[n] = _mm512_setzero_ps();
             for (int64_t s = 0; s < G; ++s) {
                 const __m512 xsv = _mm512_load_ps(xs + s * 128 + 16 * j);
                 const float *bn = wb + s * 128 + 16 * j;
 #pragma GCC unroll 16
-                for (int n = 0; n < 16; ++n) acc[n] = _mm512_fmadd_ps(_mm512_set1_ps(bn[n]), xsv, acc[n]);
+                for (int n = 0; n < 16; ++n) r[n] = _mm512_fmadd_ps(_mm512_set1_ps(bn[n]), xsv, r[n]);
             }
-            for (int n = 0; n < 16; ++n) _mm512_store_ps(lanes + 256 * (16 + j) + 16 * n, acc[n]);
+            for (int n = 0; n < 16; ++n) _mm512_store_ps(lanes + 256 * (16 + j) + 16 * n, r[n]);
         }
     }
-    float t[256] __attribute__((aligned(64)));
     for (int n = 0; n < 16; ++n) {   /* q8_result: tree8(acc[j] + acc[8 + j]) − tree8(accb) */
         __m512 u[8], v[8];
         for (int j = 0; j < 8; ++j) {
@@ -214,11 +261,10 @@ static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *w
 #define TREE8(a) _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])), \
                                _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])))
         const __m512 main = TREE8(u);
-        _mm512_store_ps(t + 16 * n, kind == KIND_KM ? _mm512_sub_ps(main, TREE8(v)) : main);
+        r[n] = kind == KIND_KM ? _mm512_sub_ps(main, TREE8(v)) : main;
 #undef TREE8
     }
-    for (int m = 0; m < mrows; ++m)
-        for (int n = 0; n < ncols; ++n) y[m * ldy + n] = t[16 * n + m];
+    amx_store_transposed(r, y, ldy, mrows, ncols);
 }
 
 /* Outputs [n0, n1) of one segment for all M rows; returns 0, or 1 when its scratch memory was not had (the
@@ -228,24 +274,26 @@ static int amx_segment_rows(int type, const uint8_t *xpack, int64_t M, int64_t K
     const int64_t G = K / QKK, MT = (M + 15) / 16;
     int8_t *wd = aligned_alloc(64, G * 4096);
     float *wa = aligned_alloc(64, G * 1024), *wb = aligned_alloc(64, G * 512), *lanes = aligned_alloc(64, 24 * 1024);
-    if (!wd || !wa || !wb || !lanes) {
-        free(wd), free(wa), free(wb), free(lanes);
+    amx_step *st = malloc(16 * G * sizeof *st);
+    if (!wd || !wa || !wb || !lanes || !st) {
+        free(wd), free(wa), free(wb), free(lanes), free(st);
         return 1;
     }
     const int32_t *xb = (const int32_t *)xpack;
     const float *xd = (const float *)(xpack + MT * G * 4096), *xs = xd + MT * G * 256;
+    amx_steps(G, st);
     amx_config();
     for (int64_t c = n0; c < n1; c += 16) {
         const int nrows = n1 - c < 16 ? (int)(n1 - c) : 16;
         amx_decode_strip(type, w + c * rowbytes, rowbytes, nrows, G, wd, wa, wb);
         for (int64_t mt = 0; mt < MT; ++mt) {
             const int mrows = M - 16 * mt < 16 ? (int)(M - 16 * mt) : 16;
-            amx_tile(q8_kind(type), wd, wa, wb, G, xb + mt * G * 1024, xd + mt * G * 256, xs + mt * G * 128, lanes,
+            amx_tile(q8_kind(type), wd, wa, wb, G, st, xb + mt * G * 1024, xd + mt * G * 256, xs + mt * G * 128, lanes,
                      y + 16 * mt * ldy + c, ldy, mrows, nrows);
         }
     }
     _tile_release();
-    free(wd), free(wa), free(wb), free(lanes);
+    free(wd), free(wa), free(wb), free(lanes), free(st);
     return 0;
 }
 
