@@ -16,8 +16,8 @@
    Layouts (per call; mt = tile of 16 rows, s = group of 256 values, l = lane 8h + j = half h of block j):
    XB[mt][s][l][k][m]  int32: bytes 4k..4k+3 of half block l of row 16mt + m (quant.c's xq, lane l of vector k);
    XD[mt][s][l][m]     float: dx of that block; XS[mt][s][j][m] float: xs (dx·Σq) of block j.
-   Per thread, one strip of 16 outputs: WD[s][n][256] the signed weights of output n's group s in natural
-   order (half block l at bytes 16·(2j + h)), WA[s][l][n] = a, WB[s][j][n] = b (Q4_K). */
+   Per thread, one strip of 16 outputs: WD[s][l][n][16] the signed weights of half block l of output n's
+   group s (an A tile: 256 contiguous bytes), WA[s][l][n] = a, WB[s][j][n] = b (Q4_K). */
 #if defined(SPX_AVX512) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__linux__)
 #define SPX_AMX 1
 #include <sys/syscall.h>
@@ -101,16 +101,22 @@ static void amx_pack_x(const uint8_t *xq, int64_t M, int64_t K, uint8_t *out, in
 
 static inline int amx_pos(int l) { return 2 * (l & 7) + (l >> 3); }   /* half block of lane l, in natural order */
 
+/* the 32 values of sub-block j (natural order) of output n into WD: half h is lane 8h + j */
+static inline void amx_put(int8_t *wds, int n, int j, __m256i v) {
+    _mm_storeu_si128((__m128i *)(wds + 256 * j + 16 * n), _mm256_castsi256_si128(v));
+    _mm_storeu_si128((__m128i *)(wds + 256 * (8 + j) + 16 * n), _mm256_extracti128_si256(v, 1));
+}
+
 static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int nrows, int64_t G, int8_t *wd,
                              float *wa, float *wb) {
     const int bytes = block_bytes(type);
     const __m256i nib = _mm256_set1_epi8(15), three = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
     for (int64_t s = 0; s < G; ++s)
         for (int n = 0; n < 16; ++n) {
-            int8_t *o = wd + (s * 16 + n) * 256;
+            int8_t *o = wd + s * 4096;
             float *a = wa + s * 256 + n, *b = wb + s * 128 + n;
             if (n >= nrows) {
-                memset(o, 0, 256);
+                for (int j = 0; j < 8; ++j) amx_put(o, n, j, _mm256_setzero_si256());
                 for (int l = 0; l < 16; ++l) a[16 * l] = 0.0f;
                 for (int j = 0; j < 8; ++j) b[16 * j] = 0.0f;
                 continue;
@@ -119,8 +125,8 @@ static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int n
             if (type == T_Q4_K) {   /* sub-block 2i: low nibbles of qs[32i..], 2i + 1: high nibbles */
                 for (int i = 0; i < 4; ++i) {
                     const __m256i v = _mm256_loadu_si256((const __m256i *)(g + 16 + 32 * i));
-                    _mm256_storeu_si256((__m256i *)(o + 64 * i), _mm256_and_si256(v, nib));
-                    _mm256_storeu_si256((__m256i *)(o + 64 * i + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
+                    amx_put(o, n, 2 * i, _mm256_and_si256(v, nib));
+                    amx_put(o, n, 2 * i + 1, _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
                 }
                 const float d = f16at(g), dmin = f16at(g + 2);
                 for (int j = 0; j < 8; ++j) {
@@ -137,7 +143,7 @@ static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int n
                         const __m256i lo = _mm256_and_si256(Q >> 1 ? _mm256_srli_epi16(ql, 4) : ql, nib);
                         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * Q), three);
                         const __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-                        _mm256_storeu_si256((__m256i *)(o + 128 * h + 32 * Q), _mm256_sub_epi8(q, off));
+                        amx_put(o, n, 4 * h + Q, _mm256_sub_epi8(q, off));
                     }
                 }
                 const float d = f16at(g + 208);
@@ -158,14 +164,14 @@ typedef struct {
 static void amx_steps(int64_t G, amx_step *st) {
     for (int64_t i = 0; i < 16 * G; ++i) {
         const int l = (int)(i / G), s = (int)(i % G);
-        st[i] = (amx_step){s * 4096 + 16 * amx_pos(l), s * 1024 + 64 * l, s * 256 + 16 * l, s == G - 1 ? l : -1};
+        st[i] = (amx_step){s * 4096 + 256 * l, s * 1024 + 64 * l, s * 256 + 16 * l, s == G - 1 ? l : -1};
     }
 }
 
 #define AMX_DOT(C, A, B, i)                                  \
     do {                                                     \
         _tile_zero(C);                                       \
-        _tile_loadd(A, wd + st[i].a, 256);                   \
+        _tile_loadd(A, wd + st[i].a, 16);                   \
         _tile_loadd(B, xb + st[i].b, 64);                    \
         _tile_dpbssd(C, A, B);                               \
     } while (0)
