@@ -26,6 +26,10 @@
 #define AMX_MIN_ROWS 32   /* fewer rows run the VNNI kernels: a call decodes each 16-output strip of W for AMX
                              once, which only pays when it serves several 16-row tiles (decode and verification
                              calls have at most 16 rows) */
+#define AMX_BLOCK_BYTES (1 << 18)   /* decoded weights a thread keeps per pass over the rows (in L2): tiles that
+                                       write the same rows of Y one after another (a tile's 16 rows lie on 16
+                                       pages: going down Y a strip at a time cost a third of the time in page
+                                       walks) */
 #define ARCH_REQ_XCOMP_PERM 0x1023
 #define XFEATURE_XTILEDATA 18
 
@@ -273,33 +277,43 @@ static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *w
     amx_store_transposed(r, y, ldy, mrows, ncols);
 }
 
-/* Outputs [n0, n1) of one segment for all M rows; returns 0, or 1 when its scratch memory was not had (the
-   caller then runs the VNNI kernels: the same numbers). */
+/* Outputs [n0, n1) of one segment for all M rows: a pass decodes a block of strips (about AMX_BLOCK_BYTES),
+   then each 16-row tile of X goes over all of them (consecutive tiles write neighbouring parts of the same
+   rows of Y). Returns 0, or 1 when its scratch memory was not had (the caller then runs the VNNI kernels:
+   the same numbers). */
 static int amx_segment_rows(int type, const uint8_t *xpack, int64_t M, int64_t K, const uint8_t *w, int64_t rowbytes,
                             int64_t n0, int64_t n1, float *y, int64_t ldy) {
-    const int64_t G = K / QKK, MT = (M + 15) / 16;
-    int8_t *wd = aligned_alloc(64, G * 4096);
-    float *wa = aligned_alloc(64, G * 1024), *wb = aligned_alloc(64, G * 512), *lanes = aligned_alloc(64, 24 * 1024);
+    const int64_t G = K / QKK, MT = (M + 15) / 16, strip = G * (4096 + 1024 + 512);
+    int64_t nb = AMX_BLOCK_BYTES / strip;
+    nb = nb < 1 ? 1 : nb;
+    uint8_t *wd = aligned_alloc(64, nb * strip);
+    float *lanes = aligned_alloc(64, 24 * 1024);
     amx_step *st = malloc(16 * G * sizeof *st);
-    if (!wd || !wa || !wb || !lanes || !st) {
-        free(wd), free(wa), free(wb), free(lanes), free(st);
+    if (!wd || !lanes || !st) {
+        free(wd), free(lanes), free(st);
         return 1;
     }
     const int32_t *xb = (const int32_t *)xpack;
     const float *xd = (const float *)(xpack + MT * G * 4096), *xs = xd + MT * G * 256;
     amx_steps(G, st);
     amx_config();
-    for (int64_t c = n0; c < n1; c += 16) {
-        const int nrows = n1 - c < 16 ? (int)(n1 - c) : 16;
-        amx_decode_strip(type, w + c * rowbytes, rowbytes, nrows, G, wd, wa, wb);
-        for (int64_t mt = 0; mt < MT; ++mt) {
-            const int mrows = M - 16 * mt < 16 ? (int)(M - 16 * mt) : 16;
-            amx_tile(q8_kind(type), wd, wa, wb, G, st, xb + mt * G * 1024, xd + mt * G * 256, xs + mt * G * 128, lanes,
-                     y + 16 * mt * ldy + c, ldy, mrows, nrows);
+    for (int64_t c0 = n0; c0 < n1; c0 += 16 * nb) {
+        const int64_t c1 = c0 + 16 * nb < n1 ? c0 + 16 * nb : n1;
+        for (int64_t c = c0; c < c1; c += 16) {
+            uint8_t *d = wd + (c - c0) / 16 * strip;
+            amx_decode_strip(type, w + c * rowbytes, rowbytes, n1 - c < 16 ? (int)(n1 - c) : 16, G, (int8_t *)d,
+                             (float *)(d + G * 4096), (float *)(d + G * 5120));
         }
+        for (int64_t mt = 0; mt < MT; ++mt)
+            for (int64_t c = c0; c < c1; c += 16) {
+                const uint8_t *d = wd + (c - c0) / 16 * strip;
+                amx_tile(q8_kind(type), (const int8_t *)d, (const float *)(d + G * 4096), (const float *)(d + G * 5120),
+                         G, st, xb + mt * G * 1024, xd + mt * G * 256, xs + mt * G * 128, lanes, y + 16 * mt * ldy + c,
+                         ldy, M - 16 * mt < 16 ? (int)(M - 16 * mt) : 16, n1 - c < 16 ? (int)(n1 - c) : 16);
+            }
     }
     _tile_release();
-    free(wd), free(wa), free(wb), free(lanes), free(st);
+    free(wd), free(lanes), free(st);
     return 0;
 }
 
