@@ -210,15 +210,17 @@ static inline __attribute__((always_inline)) void amx_epi(const int32_t *cb, con
     } while (0)
 
 /* 16 vectors (rows n, lanes m) → y[m][n] for m < mrows, n < ncols: a transpose in registers (at each block
-   size b = 8, 4, 2, 1 the off-diagonal b × b blocks swap) */
-static inline void amx_store_transposed(__m512 *r, float *y, int64_t ldy, int mrows, int ncols) {
-    for (int b = 8; b; b >>= 1) {
-        int lo[16], hi[16];
-        for (int p = 0; p < 16; ++p) {
-            lo[p] = p & b ? 16 + p - b : p;
-            hi[p] = p & b ? 16 + p : p + b;
-        }
-        const __m512i il = _mm512_loadu_si512(lo), ih = _mm512_loadu_si512(hi);
+   size b = 8, 4, 2, 1 the off-diagonal b × b blocks swap: AMX_SWAP_LO/HI are its permutations) */
+static const int32_t AMX_SWAP_LO[4][16] __attribute__((aligned(64))) = {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}, {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27}, {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29}, {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}};
+static const int32_t AMX_SWAP_HI[4][16] __attribute__((aligned(64))) = {{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}, {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}, {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}, {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
+
+static inline __attribute__((always_inline)) void amx_store_transposed(__m512 *r, float *y, int64_t ldy, int mrows,
+                                                                       int ncols) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        const int b = 8 >> k;
+        const __m512i il = _mm512_load_si512(AMX_SWAP_LO[k]), ih = _mm512_load_si512(AMX_SWAP_HI[k]);
+#pragma GCC unroll 16
         for (int i = 0; i < 16; ++i)
             if (!(i & b)) {
                 const __m512 u = r[i], v = r[i + b];
