@@ -52,6 +52,7 @@ VNNI_FLAGS = {"avx512": ("avx512_vnni", "-mavx512vnni"), "avx2": ("avx_vnni", "-
 # has it, the compiler takes these flags and the kernel grants the tile state
 AMX_FLAGS = (("amx_tile", "amx_int8"), ("-mamx-tile", "-mamx-int8"))
 AMX_ENV = "SPECX_AMX"   # 0: never use AMX (benchmarks and tests compare both ways)
+AMX_TYPES = ("Q4_K", "Q6_K")   # the weight types quant_amx.h runs
 PREFETCH_ENV = "SPECX_QUANT_PREFETCH"   # 1 or 0: prefetch or not, instead of timing both (prefetch_choice)
 PREFETCH_BYTES = 2048   # the distance timed against none: 1-2 KB ahead was best on the AVX-512 dev machine
 PREFETCH_COPIES = 16    # Q4_K copies of the timed 8960x1536 layer: 123 MB, more than a last-level cache
@@ -103,23 +104,33 @@ class Library:
         return int(self.lib.spx_set_prefetch(int(nbytes)))
 
     def use_amx(self, on: bool) -> bool:
-        """Run q8 Q4_K/Q6_K calls of at least `amx_min_rows()` rows on AMX (where this build has it; the same
-        bits either way, only the speed differs). Returns the previous setting."""
+        """Run q8 calls of AMX_TYPES with at least `amx_min_rows()` rows on AMX (where this build has it; the
+        same bits either way, only the speed differs). Returns the previous setting."""
         return bool(self.lib.spx_set_amx(int(on and self.amx)))
+
+    def amx_on(self) -> bool:
+        """Whether q8 calls of many rows run on AMX now."""
+        was = self.use_amx(True)
+        self.use_amx(was)
+        return was
 
     def amx_min_rows(self) -> int:
         """The fewest rows a call needs to run on AMX (quant_amx.h's AMX_MIN_ROWS)."""
         return int(self.lib.spx_amx_min_rows())
 
+    def prompt_note(self, types: Sequence[str], mode: str) -> str:
+        """Which of these weight types' prompt passes run on AMX ("" when none)."""
+        amx = [t for t in AMX_TYPES if t in types]
+        if mode != "q8" or not amx or not self.amx_on():
+            return ""
+        return f"prompt passes ({self.amx_min_rows()}+ tokens) of its {'/'.join(amx)} on AMX-INT8"
+
     def describe(self, detail: bool = False) -> str:
         """The build and its weight prefetching; `detail`: with what the timing measured (specx env)."""
         prefetch = _state.get("prefetch") if _state.get("lib") is self else None
         ahead = f"; {prefetch.sentence() if detail else prefetch.short()}" if prefetch else ""
-        amx = self.lib.spx_set_amx(1) if self.amx else 0
-        if self.amx:
-            self.lib.spx_set_amx(amx)
-        matrix = (f", AMX-INT8 for prompt passes (q8 Q4_K/Q6_K, {self.amx_min_rows()}+ rows)" if amx else "")
-        return f"specx GGUF block kernels ({self.name} build{' with VNNI' if self.vnni else ''}{matrix}{ahead})"
+        extras = " and ".join(name for name, on in (("VNNI", self.vnni), ("AMX-INT8", self.amx_on())) if on)
+        return f"specx GGUF block kernels ({self.name} build{' with ' + extras if extras else ''}{ahead})"
 
 
 def matmul(x, weights: Sequence[QWeight], mode: str = "f32", out=None):
@@ -133,6 +144,12 @@ def matmul(x, weights: Sequence[QWeight], mode: str = "f32", out=None):
 def embed(w: QWeight, ids):
     """Rows `ids` of w dequantized to gguf's float32 values: (len(ids), cols) float32 (an embedding lookup)."""
     return _default().embed(w, ids)
+
+
+def prompt_note(types: Sequence[str], mode: str) -> str:
+    """Which of these weight types' prompt passes run on AMX here ("" when none): for the kernels line."""
+    lib = _library()
+    return lib.prompt_note(types, mode) if lib else ""
 
 
 def available() -> bool:
