@@ -17,7 +17,7 @@
    XB[mt][s][l][k][m]  int32: bytes 4k..4k+3 of half block l of row 16mt + m (quant.c's xq, lane l of vector k);
    XD[mt][s][l][m]     float: dx of that block; XS[mt][s][j][m] float: xs (dx·Σq) of block j.
    Per thread, one strip of 16 outputs: WD[s][l][n][16] the signed weights of half block l of output n's
-   group s (an A tile: 256 contiguous bytes), WA[s][l][n] = a, WB[s][j][n] = b (Q4_K). */
+   group s (an A tile: 256 contiguous bytes), WA[s][n][l] = a, WB[s][n][j] = b (Q4_K). */
 #if defined(SPX_AVX512) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__linux__)
 #define SPX_AMX 1
 #include <sys/syscall.h>
@@ -103,7 +103,6 @@ static void amx_pack_x(const uint8_t *xq, int64_t M, int64_t K, uint8_t *out, in
 
 /* ---- W: one strip of up to 16 outputs decoded (zeros past nrows) */
 
-static inline int amx_pos(int l) { return 2 * (l & 7) + (l >> 3); }   /* half block of lane l, in natural order */
 
 /* the 32 values of sub-block j (natural order) of output n into WD: half h is lane 8h + j */
 static inline void amx_put(int8_t *wds, int n, int j, __m256i v) {
@@ -118,11 +117,11 @@ static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int n
     for (int64_t s = 0; s < G; ++s)
         for (int n = 0; n < 16; ++n) {
             int8_t *o = wd + s * 4096;
-            float *a = wa + s * 256 + n, *b = wb + s * 128 + n;
+            float *a = wa + s * 256 + 16 * n, *b = wb + s * 128 + 8 * n;
             if (n >= nrows) {
                 for (int j = 0; j < 8; ++j) amx_put(o, n, j, _mm256_setzero_si256());
-                for (int l = 0; l < 16; ++l) a[16 * l] = 0.0f;
-                for (int j = 0; j < 8; ++j) b[16 * j] = 0.0f;
+                _mm512_storeu_ps(a, _mm512_setzero_ps());
+                _mm256_storeu_ps(b, _mm256_setzero_ps());
                 continue;
             }
             const uint8_t *g = w + n * rowbytes + s * bytes;
@@ -132,13 +131,10 @@ static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int n
                     amx_put(o, n, 2 * i, _mm256_and_si256(v, nib));
                     amx_put(o, n, 2 * i + 1, _mm256_and_si256(_mm256_srli_epi16(v, 4), nib));
                 }
-                const float d = f16at(g), dmin = f16at(g + 2);
-                for (int j = 0; j < 8; ++j) {
-                    int sc, m;
-                    scale_min_k4(j, g + 4, &sc, &m);
-                    a[16 * j] = a[16 * (8 + j)] = d * (float)sc;
-                    b[16 * j] = dmin * (float)m;
-                }
+                __m256 a8, b8;
+                k4_scales(g, &a8, &b8);   /* d·sc and dmin·m of sub-blocks 0..7 (lanes j and 8 + j share a) */
+                _mm512_storeu_ps(a, twice(a8));
+                _mm256_storeu_ps(b, b8);
             } else {   /* Q6_K: value 128n + 32Q + p from ql[64n + 32(Q & 1) + p] >> 4(Q >> 1) and qh[32n + p] >> 2Q */
                 for (int h = 0; h < 2; ++h) {
                     const __m256i qh = _mm256_loadu_si256((const __m256i *)(g + 128 + 32 * h));
@@ -150,8 +146,9 @@ static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int n
                         amx_put(o, n, 4 * h + Q, _mm256_sub_epi8(q, off));
                     }
                 }
-                const float d = f16at(g + 208);
-                for (int l = 0; l < 16; ++l) a[16 * l] = d * (float)((const int8_t *)(g + 192))[amx_pos(l)];
+                const __m512i sc = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
+                                                            _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(g + 192))));
+                _mm512_storeu_ps(a, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 208)), _mm512_cvtepi32_ps(sc)));   /* d·sc of lane l's 16 values */
             }
         }
 }
@@ -162,13 +159,13 @@ static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int n
    order): where its operands lie, and the lane whose sums are complete after it (-1 when none). Computed
    once per call (amx_steps). */
 typedef struct {
-    int32_t a, b, e, done;   /* A: bytes into WD; B: int32s into XB; a and dx: floats into WA and XD */
+    int32_t a, b, e, w, done;   /* A: bytes into WD; B: int32s into XB; dx: floats into XD; a: into WA */
 } amx_step;
 
 static void amx_steps(int64_t G, amx_step *st) {
     for (int64_t i = 0; i < 16 * G; ++i) {
         const int l = (int)(i / G), s = (int)(i % G);
-        st[i] = (amx_step){s * 4096 + 256 * l, s * 1024 + 64 * l, s * 256 + 16 * l, s == G - 1 ? l : -1};
+        st[i] = (amx_step){s * 4096 + 256 * l, s * 1024 + 64 * l, s * 256 + 16 * l, s * 256 + l, s == G - 1 ? l : -1};
     }
 }
 
@@ -185,12 +182,12 @@ static void amx_steps(int64_t G, amx_step *st) {
 static inline __attribute__((always_inline)) void amx_epi(const int32_t *cb, const amx_step *st, const float *wa,
                                                           const float *xd, float *lanes, __m512 *acc) {
     const __m512 dxv = _mm512_load_ps(xd + st->e);
-    const float *an = wa + st->e;
+    const float *an = wa + st->w;
 #pragma GCC unroll 16
     for (int n = 0; n < 16; ++n) {
         __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(cb + 16 * n));
         __asm__("" : "+v"(v));   /* keeps GCC from hoisting all 16 conversions (their registers spilled acc) */
-        acc[n] = _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(an[n]), dxv), acc[n]);
+        acc[n] = _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(an[16 * n]), dxv), acc[n]);
     }
     if (st->done >= 0)
 #pragma GCC unroll 16
@@ -257,9 +254,9 @@ static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *w
             for (int n = 0; n < 16; ++n) r[n] = _mm512_setzero_ps();
             for (int64_t s = 0; s < G; ++s) {
                 const __m512 xsv = _mm512_load_ps(xs + s * 128 + 16 * j);
-                const float *bn = wb + s * 128 + 16 * j;
+                const float *bn = wb + s * 128 + j;
 #pragma GCC unroll 16
-                for (int n = 0; n < 16; ++n) r[n] = _mm512_fmadd_ps(_mm512_set1_ps(bn[n]), xsv, r[n]);
+                for (int n = 0; n < 16; ++n) r[n] = _mm512_fmadd_ps(_mm512_set1_ps(bn[8 * n]), xsv, r[n]);
             }
             for (int n = 0; n < 16; ++n) _mm512_store_ps(lanes + 256 * (16 + j) + 16 * n, r[n]);
         }
