@@ -16,20 +16,19 @@
    Layouts (per call; mt = tile of 16 rows, s = group of 256 values, l = lane 8h + j = half h of block j):
    XB[mt][s][l][k][m]  int32: bytes 4k..4k+3 of half block l of row 16mt + m (quant.c's xq, lane l of vector k);
    XD[mt][s][l][m]     float: dx of that block; XS[mt][s][j][m] float: xs (dx·Σq) of block j.
-   Per thread, one strip of 16 outputs: WD[s][l][n][16] the signed weights of half block l of output n's
+   Per thread, per strip of 16 outputs: WD[s][l][n][16] the signed weights of half block l of output n's
    group s (an A tile: 256 contiguous bytes), WA[s][n][l] = a, WB[s][n][j] = b (Q4_K). */
 #if defined(SPX_AVX512) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__linux__)
 #define SPX_AMX 1
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define AMX_MIN_ROWS 32   /* fewer rows run the VNNI kernels: a call decodes each 16-output strip of W for AMX
-                             once, which only pays when it serves several 16-row tiles (decode and verification
-                             calls have at most 16 rows) */
-#define AMX_BLOCK_BYTES (1 << 18)   /* decoded weights a thread keeps per pass over the rows (in L2): tiles that
-                                       write the same rows of Y one after another (a tile's 16 rows lie on 16
-                                       pages: going down Y a strip at a time cost a third of the time in page
-                                       walks) */
+#define AMX_MIN_ROWS 32   /* fewer rows run the VNNI kernels: a call decodes W once more for AMX, which pays once
+                             it serves 2 or more 16-row tiles (measured: benchmarks/results/2026-11-27-amx-prefill);
+                             decode and verification calls have at most 16 rows */
+#define AMX_BLOCK_BYTES (1 << 18)   /* decoded weights a thread keeps per pass over the rows (in L2), so that
+                                       consecutive tiles write the same rows of Y (a tile's 16 rows lie on 16
+                                       pages: page walks, when Y was gone down one strip at a time) */
 #define ARCH_REQ_XCOMP_PERM 0x1023
 #define XFEATURE_XTILEDATA 18
 
@@ -146,9 +145,10 @@ static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int n
                         amx_put(o, n, 4 * h + Q, _mm256_sub_epi8(q, off));
                     }
                 }
-                const __m512i sc = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
-                                                            _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(g + 192))));
-                _mm512_storeu_ps(a, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 208)), _mm512_cvtepi32_ps(sc)));   /* d·sc of lane l's 16 values */
+                /* lane l = 8h + j: d·sc of its 16 values, sc[2j + h] */
+                const __m512i lane = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+                const __m512i sc = _mm512_permutexvar_epi32(lane, _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(g + 192))));
+                _mm512_storeu_ps(a, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 208)), _mm512_cvtepi32_ps(sc)));
             }
         }
 }
@@ -208,8 +208,16 @@ static inline __attribute__((always_inline)) void amx_epi(const int32_t *cb, con
 
 /* 16 vectors (rows n, lanes m) → y[m][n] for m < mrows, n < ncols: a transpose in registers (at each block
    size b = 8, 4, 2, 1 the off-diagonal b × b blocks swap: AMX_SWAP_LO/HI are its permutations) */
-static const int32_t AMX_SWAP_LO[4][16] __attribute__((aligned(64))) = {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}, {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27}, {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29}, {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}};
-static const int32_t AMX_SWAP_HI[4][16] __attribute__((aligned(64))) = {{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}, {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}, {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}, {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
+static const int32_t AMX_SWAP_LO[4][16] __attribute__((aligned(64))) = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+    {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+    {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+    {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}};
+static const int32_t AMX_SWAP_HI[4][16] __attribute__((aligned(64))) = {
+    {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+    {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+    {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+    {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
 
 static inline __attribute__((always_inline)) void amx_store_transposed(__m512 *r, float *y, int64_t ldy, int mrows,
                                                                        int ncols) {
@@ -264,7 +272,8 @@ static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *w
     for (int n = 0; n < 16; ++n) {   /* q8_result: tree8(acc[j] + acc[8 + j]) − tree8(accb) */
         __m512 u[8], v[8];
         for (int j = 0; j < 8; ++j) {
-            u[j] = _mm512_add_ps(_mm512_load_ps(lanes + 256 * j + 16 * n), _mm512_load_ps(lanes + 256 * (8 + j) + 16 * n));
+            const float *lj = lanes + 256 * j + 16 * n;
+            u[j] = _mm512_add_ps(_mm512_load_ps(lj), _mm512_load_ps(lj + 256 * 8));
             v[j] = kind == KIND_KM ? _mm512_load_ps(lanes + 256 * (16 + j) + 16 * n) : _mm512_setzero_ps();
         }
 #define TREE8(a) _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])), \
