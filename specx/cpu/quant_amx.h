@@ -197,13 +197,15 @@ static inline __attribute__((always_inline)) void amx_epi(const int32_t *cb, con
         }
 }
 
-/* Four C tiles rotate: a tile is stored, reissued for product i + 4, and scaled one step later (its stored
-   bytes are read after the next tile's store is under way, not right behind their own). */
-#define AMX_STEP(T, A, B, PREV, i)                               \
-    do {                                                         \
-        _tile_stored(T, cb[T], 64);                              \
-        if ((i) > 0) amx_epi(cb[PREV], st + (i) - 1, wa, xd, lanes, acc); \
-        if ((i) + 4 < P) AMX_DOT(T, A, B, (i) + 4);              \
+/* Four C tiles rotate: at step i tile i % 4 is stored (into buffer i % 8), reissued for product i + 4, and
+   product i − AMX_LAG is scaled (in order: the accumulation order is the products' order). */
+#define AMX_LAG 2   /* steps between a tile's store and its scaling (its stored bytes are read once the store
+                      has left; 1 to 4 differed by a few per cent) */
+#define AMX_STEP(T, A, B, U, i)                                                                \
+    do {                                                                                       \
+        _tile_stored(T, cb[U], 64);                                                            \
+        if ((i) >= AMX_LAG) amx_epi(cb[(U + 8 - AMX_LAG) & 7], st + (i) - AMX_LAG, wa, xd, lanes, acc); \
+        if ((i) + 4 < P) AMX_DOT(T, A, B, (i) + 4);                                            \
     } while (0)
 
 /* 16 vectors (rows n, lanes m) → y[m][n] for m < mrows, n < ncols: a transpose in registers (at each block
@@ -240,7 +242,7 @@ static inline __attribute__((always_inline)) void amx_store_transposed(__m512 *r
 static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *wb, int64_t G, const amx_step *st,
                      const int32_t *xb, const float *xd, const float *xs, float *lanes, float *y, int64_t ldy, int mrows,
                      int ncols) {
-    int32_t cb[4][256] __attribute__((aligned(64)));
+    int32_t cb[8][256] __attribute__((aligned(64)));
     __m512 acc[16];
     const int64_t P = 16 * G;   /* products: 16 lanes × G groups, a multiple of 4 */
 #pragma GCC unroll 16
@@ -249,13 +251,17 @@ static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *w
     AMX_DOT(1, 5, 7, 1);
     AMX_DOT(2, 4, 6, 2);
     AMX_DOT(3, 5, 7, 3);
-    for (int64_t i = 0; i < P; i += 4) {
-        AMX_STEP(0, 4, 6, 3, i);
-        AMX_STEP(1, 5, 7, 0, i + 1);
-        AMX_STEP(2, 4, 6, 1, i + 2);
-        AMX_STEP(3, 5, 7, 2, i + 3);
+    for (int64_t i = 0; i < P; i += 8) {   /* P is a multiple of 16 */
+        AMX_STEP(0, 4, 6, 0, i);
+        AMX_STEP(1, 5, 7, 1, i + 1);
+        AMX_STEP(2, 4, 6, 2, i + 2);
+        AMX_STEP(3, 5, 7, 3, i + 3);
+        AMX_STEP(0, 4, 6, 4, i + 4);
+        AMX_STEP(1, 5, 7, 5, i + 5);
+        AMX_STEP(2, 4, 6, 6, i + 6);
+        AMX_STEP(3, 5, 7, 7, i + 7);
     }
-    amx_epi(cb[3], st + P - 1, wa, xd, lanes, acc);
+    for (int64_t i = P - AMX_LAG; i < P; ++i) amx_epi(cb[i & 7], st + i, wa, xd, lanes, acc);
     __m512 r[16];   /* (not acc: that one stays in registers) */
     if (kind == KIND_KM) {   /* accb[j] = fma(b, xs, accb[j]) over the groups */
         for (int j = 0; j < 8; ++j) {
