@@ -105,7 +105,8 @@ class Library:
 
     def use_amx(self, on: bool) -> bool:
         """Run q8 calls of AMX_TYPES with at least `amx_min_rows()` rows on AMX (where this build has it; the
-        same bits either way, only the speed differs). Returns the previous setting."""
+        same bits either way, only the speed differs; the setting is the loaded library's, shared by every
+        Library of the same build). Returns the previous setting."""
         return bool(self.lib.spx_set_amx(int(on and self.amx)))
 
     def amx_on(self) -> bool:

@@ -322,6 +322,21 @@ def test_amx_rows_with_a_nan_or_infinity_come_out_nan():
 @pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
 def test_specx_amx_0_turns_amx_off(monkeypatch):
     """SPECX_AMX=0: a loaded build never runs AMX (and its kernels sentence does not name it)."""
+    before = quant._default().amx_on()   # the setting is the loaded build's: restored below
     monkeypatch.setenv(quant.AMX_ENV, "0")
     lib = quant.load(quant.variants()[0])
-    assert not lib.amx_on() and "AMX" not in lib.describe() and lib.prompt_note(["Q4_K"], "q8") == ""
+    try:
+        assert not lib.amx_on() and "AMX" not in lib.describe() and lib.prompt_note(["Q4_K"], "q8") == ""
+    finally:
+        quant._default().use_amx(before)
+
+
+@needs_amx
+def test_the_kernels_line_names_amx_for_q8_prompt_passes_of_its_types():
+    """The decoder's kernels line names AMX where a q8 prompt pass of Q4_K/Q6_K runs on it, and only there."""
+    from specx.decoder import linear
+
+    if not quant._default().amx_on():
+        pytest.skip(f"AMX turned off here ({quant.AMX_ENV})")
+    assert "AMX" in linear.prompt_note("Q4_K/Q6_K", "q8") and "Q6_K" in linear.prompt_note("Q6_K/F32", "q8")
+    assert linear.prompt_note("Q4_K/Q6_K", "f32") == "" and linear.prompt_note("Q8_0/Q5_0", "q8") == ""
