@@ -8,7 +8,7 @@ process) `--reps` times: a prompt pass from an empty cache, timed in wall-clock 
 time is steadier on a machine others share). Then a 1-token decode after a 100-token prompt, alternating the
 same way (it runs 1 row: the VNNI kernels either way). Prints medians and tok/s; checks that both ways give the
 same logits bit for bit. `--kernels`: one q8 matmul of random weights of the 1.5B's shapes (gate+up, down,
-q+k+v) at those row counts, AMX on and off alternating, process CPU time."""
+q+k+v) and the 0.5B's (gate+up, down) at those row counts, AMX on and off alternating, process CPU time."""
 from __future__ import annotations
 
 import argparse
@@ -25,7 +25,8 @@ def timed(model, ids: list[int]):
 
 
 KERNEL_SHAPES = [("Q4_K", 17920, 1536, "gate+up"), ("Q4_K", 1536, 8960, "down"), ("Q6_K", 1536, 8960, "down"),
-                 ("Q4_K", 2048, 1536, "q+k+v")]
+                 ("Q4_K", 2048, 1536, "q+k+v"), ("Q8_0", 9728, 896, "0.5B gate+up"), ("Q5_0", 9728, 896, "0.5B gate+up"),
+                 ("Q5_0", 896, 4864, "0.5B down"), ("Q8_0", 896, 4864, "0.5B down")]
 
 
 def kernels(rows: list[int], reps: int) -> None:

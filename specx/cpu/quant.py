@@ -48,11 +48,11 @@ BUILDS = {
     "portable": ((), ()),
 }
 VNNI_FLAGS = {"avx512": ("avx512_vnni", "-mavx512vnni"), "avx2": ("avx_vnni", "-mavxvnni")}
-# the AVX-512 build adds AMX-INT8 (quant_amx.h: q8 Q4_K/Q6_K calls of many rows, the same bits) where the CPU
+# the AVX-512 build adds AMX-INT8 (quant_amx.h: q8 calls of AMX_TYPES of many rows, the same bits) where the CPU
 # has it, the compiler takes these flags and the kernel grants the tile state
 AMX_FLAGS = (("amx_tile", "amx_int8"), ("-mamx-tile", "-mamx-int8"))
 AMX_ENV = "SPECX_AMX"   # 0: never use AMX (benchmarks and tests compare both ways)
-AMX_TYPES = ("Q4_K", "Q6_K")   # the weight types quant_amx.h runs
+AMX_TYPES = ("Q4_K", "Q6_K", "Q8_0", "Q5_0")   # the weight types quant_amx.h runs
 PREFETCH_ENV = "SPECX_QUANT_PREFETCH"   # 1 or 0: prefetch or not, instead of timing both (prefetch_choice)
 PREFETCH_BYTES = 2048   # the distance timed against none: 1-2 KB ahead was best on the AVX-512 dev machine
 PREFETCH_COPIES = 16    # Q4_K copies of the timed 8960x1536 layer: 123 MB, more than a last-level cache

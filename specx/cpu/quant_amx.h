@@ -1,4 +1,4 @@
-/* quant.c's AMX-INT8 path for the q8 mode of Q4_K and Q6_K, for calls of many rows (a prompt pass):
+/* quant.c's AMX-INT8 path for the q8 mode of Q4_K, Q6_K, Q8_0 and Q5_0, for calls of many rows (a prompt pass):
    included by quant.c in AVX-512 builds compiled with -mamx-tile -mamx-int8, used only when quant.py turned
    it on (the CPU has AMX, the kernel granted the tile state, SPECX_AMX is not 0) and the call has at least
    AMX_MIN_ROWS rows.
@@ -45,7 +45,7 @@ int spx_set_amx(int32_t on) {   /* returns the previous setting */
     return was;
 }
 
-static inline int amx_type(int type) { return type == T_Q4_K || type == T_Q6_K; }
+static inline int amx_type(int type) { return type == T_Q4_K || type == T_Q6_K || type == T_Q8_0 || type == T_Q5_0; }
 
 typedef struct {
     uint8_t palette, start;
@@ -109,9 +109,19 @@ static inline void amx_put(int8_t *wds, int n, int j, __m256i v) {
     _mm_storeu_si128((__m128i *)(wds + 256 * (8 + j) + 16 * n), _mm256_extracti128_si256(v, 1));
 }
 
-static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int nrows, int64_t G, int8_t *wd,
-                             float *wa, float *wb) {
-    const int bytes = block_bytes(type);
+/* 32 values of a Q8_0 or Q5_0 block as signed bytes (Q5_0: q − 16, q's fifth bit from qh) */
+static inline __m256i amx_block32(int type, const uint8_t *b) {
+    if (type == T_Q8_0) return _mm256_loadu_si256((const __m256i *)(b + 2));
+    const __m128i qs = _mm_loadu_si128((const __m128i *)(b + 6)), nib = _mm_set1_epi8(15);
+    const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(qs, nib)),
+                                              _mm_and_si128(_mm_srli_epi16(qs, 4), nib), 1);
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    return _mm256_sub_epi8(_mm256_mask_add_epi8(q, (__mmask32)rd32(b + 2), q, sixteen), sixteen);
+}
+
+static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int nrows, int64_t G, int64_t K,
+                             int8_t *wd, float *wa, float *wb) {
+    const int bytes = block_bytes(type), kt = block_values(type) == QKK;
     const __m256i nib = _mm256_set1_epi8(15), three = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
     for (int64_t s = 0; s < G; ++s)
         for (int n = 0; n < 16; ++n) {
@@ -123,8 +133,16 @@ static void amx_decode_strip(int type, const uint8_t *w, int64_t rowbytes, int n
                 _mm256_storeu_ps(b, _mm256_setzero_ps());
                 continue;
             }
-            const uint8_t *g = w + n * rowbytes + s * bytes;
-            if (type == T_Q4_K) {   /* sub-block 2i: low nibbles of qs[32i..], 2i + 1: high nibbles */
+            const uint8_t *g = w + n * rowbytes + (kt ? s : 8 * s) * bytes;
+            if (!kt) {   /* Q8_0, Q5_0: 8 blocks, a = d for both halves; blocks past the row's end are zeros */
+                const int nb = K / QK - 8 * s < 8 ? (int)(K / QK - 8 * s) : 8;
+                float d[8] = {0};
+                for (int j = 0; j < 8; ++j) {
+                    amx_put(o, n, j, j < nb ? amx_block32(type, g + j * bytes) : _mm256_setzero_si256());
+                    d[j] = j < nb ? f16at(g + j * bytes) : 0.0f;
+                }
+                _mm512_storeu_ps(a, twice(_mm256_loadu_ps(d)));
+            } else if (type == T_Q4_K) {   /* sub-block 2i: low nibbles of qs[32i..], 2i + 1: high nibbles */
                 for (int i = 0; i < 4; ++i) {
                     const __m256i v = _mm256_loadu_si256((const __m256i *)(g + 16 + 32 * i));
                     amx_put(o, n, 2 * i, _mm256_and_si256(v, nib));
@@ -297,7 +315,7 @@ static void amx_tile(int kind, const int8_t *wd, const float *wa, const float *w
    the same numbers). */
 static int amx_segment_rows(int type, const uint8_t *xpack, int64_t M, int64_t K, const uint8_t *w, int64_t rowbytes,
                             int64_t n0, int64_t n1, float *y, int64_t ldy) {
-    const int64_t G = K / QKK, MT = (M + 15) / 16, strip = G * (4096 + 1024 + 512);
+    const int64_t G = (K + QKK - 1) / QKK, MT = (M + 15) / 16, strip = G * (4096 + 1024 + 512);
     int64_t nb = AMX_BLOCK_BYTES / strip;
     nb = nb < 1 ? 1 : nb;
     uint8_t *wd = aligned_alloc(64, nb * strip);
@@ -315,7 +333,7 @@ static int amx_segment_rows(int type, const uint8_t *xpack, int64_t M, int64_t K
         const int64_t c1 = c0 + 16 * nb < n1 ? c0 + 16 * nb : n1;
         for (int64_t c = c0; c < c1; c += 16) {
             uint8_t *d = wd + (c - c0) / 16 * strip;
-            amx_decode_strip(type, w + c * rowbytes, rowbytes, n1 - c < 16 ? (int)(n1 - c) : 16, G, (int8_t *)d,
+            amx_decode_strip(type, w + c * rowbytes, rowbytes, n1 - c < 16 ? (int)(n1 - c) : 16, G, K, (int8_t *)d,
                              (float *)(d + G * 4096), (float *)(d + G * 5120));
         }
         for (int64_t mt = 0; mt < MT; ++mt)

@@ -244,7 +244,7 @@ def test_describe_names_the_build_and_modes():
     assert "prefetching" in quant.describe(detail=True)
 
 
-# ---------------------------------------------------------------- AMX (quant_amx.h): q8 Q4_K/Q6_K, many rows
+# ---------------------------------------------------------------- AMX (quant_amx.h): q8 of AMX_TYPES, many rows
 
 def amx_library():
     """The AVX-512 build with AMX on, or None where this CPU, compiler or kernel has no AMX."""
@@ -277,7 +277,8 @@ def both_ways(lib, x, weights):
 @pytest.mark.parametrize("name", quant.AMX_TYPES)
 def test_amx_equals_the_vnni_kernels_and_the_numpy_reference_bit_for_bit(name):
     """With AMX (rows ≥ the threshold) q8 results are the VNNI kernels' and quant_ref's bits, for odd shapes
-    (rows not a multiple of 16, one and several superblocks) and M = threshold, threshold + 1, 64, 100, 256."""
+    (rows not a multiple of 16; one block, a partial group of 8 blocks, several groups) and M = threshold,
+    threshold + 1, 64, 100, 256."""
     rng = np.random.default_rng(20)
     low = _amx.amx_min_rows()
     for rows, cols in shapes(name) + [(40, 1536)]:
@@ -339,4 +340,5 @@ def test_the_kernels_line_names_amx_for_q8_prompt_passes_of_its_types():
     if not quant._default().amx_on():
         pytest.skip(f"AMX turned off here ({quant.AMX_ENV})")
     assert "AMX" in linear.prompt_note("Q4_K/Q6_K", "q8") and "Q6_K" in linear.prompt_note("Q6_K/F32", "q8")
-    assert linear.prompt_note("Q4_K/Q6_K", "f32") == "" and linear.prompt_note("Q8_0/Q5_0", "q8") == ""
+    assert "Q8_0/Q5_0" in linear.prompt_note("Q5_0/Q8_0/Q4_K", "q8")
+    assert linear.prompt_note("Q4_K/Q6_K", "f32") == "" and linear.prompt_note("Q4_1/Q2_K", "q8") == ""
