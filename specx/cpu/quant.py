@@ -36,7 +36,7 @@ from .qweight import QWeight, check
 from .quant_ref import random_weight
 
 SOURCE = Path(__file__).with_name("quant.c")
-PARTS = ("quant_avx512.h", "quant_avx2.h", "quant_amx.h")   # included by quant.c: their hash joins the build's options
+PARTS = ("quant_avx512.h", "quant_avx2.h", "quant_amx.h")   # included by quant.c: their hash joins the options
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 MODES = ("f32", "q8")
 _MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
@@ -111,9 +111,7 @@ class Library:
 
     def amx_on(self) -> bool:
         """Whether q8 calls of many rows run on AMX now."""
-        was = self.use_amx(True)
-        self.use_amx(was)
-        return was
+        return bool(self.lib.spx_set_amx(-1))
 
     def amx_min_rows(self) -> int:
         """The fewest rows a call needs to run on AMX (quant_amx.h's AMX_MIN_ROWS)."""

@@ -39,9 +39,9 @@ int spx_amx_min_rows(void) { return AMX_MIN_ROWS; }
 /* Asks the kernel for the tile state (once per process); returns 0 when granted. */
 int spx_amx_init(void) { return (int)syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA); }
 
-int spx_set_amx(int32_t on) {   /* returns the previous setting */
+int spx_set_amx(int32_t on) {   /* returns the previous setting; on < 0: changes nothing */
     const int was = amx_on;
-    amx_on = on != 0;
+    if (on >= 0) amx_on = on != 0;
     return was;
 }
 
