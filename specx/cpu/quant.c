@@ -525,6 +525,8 @@ static inline void k4_scales(const uint8_t *g, __m256 *a, __m256 *b) {
 
 #include "quant_avx2.h"
 
+#include "quant_amx.h"
+
 /* ---------------------------------------------------------------- dispatch (AVX2 and AVX-512 builds) */
 #if defined(SPX_AVX512) || defined(SPX_AVX2)
 static inline __attribute__((always_inline)) void f32_rows(const int type, const int R, const float *x, int64_t K,
@@ -651,6 +653,15 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
 #endif
         }
     }
+    uint8_t *xpack = 0;   /* AMX: the quantized rows repacked (quant_amx.h), when this call takes that path */
+#if SPX_AMX
+    int amx = 0;
+    for (int s = 0; s < nseg; ++s) amx |= amx_type(types[s]);
+    if (amx && amx_on && xq && M >= AMX_MIN_ROWS) {
+        xpack = aligned_alloc(64, amx_x_bytes(M, K));
+        if (xpack) amx_pack_x(xq, M, K, xpack, threads);   /* without the memory: the VNNI kernels */
+    }
+#endif
 #pragma omp parallel num_threads(threads)
     {
         int id = 0, nt = 1;
@@ -666,12 +677,17 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
             int64_t a = lo <= start ? 0 : (lo - start + rb - 1) / rb, b = hi <= start ? 0 : (hi - start + rb - 1) / rb;
             if (a > rows[s]) a = rows[s];
             if (b > rows[s]) b = rows[s];
-            if (a < b)
-                segment_rows(types[s], mode, x, xq, M, K, data[s], rb, a, b, y + col, N);
+            int done = a >= b;
+#if SPX_AMX
+            if (!done && xpack && amx_type(types[s]))
+                done = !amx_segment_rows(types[s], xpack, M, K, data[s], rb, a, b, y + col, N);
+#endif
+            if (!done) segment_rows(types[s], mode, x, xq, M, K, data[s], rb, a, b, y + col, N);
             start += bytes;
             col += rows[s];
         }
     }
+    free(xpack);
     free(xq);
     return 0;
 }
@@ -685,10 +701,11 @@ void spx_dequantize_rows(int32_t type, const uint8_t *data, int64_t K, const int
         for (int64_t b = 0; b < K / per; ++b) decode_block(type, data + ids[i] * rb + b * bytes, out + i * K + b * per);
 }
 
-/* Which build this is: 2 AVX-512, 1 AVX2, 0 portable; +4 when its integer dot products are VNNI. */
+/* Which build this is: 2 AVX-512, 1 AVX2, 0 portable; +4 when its integer dot products are VNNI, +8 when it
+   has the AMX path (quant_amx.h). */
 int spx_build(void) {
 #if defined(SPX_AVX512)
-    return 2 + 4 * SPX_VNNI;
+    return 2 + 4 * SPX_VNNI + 8 * SPX_AMX;
 #elif defined(SPX_AVX2)
     return 1 + 4 * SPX_VNNI;
 #else

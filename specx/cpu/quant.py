@@ -36,7 +36,7 @@ from .qweight import QWeight, check
 from .quant_ref import random_weight
 
 SOURCE = Path(__file__).with_name("quant.c")
-PARTS = ("quant_avx512.h", "quant_avx2.h")   # included by quant.c: their hash joins the build's options
+PARTS = ("quant_avx512.h", "quant_avx2.h", "quant_amx.h")   # included by quant.c: their hash joins the options
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 MODES = ("f32", "q8")
 _MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
@@ -48,6 +48,11 @@ BUILDS = {
     "portable": ((), ()),
 }
 VNNI_FLAGS = {"avx512": ("avx512_vnni", "-mavx512vnni"), "avx2": ("avx_vnni", "-mavxvnni")}
+# the AVX-512 build adds AMX-INT8 (quant_amx.h: q8 calls of AMX_TYPES of many rows, the same bits) where the CPU
+# has it, the compiler takes these flags and the kernel grants the tile state
+AMX_FLAGS = (("amx_tile", "amx_int8"), ("-mamx-tile", "-mamx-int8"))
+AMX_ENV = "SPECX_AMX"   # 0: never use AMX (benchmarks and tests compare both ways)
+AMX_TYPES = ("Q4_K", "Q6_K", "Q8_0", "Q5_0")   # the weight types quant_amx.h runs
 PREFETCH_ENV = "SPECX_QUANT_PREFETCH"   # 1 or 0: prefetch or not, instead of timing both (prefetch_choice)
 PREFETCH_BYTES = 2048   # the distance timed against none: 1-2 KB ahead was best on the AVX-512 dev machine
 PREFETCH_COPIES = 16    # Q4_K copies of the timed 8960x1536 layer: 123 MB, more than a last-level cache
@@ -62,6 +67,7 @@ class Library:
     vnni: bool
     lib: ctypes.CDLL
     path: Path
+    amx: bool = False   # built with AMX and granted the tile state here
 
     def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None):
         """See the module-level `matmul`."""
@@ -97,11 +103,33 @@ class Library:
         setting."""
         return int(self.lib.spx_set_prefetch(int(nbytes)))
 
+    def use_amx(self, on: bool) -> bool:
+        """Run q8 calls of AMX_TYPES with at least `amx_min_rows()` rows on AMX (where this build has it; the
+        same bits either way, only the speed differs; the setting is the loaded library's, shared by every
+        Library of the same build). Returns the previous setting."""
+        return bool(self.lib.spx_set_amx(int(on and self.amx)))
+
+    def amx_on(self) -> bool:
+        """Whether q8 calls of many rows run on AMX now."""
+        return bool(self.lib.spx_set_amx(-1))
+
+    def amx_min_rows(self) -> int:
+        """The fewest rows a call needs to run on AMX (quant_amx.h's AMX_MIN_ROWS)."""
+        return int(self.lib.spx_amx_min_rows())
+
+    def prompt_note(self, types: Sequence[str], mode: str) -> str:
+        """Which of these weight types' prompt passes run on AMX ("" when none)."""
+        amx = [t for t in AMX_TYPES if t in types]
+        if mode != "q8" or not amx or not self.amx_on():
+            return ""
+        return f"prompt passes ({self.amx_min_rows()}+ tokens) of its {'/'.join(amx)} on AMX-INT8"
+
     def describe(self, detail: bool = False) -> str:
         """The build and its weight prefetching; `detail`: with what the timing measured (specx env)."""
         prefetch = _state.get("prefetch") if _state.get("lib") is self else None
         ahead = f"; {prefetch.sentence() if detail else prefetch.short()}" if prefetch else ""
-        return f"specx GGUF block kernels ({self.name} build{' with VNNI' if self.vnni else ''}{ahead})"
+        extras = " and ".join(name for name, on in (("VNNI", self.vnni), ("AMX-INT8", self.amx_on())) if on)
+        return f"specx GGUF block kernels ({self.name} build{' with ' + extras if extras else ''}{ahead})"
 
 
 def matmul(x, weights: Sequence[QWeight], mode: str = "f32", out=None):
@@ -115,6 +143,12 @@ def matmul(x, weights: Sequence[QWeight], mode: str = "f32", out=None):
 def embed(w: QWeight, ids):
     """Rows `ids` of w dequantized to gguf's float32 values: (len(ids), cols) float32 (an embedding lookup)."""
     return _default().embed(w, ids)
+
+
+def prompt_note(types: Sequence[str], mode: str) -> str:
+    """Which of these weight types' prompt passes run on AMX here ("" when none): for the kernels line."""
+    lib = _library()
+    return lib.prompt_note(types, mode) if lib else ""
 
 
 def available() -> bool:
@@ -147,17 +181,28 @@ def variants() -> list[str]:
     return [name for name, (needs, _) in BUILDS.items() if all(f in flags for f in needs)]
 
 
-def load(name: str, vnni: bool | None = None) -> Library:
+def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Library:
     """Compile (once per machine) and load one build, with VNNI where the CPU has it (or as `vnni` says, for
-    tests: a VNNI build needs a CPU with VNNI); OSError when compiling fails."""
+    tests: a VNNI build needs a CPU with VNNI), and AMX likewise (AVX-512 only; a compiler that refuses its
+    flags gives the build without it). OSError when compiling fails. AMX is on when the kernel grants the
+    tile state and SPECX_AMX is not 0 (Library.use_amx)."""
     compiler = build.c_compiler()
     if not compiler:
         raise OSError("no C compiler found (install gcc, or set CC)")
     _, options = BUILDS[name]
     if vnni is None:
         vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
+    if amx is None:
+        amx = amx_cpu() and name == "avx512"
     options = options + ((VNNI_FLAGS[name][1],) if vnni else ()) + (f"-DSPX_PARTS={parts_hash()}",)
-    path = build.build(f"quant-{name}{'-vnni' if vnni else ''}", SOURCE, compiler, FLAGS + options)
+    tag = f"quant-{name}{'-vnni' if vnni else ''}"
+    path = None
+    if amx:
+        try:
+            path = build.build(f"{tag}-amx", SOURCE, compiler, FLAGS + options + AMX_FLAGS[1])
+        except (OSError, subprocess.SubprocessError):
+            path = None   # this compiler has no AMX: the build without it
+    path = path or build.build(tag, SOURCE, compiler, FLAGS + options)
     lib = build.load(path)
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
     lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
@@ -169,7 +214,19 @@ def load(name: str, vnni: bool | None = None) -> Library:
     lib.spx_build.restype = ctypes.c_int
     lib.spx_set_prefetch.argtypes = [ctypes.c_int64]
     lib.spx_set_prefetch.restype = ctypes.c_int64
-    return Library(name, bool(lib.spx_build() & 4), lib, path)
+    lib.spx_set_amx.argtypes = [ctypes.c_int32]
+    lib.spx_set_amx.restype = ctypes.c_int
+    lib.spx_amx_init.restype = ctypes.c_int
+    lib.spx_amx_min_rows.restype = ctypes.c_int
+    granted = bool(lib.spx_build() & 8) and lib.spx_amx_init() == 0
+    out = Library(name, bool(lib.spx_build() & 4), lib, path, granted)
+    out.use_amx(os.environ.get(AMX_ENV, "").strip() != "0")
+    return out
+
+
+def amx_cpu() -> bool:
+    """Whether this CPU has AMX-INT8 (x86-64 only)."""
+    return platform.machine().lower() in ("x86_64", "amd64") and all(f in cpu_flags() for f in AMX_FLAGS[0])
 
 
 def parts_hash() -> str:

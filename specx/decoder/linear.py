@@ -36,6 +36,12 @@ def describe() -> str:
     return f"reference linear: weights dequantized to float32 once, {exact}"
 
 
+def prompt_note(types: str, mode: str) -> str:
+    """Which weight types ("Q4_K/Q6_K") run their prompt passes on AMX ("" when none, or on the reference)."""
+    quant = _quant()
+    return quant.prompt_note(types.split("/"), mode) if quant is not None else ""
+
+
 def matmul(x: torch.Tensor, weights: Sequence[QWeight], mode: str = "f32") -> torch.Tensor:
     """x (M, cols) float32 @ [w0; w1; …]ᵀ → (M, sum of rows): one fused projection. The reference is
     exact float32 whatever `mode` asks (the native kernels' "q8" quantizes x per row)."""

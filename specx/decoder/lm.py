@@ -118,6 +118,8 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
     f = read(path)
     activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
+    amx = linear.prompt_note(f.weights.types(), mode)
+    activations += f", {amx}" if amx else ""
     kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are, {linear.describe()}, "
                f"{activations}; {attention.describe()}")
     head = None

@@ -151,11 +151,12 @@ def test_bad_inputs_are_refused_before_any_kernel_runs():
 
 
 def builds_here() -> list:
-    """Every build this CPU runs and this compiler builds, with and without VNNI where the CPU has VNNI
-    (compiled two at a time)."""
-    combos = [(name, vnni) for name in quant.variants()
+    """Every build this CPU runs and this compiler builds, with and without VNNI where the CPU has VNNI, and
+    the AVX-512 ones with and without AMX where it has AMX (compiled two at a time)."""
+    combos = [(name, vnni, amx) for name in quant.variants()
               for vnni in ((True, False) if name in quant.VNNI_FLAGS
-                           and quant.VNNI_FLAGS[name][0] in quant.cpu_flags() else (False,))]
+                           and quant.VNNI_FLAGS[name][0] in quant.cpu_flags() else (False,))
+              for amx in ((True, False) if name == "avx512" and quant.amx_cpu() else (False,))]
 
     def load(combo):
         try:
@@ -241,3 +242,103 @@ def test_describe_names_the_build_and_modes():
     assert quant.modes() == ("f32", "q8")
     assert any(name in quant.describe() for name in quant.BUILDS)
     assert "prefetching" in quant.describe(detail=True)
+
+
+# ---------------------------------------------------------------- AMX (quant_amx.h): q8 of AMX_TYPES, many rows
+
+def amx_library():
+    """The AVX-512 build with AMX on, or None where this CPU, compiler or kernel has no AMX."""
+    if not quant.amx_cpu() or "avx512" not in quant.variants():
+        return None
+    try:
+        lib = quant.load("avx512", amx=True)
+    except OSError:
+        return None
+    return lib if lib.amx else None
+
+
+_amx = amx_library() if quant.available() else None
+needs_amx = pytest.mark.skipif(_amx is None, reason="no AMX-INT8 here (CPU, compiler or kernel): the VNNI path runs")
+AMX_ROWS = (0, 1, 32, 68, 224)   # M = threshold + these: the threshold, odd, 64, 100, 256
+
+
+def both_ways(lib, x, weights):
+    """lib's q8 result with AMX on, then off."""
+    was = lib.use_amx(True)
+    try:
+        on = lib.matmul(x, weights, "q8")
+        lib.use_amx(False)
+        return on, lib.matmul(x, weights, "q8")
+    finally:
+        lib.use_amx(was)
+
+
+@needs_amx
+@pytest.mark.parametrize("name", quant.AMX_TYPES)
+def test_amx_equals_the_vnni_kernels_and_the_numpy_reference_bit_for_bit(name):
+    """With AMX (rows ≥ the threshold) q8 results are the VNNI kernels' and quant_ref's bits, for odd shapes
+    (rows not a multiple of 16; one block, a partial group of 8 blocks, several groups) and M = threshold,
+    threshold + 1, 64, 100, 256."""
+    rng = np.random.default_rng(20)
+    low = _amx.amx_min_rows()
+    for rows, cols in shapes(name) + [(40, 1536)]:
+        w = quant_ref.random_weight(name, rows, cols, rng)
+        for m in (low + extra for extra in AMX_ROWS):
+            x = inputs(m, cols, 200 + m)
+            on, off = both_ways(_amx, x, [w])
+            assert torch.equal(on, off), (rows, cols, m)
+            assert np.array_equal(on.numpy(), quant_ref.reference_q8(x.numpy(), [w])), (rows, cols, m)
+
+
+@needs_amx
+def test_amx_rows_equal_the_rows_computed_alone_with_any_thread_count():
+    """Each row of a 100-row call on AMX (a fused group of Q4_K, Q8_0 and Q6_K segments, split between 1, 2 or
+    3 threads) is the bits of that row computed alone (1 row: the VNNI kernels)."""
+    rng = np.random.default_rng(21)
+    group = [quant_ref.random_weight(name, rows, 512, rng) for name, rows in (("Q4_K", 37), ("Q8_0", 12), ("Q6_K", 21))]
+    x = inputs(100, 512, 22)
+    threads = torch.get_num_threads()
+    was = _amx.use_amx(True)
+    try:
+        torch.set_num_threads(1)
+        alone = rows_of(_amx, x, group, "q8")
+        for t in (1, 2, 3):
+            torch.set_num_threads(t)
+            assert torch.equal(_amx.matmul(x, group, "q8"), alone), t
+    finally:
+        torch.set_num_threads(threads)
+        _amx.use_amx(was)
+
+
+@needs_amx
+def test_amx_rows_with_a_nan_or_infinity_come_out_nan():
+    """On AMX too, a NaN or infinity in a row makes that row's results NaN and leaves the others' bits."""
+    w = quant_ref.random_weight("Q4_K", 9, 512, np.random.default_rng(23))
+    x = inputs(_amx.amx_min_rows() + 3, 512, 24)
+    x[1, 7], x[2, 300] = float("nan"), float("inf")
+    on, off = both_ways(_amx, x, [w])
+    assert on[1:3].isnan().all() and torch.equal(on[3:], off[3:]) and torch.equal(on[0], off[0])
+
+
+@pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
+def test_specx_amx_0_turns_amx_off(monkeypatch):
+    """SPECX_AMX=0: a loaded build never runs AMX (and its kernels sentence does not name it)."""
+    before = quant._default().amx_on()   # the setting is the loaded build's: restored below
+    monkeypatch.setenv(quant.AMX_ENV, "0")
+    lib = quant.load(quant.variants()[0])
+    try:
+        assert not lib.amx_on() and "AMX" not in lib.describe() and lib.prompt_note(["Q4_K"], "q8") == ""
+    finally:
+        quant._default().use_amx(before)
+
+
+@needs_amx
+def test_the_kernels_line_names_amx_for_q8_prompt_passes_of_its_types():
+    """The decoder's kernels line names AMX where a q8 prompt pass of Q4_K/Q6_K runs on it, and only there."""
+    from specx.decoder import linear
+
+    if not quant._default().amx_on():
+        pytest.skip(f"AMX turned off here ({quant.AMX_ENV})")
+    assert "AMX" in linear.prompt_note("Q4_K/Q6_K", "q8") and "Q6_K" in linear.prompt_note("Q6_K/F32", "q8")
+    assert "Q8_0/Q5_0" in linear.prompt_note("Q5_0/Q8_0/Q4_K", "q8")
+    assert linear.prompt_note("Q4_K/Q6_K", "f32") == "" and linear.prompt_note("Q4_1/Q2_K", "q8") == ""
