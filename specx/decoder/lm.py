@@ -13,6 +13,7 @@ import torch
 from ..cpu import attention
 from . import config as configs
 from . import linear
+from . import resident
 from . import weights as weight_files
 from .gguf_file import open_gguf
 from .tokenizer import load_tokenizer
@@ -117,19 +118,21 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
     f = read(path)
+    weights = resident.copy_in(f.weights) if resident.wanted() else f.weights
     activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
     amx = linear.prompt_note(f.weights.types(), mode)
     activations += f", {amx}" if amx else ""
-    kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are, {linear.describe()}, "
+    held = f", {resident.describe()}" if weights is not f.weights else ""
+    kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are{held}, {linear.describe()}, "
                f"{activations}; {attention.describe()}")
     head = None
     if draft_vocab:
         from . import vocabtrim
 
         usable = min(len(f.tokenizer), f.config.vocab_size)
-        head = vocabtrim.DraftHead(f.weights.output, vocabtrim.keep_ids(f.tokenizer, usable, draft_vocab), usable)
+        head = vocabtrim.DraftHead(weights.output, vocabtrim.keep_ids(f.tokenizer, usable, draft_vocab), usable)
         kernels += f", {vocabtrim.describe(head.base, f.config.vocab_size, context=True)}"
-    return LeanLM(Decoder(f.config, f.weights, context, mode), f.tokenizer, f.name, eos=f.eos, kernels=kernels,
+    return LeanLM(Decoder(f.config, weights, context, mode), f.tokenizer, f.name, eos=f.eos, kernels=kernels,
                   vocab=f.config.vocab_size, head=head)
 
 

@@ -1,0 +1,111 @@
+"""The matrices every forward reads whole, copied from the file's map into anonymous memory on 2 MiB pages.
+
+Why: a forward streams every layer matrix, and through the file's map each 4 KiB page is a TLB entry; the
+kernels then wait on page walks (nested ones under a hypervisor), not on memory. On 2 MiB pages a 1-token step
+of the 1.5B fixture ran 1.4× faster in the same process (benchmarks/results/2026-11-27-hugepages). The copy
+is the file's bytes (no conversion), made only where the kernel hands out transparent huge pages on request
+(with plain 4 KiB pages a copy is as slow as the map), and each source range leaves the process once copied,
+so the resident size stays the weights' bytes. An untied embedding is read by rows (filerows.py) and stays out.
+The copy is made only where the memory plan keeps the whole model in RAM (the lean decoder on a CPU)."""
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ..cpu.qweight import QWeight
+from .weights import Weights
+
+ENV = "SPECX_WEIGHTS"             # "map": keep reading the file's map (benchmarks compare both ways)
+HUGE = 2 << 20                    # a transparent huge page on x86-64 and arm64 (4 KiB base pages)
+ALIGN = 64                        # each matrix starts on a cache line, as the kernels' loads prefer
+THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def offered(setting: str) -> bool:
+    """Whether a transparent_hugepage/enabled setting ("always [madvise] never") gives huge pages to a
+    region that asks for them."""
+    chosen = setting[setting.find("[") + 1:setting.find("]")] if "[" in setting else ""
+    return chosen in ("always", "madvise")
+
+
+def wanted() -> bool:
+    """Whether this machine gets the copy: huge pages on request, and SPECX_WEIGHTS is not "map"."""
+    if os.environ.get(ENV, "").strip().lower() == "map" or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return False
+    try:
+        return offered(THP_SETTING.read_text())
+    except OSError:
+        return False
+
+
+def describe() -> str:
+    """The kernels sentence's part on where the weights are read from."""
+    return "weights copied to 2 MiB pages (fewer TLB misses than the file's map)"
+
+
+def copy_in(weights: Weights) -> Weights:
+    """`weights` with every layer matrix and the output layer in one huge-page region (a tied output layer is
+    also the embedding, which then comes along); vectors are copies already, an untied embedding stays mapped
+    and read by rows."""
+    whole = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)] + [weights.output]
+    region = _region(sum(_padded(m.nbytes) for m in whole))
+    moved, at = {}, 0
+    for m in whole:
+        if id(m) not in moved:
+            moved[id(m)] = _move(m, region[at:at + m.nbytes])
+            at += _padded(m.nbytes)
+
+    def layer(l):
+        return replace(l, qkv=[moved[id(m)] for m in l.qkv], o=[moved[id(m)] for m in l.o],
+                       gate_up=[moved[id(m)] for m in l.gate_up], down=[moved[id(m)] for m in l.down])
+
+    output = moved[id(weights.output)]
+    embed = output if weights.embed is weights.output else weights.embed
+    return replace(weights, embed=embed, layers=[layer(l) for l in weights.layers], output=output)
+
+
+def _padded(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _region(nbytes: int) -> np.ndarray:
+    """`nbytes` of anonymous memory starting on a huge-page boundary, asked to be backed by huge pages."""
+    size = (nbytes + 2 * HUGE - 1) // HUGE * HUGE   # one page more, to start on a boundary
+    m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    m.madvise(mmap.MADV_HUGEPAGE)
+    whole = np.frombuffer(m, dtype=np.uint8)   # keeps the map alive as long as a view of it lives
+    skip = -whole.ctypes.data % HUGE
+    return whole[skip:skip + nbytes]
+
+
+def _move(m: QWeight, into: np.ndarray) -> QWeight:
+    """`m`'s bytes copied into `into`. Where `m` is a read-only view (a file's map), the source pages that lie
+    wholly inside it leave this process (they stay in the page cache; a later read maps them again); writable
+    memory is never released, as that would zero it."""
+    np.copyto(into, m.data)
+    if not m.data.flags.writeable:
+        _release(m.data)
+    return replace(m, data=into)
+
+
+_PAGE = mmap.PAGESIZE
+_libc = None
+
+
+def _release(view: np.ndarray) -> None:
+    """madvise(MADV_DONTNEED) over the whole pages inside `view`, a read-only view of a file map: the process
+    drops its mappings of them (a later read maps them again from the page cache). Best effort."""
+    global _libc
+    start = -(-view.ctypes.data // _PAGE) * _PAGE
+    end = (view.ctypes.data + view.nbytes) // _PAGE * _PAGE
+    if end <= start or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    _libc.madvise(start, end - start, mmap.MADV_DONTNEED)

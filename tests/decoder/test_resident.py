@@ -1,0 +1,59 @@
+"""Layer matrices copied from the file's map into huge-page memory (decoder/resident.py): the same bytes, the
+same logits bit for bit, a tied output layer still the embedding, and only read-only maps released."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from test_decoder import ids
+from test_decoder_gguf import gguf_model, write_gguf
+from specx.cpu.qweight import QWeight
+from specx.decoder import resident
+from specx.decoder.lm import load, read
+
+
+@pytest.mark.parametrize("setting, given", [("always [madvise] never", True), ("[always] madvise never", True),
+                                            ("always madvise [never]", False), ("", False)])
+def test_huge_pages_are_wanted_only_where_the_kernel_offers_them(setting, given):
+    """The sysfs setting's bracketed choice decides: always or madvise give huge pages on request."""
+    assert resident.offered(setting) is given
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen2-tied"])
+def test_copied_weights_hold_the_files_bytes_and_compute_the_same_logits(tmp_path, monkeypatch, family):
+    """Every matrix after copy_in has the mapped matrix's bytes at another address; a tied output layer is still
+    the embedding; prefill and cached decode give bit-identical logits with the copy and with the map."""
+    path = write_gguf(gguf_model(family), family, tmp_path / f"{family}.gguf")
+    mapped = read(path).weights
+    copied = resident.copy_in(read(path).weights)
+    pairs = list(zip(mapped.matrices(), copied.matrices()))
+    assert len(pairs) == len(mapped.matrices()) == len(copied.matrices())
+    for a, b in pairs:
+        assert np.array_equal(a.data, b.data) and a.data.ctypes.data != b.data.ctypes.data
+    assert (copied.output is copied.embed) == (family == "qwen2-tied")
+    tokens = ids(9)
+    monkeypatch.setenv(resident.ENV, "map")
+    lm_map = load(path)
+    monkeypatch.setattr(resident, "wanted", lambda: True)
+    lm_copy = load(path)
+    assert "2 MiB pages" in lm_copy.kernels and "2 MiB pages" not in lm_map.kernels
+    got = [torch.cat([lm.forward(tokens[:20])] + [lm.forward([t]) for t in tokens[20:]]) for lm in (lm_map, lm_copy)]
+    assert torch.equal(got[0], got[1])
+
+
+def test_the_switch_keeps_the_map(monkeypatch):
+    """SPECX_WEIGHTS=map: no copy, whatever the kernel offers."""
+    monkeypatch.setenv(resident.ENV, "map")
+    assert not resident.wanted()
+
+
+def test_writable_sources_are_copied_but_never_released():
+    """A matrix in ordinary (writable) memory keeps its bytes after being copied: releasing its pages would zero
+    them."""
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 255, 34 * 4096, dtype=np.uint8)   # Q8_0: 34 bytes per 32 values
+    m = QWeight(8, data, 16, 8192)
+    keep = data.copy()
+    out = resident._move(m, resident._region(m.nbytes))
+    assert np.array_equal(data, keep) and np.array_equal(out.data, keep)
