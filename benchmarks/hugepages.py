@@ -4,7 +4,7 @@
 
     python benchmarks/hugepages.py [MODEL.gguf ...] [--reps 7] [--steps 12] [--prompt 300]
 
-Per model: the copy's time, then for each repeat and each way a prompt pass of --prompt tokens and the median
+Per model: the load's time with the copy, then for each repeat and each way a prompt pass of --prompt tokens and the median
 of --steps 1-token steps after it; medians over repeats, and whether both ways gave the same logits."""
 from __future__ import annotations
 

@@ -117,12 +117,12 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     `context`: cache positions (default model.DEFAULT_CONTEXT or the model's own, the smaller);
     `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
-    f = read(path)
-    weights = resident.copy_in(f.weights) if resident.wanted() else f.weights
+    moving = resident.wanted()
+    f = read(path, huge_pages=moving)
     activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
     amx = linear.prompt_note(f.weights.types(), mode)
     activations += f", {amx}" if amx else ""
-    held = f", {resident.describe()}" if weights is not f.weights else ""
+    held = f", {resident.describe()}" if moving else ""
     kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are{held}, {linear.describe()}, "
                f"{activations}; {attention.describe()}")
     head = None
@@ -130,9 +130,9 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
         from . import vocabtrim
 
         usable = min(len(f.tokenizer), f.config.vocab_size)
-        head = vocabtrim.DraftHead(weights.output, vocabtrim.keep_ids(f.tokenizer, usable, draft_vocab), usable)
+        head = vocabtrim.DraftHead(f.weights.output, vocabtrim.keep_ids(f.tokenizer, usable, draft_vocab), usable)
         kernels += f", {vocabtrim.describe(head.base, f.config.vocab_size, context=True)}"
-    return LeanLM(Decoder(f.config, weights, context, mode), f.tokenizer, f.name, eos=f.eos, kernels=kernels,
+    return LeanLM(Decoder(f.config, f.weights, context, mode), f.tokenizer, f.name, eos=f.eos, kernels=kernels,
                   vocab=f.config.vocab_size, head=head)
 
 
@@ -156,10 +156,11 @@ class ModelFiles:
         return f", {vocabtrim.describe(self.keep, self.config.vocab_size)}"
 
 
-def read(path: str | Path, draft_vocab: int = 0) -> ModelFiles:
-    """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids."""
+def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False) -> ModelFiles:
+    """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids.
+    `huge_pages`: the matrices copied to 2 MiB pages while the tokenizer loads (resident.py)."""
     path = Path(path)
-    config, weights, tokenizer, eos = _from_folder(path) if path.is_dir() else _from_gguf(path)
+    config, weights, tokenizer, eos = _from_folder(path, huge_pages) if path.is_dir() else _from_gguf(path, huge_pages)
     keep = None
     if draft_vocab:
         from . import vocabtrim
@@ -169,23 +170,27 @@ def read(path: str | Path, draft_vocab: int = 0) -> ModelFiles:
     return ModelFiles(config, weights, tokenizer, frozenset(eos), path.stem if path.is_file() else path.name, keep)
 
 
-def _from_gguf(path: Path):
+def _from_gguf(path: Path, huge_pages: bool):
     gguf = open_gguf(path)
     shapes = {name: info.shape for name, info in gguf.tensors.items()}
     freqs = gguf.array("rope_freqs.weight") if "rope_freqs.weight" in gguf.tensors else None
     config = configs.from_gguf(gguf.meta, shapes, freqs)
     weights = weight_files.from_gguf(gguf, config)
+    move = resident.Move(weights) if huge_pages else None
     tokenizer = load_tokenizer(gguf)
+    weights = move.result() if move else weights
     eos = {tokenizer.eos_token_id, gguf.meta.get("tokenizer.ggml.eos_token_id")}
     return config, weights, tokenizer, {int(i) for i in eos if i is not None}
 
 
-def _from_folder(path: Path):
+def _from_folder(path: Path, huge_pages: bool):
     from transformers import AutoConfig, AutoTokenizer
 
     config = configs.from_hf(AutoConfig.from_pretrained(path, trust_remote_code=False))
     weights = weight_files.from_safetensors(path, config)
+    move = resident.Move(weights) if huge_pages else None
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    weights = move.result() if move else weights
     eos = {tokenizer.eos_token_id}
     generation = path / "generation_config.json"
     if generation.is_file():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from .weights import Weights
 ENV = "SPECX_WEIGHTS"             # "map": keep reading the file's map (benchmarks compare both ways)
 HUGE = 2 << 20                    # a transparent huge page on x86-64 and arm64 (4 KiB base pages)
 ALIGN = 64                        # each matrix starts on a cache line, as the kernels' loads prefer
+CHUNK = 16 << 20                  # copied and released at a time: the peak resident size exceeds the weights'
+                                  # bytes by at most this (an output layer alone is 191 MB in the 1.5B fixture)
 THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
@@ -45,7 +48,7 @@ def wanted() -> bool:
 
 def describe() -> str:
     """The kernels sentence's part on where the weights are read from."""
-    return "weights copied to 2 MiB pages (fewer TLB misses than the file's map)"
+    return "its layers copied to 2 MiB pages (fewer TLB misses than through the file's map)"
 
 
 def copy_in(weights: Weights) -> Weights:
@@ -53,8 +56,7 @@ def copy_in(weights: Weights) -> Weights:
     also the embedding, which then comes along); vectors are copies already, an untied embedding stays mapped
     and read by rows."""
     whole = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)] + [weights.output]
-    region = _region(sum(_padded(m.nbytes) for m in whole))
-    moved, at = {}, 0
+    region, at, moved = _region(sum(_padded(m.nbytes) for m in whole)), 0, {}
     for m in whole:
         if id(m) not in moved:
             moved[id(m)] = _move(m, region[at:at + m.nbytes])
@@ -67,6 +69,27 @@ def copy_in(weights: Weights) -> Weights:
     output = moved[id(weights.output)]
     embed = output if weights.embed is weights.output else weights.embed
     return replace(weights, embed=embed, layers=[layer(l) for l in weights.layers], output=output)
+
+
+class Move:
+    """copy_in(weights) on a thread, so that the copy overlaps other loading (the tokenizer): faulting in fresh
+    memory is slow in a virtual machine, whose host backs a guest page only when it is first touched.
+    `result()` waits and returns the moved weights, or `weights` as they were if memory could not be had."""
+
+    def __init__(self, weights: Weights):
+        self._weights, self._moved = weights, None
+        self._thread = threading.Thread(target=self._run, name="specx-weights-to-huge-pages", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._moved = copy_in(self._weights)
+        except (OSError, MemoryError, ValueError):
+            self._moved = None
+
+    def result(self) -> Weights:
+        self._thread.join()
+        return self._moved or self._weights
 
 
 def _padded(n: int) -> int:
@@ -84,12 +107,14 @@ def _region(nbytes: int) -> np.ndarray:
 
 
 def _move(m: QWeight, into: np.ndarray) -> QWeight:
-    """`m`'s bytes copied into `into`. Where `m` is a read-only view (a file's map), the source pages that lie
-    wholly inside it leave this process (they stay in the page cache; a later read maps them again); writable
-    memory is never released, as that would zero it."""
-    np.copyto(into, m.data)
-    if not m.data.flags.writeable:
-        _release(m.data)
+    """`m`'s bytes copied into `into`, CHUNK at a time. Where `m` is a read-only view (a file's map), the source
+    pages that lie wholly inside each chunk leave this process (they stay in the page cache; a later read maps
+    them again); writable memory is never released, as that would zero it."""
+    for at in range(0, m.nbytes, CHUNK):
+        part = m.data[at:at + CHUNK]
+        np.copyto(into[at:at + CHUNK], part)
+        if not part.flags.writeable:
+            _release(part)
     return replace(m, data=into)
 
 
