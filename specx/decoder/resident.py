@@ -13,19 +13,21 @@ import ctypes
 import mmap
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from ..cpu.qweight import QWeight
 from .weights import Weights
 
 ENV = "SPECX_WEIGHTS"             # "map": keep reading the file's map (benchmarks compare both ways)
 HUGE = 2 << 20                    # a transparent huge page on x86-64 and arm64 (4 KiB base pages)
 ALIGN = 64                        # each matrix starts on a cache line, as the kernels' loads prefer
 CHUNK = 16 << 20                  # copied and released at a time: the peak resident size exceeds the weights'
-                                  # bytes by at most this (an output layer alone is 191 MB in the 1.5B fixture)
+                                  # bytes by at most COPIERS of these (the 1.5B fixture's output layer is 191 MB)
+COPIERS = 4                       # threads copying (at most one per CPU): a fresh page's first touch stalls its
+                                  # CPU in a virtual machine, and the stalls overlap across CPUs
 THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
@@ -59,8 +61,13 @@ def copy_in(weights: Weights) -> Weights:
     region, at, moved = _region(sum(_padded(m.nbytes) for m in whole)), 0, {}
     for m in whole:
         if id(m) not in moved:
-            moved[id(m)] = _move(m, region[at:at + m.nbytes])
+            moved[id(m)] = (m, region[at:at + m.nbytes])
             at += _padded(m.nbytes)
+    chunks = [(src.data[i:i + CHUNK], dst[i:i + CHUNK]) for src, dst in moved.values()
+              for i in range(0, src.nbytes, CHUNK)]
+    with ThreadPoolExecutor(min(COPIERS, os.cpu_count() or 1)) as pool:
+        list(pool.map(_copy, chunks))
+    moved = {key: replace(src, data=dst) for key, (src, dst) in moved.items()}
 
     def layer(l):
         return replace(l, qkv=[moved[id(m)] for m in l.qkv], o=[moved[id(m)] for m in l.o],
@@ -106,16 +113,14 @@ def _region(nbytes: int) -> np.ndarray:
     return whole[skip:skip + nbytes]
 
 
-def _move(m: QWeight, into: np.ndarray) -> QWeight:
-    """`m`'s bytes copied into `into`, CHUNK at a time. Where `m` is a read-only view (a file's map), the source
-    pages that lie wholly inside each chunk leave this process (they stay in the page cache; a later read maps
-    them again); writable memory is never released, as that would zero it."""
-    for at in range(0, m.nbytes, CHUNK):
-        part = m.data[at:at + CHUNK]
-        np.copyto(into[at:at + CHUNK], part)
-        if not part.flags.writeable:
-            _release(part)
-    return replace(m, data=into)
+def _copy(chunk: tuple[np.ndarray, np.ndarray]) -> None:
+    """Copy one chunk. Where the source is a read-only view (a file's map), its whole pages then leave this
+    process (they stay in the page cache; a later read maps them again); writable memory is never released,
+    as that would zero it."""
+    src, dst = chunk
+    np.copyto(dst, src)
+    if not src.flags.writeable:
+        _release(src)
 
 
 _PAGE = mmap.PAGESIZE
