@@ -14,6 +14,7 @@
 #include <string.h>
 
 #define QK 256
+#define ROUNDER 12582912.0f   /* 1.5 * 2^23: adding and subtracting it rounds a float below 2^22 to an integer, half to even */
 
 static uint16_t half_bits(float f) {   /* float32 -> IEEE half, round to nearest even; inputs are not NaN */
     uint32_t x;
@@ -49,9 +50,9 @@ static float half_value(uint16_t h) {
 }
 
 static inline uint8_t level(float v, int top) {   /* rint(v) clipped to [0, top]; NaN -> 0 */
-    if (v != v) return 0;
-    const float r = rintf(v);
-    return r <= 0.0f ? 0 : r >= (float)top ? (uint8_t)top : (uint8_t)r;
+    if (!(v > 0.0f)) return 0;                     /* NaN, zero, negative: rint(v) <= 0 */
+    if (v >= (float)top) return (uint8_t)top;
+    return (uint8_t)((v + ROUNDER) - ROUNDER);     /* 0 < v < 16: rint to nearest even, branch-free */
 }
 
 static void quantize_block(const float *x, uint8_t *out) {

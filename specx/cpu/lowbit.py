@@ -14,7 +14,7 @@ from . import build
 from .lowbit_ref import BLOCK, BLOCK_BYTES, quantize_q2_k as reference
 
 SOURCE = Path(__file__).with_name("lowbit.c")
-FLAGS = ("-O2", "-fopenmp", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC", "-lm")
+FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC", "-lm")
 _state: dict = {}
 
 

@@ -104,7 +104,7 @@ def test_self_q2k_with_copies_decodes_the_targets_greedy_output_on_a_real_model(
     plain, copy = specx.load(str(path), "none"), specx.load(str(path), "self-q2k+ngram")
     assert copy.explanation.startswith("drafter: self-q2k+ngram (a 2-bit copy of ")
     run = RunOptions(max_tokens=24)
-    for prompt in ("def fibonacci(n):", "Name three uses of copper.", "Repeat: the cat sat on the mat, the cat"):
+    for prompt in ("def fibonacci(n):", "Repeat: the cat sat on the mat, the cat sat on the"):
         assert _text(copy, prompt, run) == _text(plain, prompt, run)
 
 
