@@ -57,7 +57,9 @@ def main() -> int:
         pairs[name] = specx.load(str(MODEL), name)
         print(f"{name} loaded in {time.perf_counter() - t:.1f} s: {pairs[name].explanation}", flush=True)
     names = list(pairs)
-    prompts = suite.calibration(suite.bundled(), a.per_category)
+    chosen = suite.calibration(suite.bundled(), a.per_category)
+    rank = {id(p): sum(q.category == p.category for q in chosen[:i]) for i, p in enumerate(chosen)}
+    prompts = sorted(chosen, key=lambda p: rank[id(p)])   # categories interleaved: a run cut short covers them all
     rates, rounds, tokens = {n: {} for n in names}, {n: {} for n in names}, {}
     for rep in range(a.repeats):
         for i, p in enumerate(prompts):
