@@ -4,7 +4,8 @@ One file per model file under paths.copy_cache(), named by the model's identity 
 mtime_ns) and FORMAT: a header (MAGIC, then the JSON of that identity and every matrix's shape) and the
 matrices' Q2_K blocks, layer after layer in the decoder's order (q, k, v, o, gate, up, down). It is written
 under a temporary name and renamed into place (a reader never sees half a file; a lock keeps two first runs
-from building it twice), and read back by a memory map. A file whose header is not this model's, or whose
+from building it twice), and read back into memory, not mapped (a draft step from anonymous memory was faster:
+benchmarks/results/2026-11-27-self-q2k). A file whose header is not this model's, or whose
 size is not the header's plus the matrices', is rebuilt, never read. The bytes themselves are not hashed: a
 damaged block can only lower acceptance, never the output (the target verifies every token)."""
 from __future__ import annotations
@@ -79,13 +80,16 @@ def read(path: Path, header: bytes) -> list[QWeight] | None:
         with open(path, "rb") as f:
             if f.read(len(header)) != header or os.fstat(f.fileno()).st_size != _size(header):
                 return None
-            data = np.memmap(f, dtype=np.uint8, mode="r")
+            f.seek(_start(header))
+            data = np.fromfile(f, dtype=np.uint8)
     except OSError:
         return None
-    out, at = [], _start(header)
+    if data.size != _size(header) - _start(header):   # changed while it was read
+        return None
+    out, at = [], 0
     for rows, cols in json.loads(_json(header))["shapes"]:
         n = copy_bytes([(rows, cols)])
-        out.append(QWeight(Q2_K, np.asarray(data[at:at + n]).view(np.uint8), rows, cols))
+        out.append(QWeight(Q2_K, data[at:at + n], rows, cols))
         at += n
     return out
 
