@@ -87,7 +87,7 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
     from .drafters.ngram import NgramDrafter
     from .memory.placement import attach_experts, plan_run
     from .policy.policy import DEFAULT_K, draft_cap
-    from .policy.tuned import split_hybrid
+    from .policy.tuned import SELF_COPY, SPECIAL, split_hybrid
     from .memory.variant import Ask, source_for
     from .state.limits import runtime_quant
 
@@ -101,14 +101,15 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
         choice, auto_note = pick(source, dtype_name(o.dtype))
         hybrid = choice != "ngram"
     choice = "none" if k == 0 else choice
-    draft_source = None if choice in ("none", "ngram", "self") else source_for(choice, Ask(o.draft_quant, o.draft_dtype or o.dtype,
+    draft_source = None if choice in SPECIAL else source_for(choice, Ask(o.draft_quant, o.draft_dtype or o.dtype,
                                                                                 o.mem_budget))
     if draft_source is not None:
         target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
         check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
     may_self = choice == "self" or (drafter == "auto" and choice == "ngram")   # auto: where the target can
     applied = plan_run(source, draft_source, k, o.dtype, runtime_quant(o.quant), o.mem_budget, o.allow_disk_offload,
-                       o.moe_offload, runtime_quant(o.draft_quant), notify, self_draft=may_self)
+                       o.moe_offload, runtime_quant(o.draft_quant), notify,
+                       self_draft=may_self or choice == SELF_COPY, self_copy=choice == SELF_COPY)
     _say(notify, applied.note)
     if applied.plan.k_cap < k and choice != "none":   # SpecMemo: speculation shrinks before the target moves
         _say(notify, f"note: k lowered from {k} to {applied.plan.k_cap}, the most this memory plan leaves room for")
@@ -117,6 +118,8 @@ def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) 
     target.placement = applied.summary
     if applied.moe_budget:
         target.experts = attach_experts(target, applied.moe_budget, notify)
+    if choice == SELF_COPY:
+        return _self_copy_pair(target, source, k, chosen, hybrid, o.draft_vocab, notify)
     if may_self and (choice == "self" or drafts_itself(target)):
         return _self_pair(target, source, k, chosen, hybrid or drafter == "auto", auto_note if drafter == "auto" else "",
                           o.draft_vocab)
@@ -176,6 +179,26 @@ def _self_pair(target, source, k: int, chosen: bool, hybrid: bool, auto_note: st
     copies = "; copies from the context instead where it already holds the continuation" if hybrid else ""
     why = f"; {auto_note}, so the target drafts for itself" if auto_note else ""
     return Pair(target, draft, k, f"drafter: {draft.name} (self-speculation: the target {said}{copies}{why})",
+                measured_key=measured.make_key(target, source.path, draft.name), k_chosen=chosen)
+
+
+def _self_copy_pair(target, source, k: int, chosen: bool, hybrid: bool, draft_vocab: int | None, notify) -> Pair:
+    """The target drafting with a 2-bit copy of its own layers (drafters/selfcopy.py), copying from the
+    context too where `hybrid`."""
+    from .drafters import selfcopy
+    from .drafters.hybrid import HybridDrafter
+    from .drafters.ngram import NgramDrafter
+    from .policy import measured
+
+    if not drafts_itself(target):
+        raise UsageError(f"--drafter {selfcopy.NAME} needs specx's own decoder, and {target.name} runs on "
+                         f"transformers' model (its architecture or format is not one the lean decoder reads)",
+                         "use --drafter ngram or a model drafter (--drafter MODEL)")
+    usable = min(len(target.tokenizer), target.vocab_size)
+    drafter, said = selfcopy.for_target(target, source.path, usable, draft_vocab, notify)
+    draft = HybridDrafter(NgramDrafter(), drafter) if hybrid else drafter
+    copies = "; copies from the context instead where it already holds the continuation" if hybrid else ""
+    return Pair(target, draft, k, f"drafter: {draft.name} ({said}{copies})",
                 measured_key=measured.make_key(target, source.path, draft.name), k_chosen=chosen)
 
 

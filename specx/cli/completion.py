@@ -5,7 +5,7 @@ import glob
 import json
 import os
 
-SPECIAL_DRAFTERS = ("auto", "none", "ngram", "self", "self+ngram")
+SPECIAL_DRAFTERS = ("auto", "none", "ngram", "self", "self+ngram", "self-q2k", "self-q2k+ngram")
 
 
 def _presets() -> list[str]:

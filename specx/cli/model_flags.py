@@ -8,7 +8,7 @@ import typer
 from .completion import complete_drafter, complete_model
 
 Model = Annotated[str, typer.Argument(help="A GGUF file, a Hugging Face model folder, a preset name (or preset file), or a Hub repo org/name[:quant][@revision].", autocompletion=complete_model)]
-Drafter = Annotated[str, typer.Option("--drafter", "-d", help="auto (a model drafter that also copies from the context, else self+ngram on specx's own decoder, else ngram), none, ngram, self (the target drafts with some of its own layers), a model (file/folder/preset), or MODEL+ngram (self+ngram too).", autocompletion=complete_drafter)]
+Drafter = Annotated[str, typer.Option("--drafter", "-d", help="auto (a model drafter that also copies from the context, else self+ngram on specx's own decoder, else ngram), none, ngram, self (the target drafts with some of its own layers), self-q2k (with a 2-bit copy of its own layers, built once and cached), a model (file/folder/preset), or MODEL+ngram (self+ngram too).", autocompletion=complete_drafter)]
 DraftTokens = Annotated[int, typer.Option("--draft-tokens", "-k", help="Tokens drafted per round (0 = plain decoding); the most with --draft-policy auto, which drafts up to 16 unless -k is set.")]
 DraftPolicy = Annotated[str, typer.Option("--draft-policy", help="auto (draft up to k while measured costs say it pays, each draft ending where the rest would likely be wasted; else plain decoding, re-probed), fixed (k every round), heuristic (+2 after a fully accepted round, -1 otherwise), confidence (up to k, stop when the drafter's top probability < --confidence).")]
 Confidence = Annotated[float, typer.Option("--confidence", help="Threshold for --draft-policy confidence.")]

@@ -38,7 +38,7 @@ def plan(
     from ..models.resolve import resolve
     from ..memory.placement import variants
     from ..memory.variant import Ask, source_for
-    from ..policy.tuned import split_hybrid
+    from ..policy.tuned import SELF_COPY, SPECIAL, split_hybrid
     from ..state.limits import runtime_quant
     from .defaults import resolve as resolve_options
 
@@ -47,14 +47,16 @@ def plan(
     choice = split_hybrid(m.drafter)[0]   # MODEL+ngram: copying costs no memory beyond the model's
     if m.drafter == "auto":
         choice = next((d for d in (source.preset.drafters if source.preset else ()) if d != "ngram"), "none")
-    # self drafts with the target's own weights: no drafter, only the copy of the output rows it keeps; auto
+    # self drafts with the target's own weights: no drafter, only the copy of the output rows it keeps (self-q2k:
+    # and a 2-bit copy of its layers, priced with its KV cache); auto
     # without a model drafter drafts itself where the target runs on specx's decoder (api.prepare)
-    draft_source = None if choice in ("none", "ngram", "self") or m.k == 0 else \
+    draft_source = None if choice in SPECIAL or m.k == 0 else \
         source_for(choice, Ask(m.draft_quant, m.draft_dtype or m.dtype, m.mem_budget))
-    self_draft = m.k != 0 and (choice == "self" or (m.drafter == "auto" and choice == "none"))
+    self_draft = m.k != 0 and (choice in ("self", SELF_COPY) or (m.drafter == "auto" and choice == "none"))
     try:
         result = plan_for(source, draft_source, context, m.k, m.mem_budget, m.dtype, runtime_quant(m.quant),
-                          m.allow_disk_offload, runtime_quant(m.draft_quant), self_draft)
+                          m.allow_disk_offload, runtime_quant(m.draft_quant), self_draft,
+                          m.k != 0 and choice == SELF_COPY)
     except PlanRefused as e:
         output.note(e.table)
         raise

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 def plan_for(source, drafter_source=None, context: int | None = None, k: int = 4, budgets=None,
              dtype: str = "auto", quant: str = "auto", allow_disk: bool = False, draft_quant: str = "auto",
-             self_draft: bool = False):
+             self_draft: bool = False, self_copy: bool = False):
     """The MemoryPlan for a resolved target (and model drafter) Source; reads only their configs.
 
     `budgets`: a Budgets, a `--mem-budget` string or dict (the rest detected), or None (all detected).
     `draft_quant`: the drafter's CPU weights, as `--draft-quant` (auto: int8dyn where fbgemm exists).
-    `self_draft`: the target drafts for itself (its lean decoder keeps a copy of its first output rows).
+    `self_draft`: the target drafts for itself (its lean decoder keeps a copy of its first output rows);
+    `self_copy`: with a Q2_K copy of its layers (`--drafter self-q2k`), priced with its KV cache.
     """
     from .shapes import shape_for
     from .planner import Request, plan
@@ -22,5 +23,6 @@ def plan_for(source, drafter_source=None, context: int | None = None, k: int = 4
         budgets = detect(override)
     target = shape_for(source)
     drafter = shape_for(drafter_source) if drafter_source is not None else None
-    return plan(target, drafter, budgets, Request(context, k, dtype, quant, allow_disk, draft_quant, self_draft),
+    return plan(target, drafter, budgets, Request(context, k, dtype, quant, allow_disk, draft_quant, self_draft,
+                                                    self_copy),
                 simulated=simulated)

@@ -6,7 +6,7 @@ from . import backends as bk
 from .footprint import (DTYPE_BYTES, NATIVE_QUANTS, Scheme, Shape, fastpath_copy, file_scheme,
                         int8dyn_scheme, is_native, plain, runtime_overhead)
 from .plan import MemoryPlan, Placement
-from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, speculation_bytes)
+from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, self_copy_bytes, speculation_bytes)
 from .probe import Budgets, fmt_bytes
 
 BNB = ("int8", "nf4", "fp4")
@@ -113,7 +113,8 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
         act = DTYPE_BYTES[scheme.other_dtype]
         head = max(headroom[fast], activation_bytes(target, ctx, act, is_native(scheme.name)))
         for kk, dc in levels:
-            spec = speculation_bytes(target, drafter, kk, dc, act, d_act)
+            spec = speculation_bytes(target, drafter, kk, dc, act, d_act) + (sum(self_copy_bytes(target, ctx, act))
+                                                                              if req.self_copy else 0)
             left = room[fast] - head - (spec if spec_dev == fast else 0)
             left -= fastpath_copy(target, scheme.name) if fast == CPU else 0
             only = {GPU: None, CPU: None, DISK: None, fast: left}
@@ -129,6 +130,10 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     scheme, placed, kk, dc, head, spec = chosen
     headroom[fast] = max(headroom[fast], head)
     _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder)
+    if req.self_copy:
+        weights, kv = self_copy_bytes(target, ctx, DTYPE_BYTES[scheme.other_dtype])
+        reasons.append(f"drafter: a 2-bit copy of the target's layers ({fmt_bytes(weights)}) and its own KV cache "
+                       f"({fmt_bytes(kv)} at {ctx} tokens), counted with speculation")
     t_plan = make_model_plan("target", target, scheme.other_dtype, "none" if not scheme.lossy else scheme.name,
                              placed, ctx, scheme.lossy, ctx, reasons, req.self_draft)
     cache = _expert_cache(target, scheme, compute, placed, fast, reasons)
@@ -245,7 +250,8 @@ def _spill(target, drafter, scheme, compute, ctx, levels, room, budget, headroom
     stream = max(off.group_bytes(g) for g in target.groups) if fast == GPU else 0
     best = None
     for kk, dc in (levels[-1], levels[0]):
-        spec = speculation_bytes(target, drafter, kk, dc, act, d_act)
+        spec = speculation_bytes(target, drafter, kk, dc, act, d_act) + (sum(self_copy_bytes(target, ctx, act))
+                                                                          if req.self_copy else 0)
         rooms = dict(room)
         rooms[fast] -= head + stream + (spec if spec_dev == fast else 0)
         if spec_dev != fast:

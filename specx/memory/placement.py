@@ -81,7 +81,7 @@ def _describe(model_plan, load: Load) -> str:
 
 def plan_run(source, draft_source, k: int, dtype: str, quant: str, mem_budget: str | None,
              allow_disk: bool = False, moe_offload: bool = False, draft_quant: str = "auto",
-             notify=None, self_draft: bool = False) -> Applied:
+             notify=None, self_draft: bool = False, self_copy: bool = False) -> Applied:
     """Plan memory for this run and derive how to load each model. Raises PlanRefused (exit 4)."""
     from . import plan_for
     from .planner import PlanRefused
@@ -91,7 +91,8 @@ def plan_run(source, draft_source, k: int, dtype: str, quant: str, mem_budget: s
         if src.kind == "hf":
             _check_hf_folder(src.path)
     try:
-        plan = plan_for(source, draft_source, None, k, mem_budget, dtype, quant, allow_disk, draft_quant, self_draft)
+        plan = plan_for(source, draft_source, None, k, mem_budget, dtype, quant, allow_disk, draft_quant, self_draft,
+                        self_copy)
     except PlanRefused as e:
         if notify:
             notify(e.table)

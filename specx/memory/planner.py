@@ -44,6 +44,7 @@ class Request:
     allow_disk: bool = False
     draft_quant: str = "auto"    # the drafter's CPU weights (fastpath.choose)
     self_draft: bool = False     # the target drafts for itself (`--drafter self`): its kept output rows' copy
+    self_copy: bool = False      # ... with a Q2_K copy of its layers (`--drafter self-q2k`): that copy and its KV cache
 
 
 def activation_bytes(shape: Shape, tokens: int, act: int, native: bool = False) -> int:
@@ -63,6 +64,13 @@ def speculation_bytes(target: Shape, drafter: Shape | None, k: int, draft_ctx: i
     if drafter is not None:
         out += k * drafter.vocab * (d_act + 4) + draft_ctx * drafter.kv_elems_per_token() * d_act
     return out
+
+
+def self_copy_bytes(shape: Shape, context: int, act: int) -> tuple[int, int]:
+    """(weights, KV cache) of a Q2_K copy of the target's layer matrices (drafters/copycache.py: 84 bytes per
+    256 weights) with its own KV cache of `context` tokens."""
+    linear = sum(g.linear_params for g in shape.groups if g.kind == "layer")
+    return linear * 84 // 256, context * shape.kv_elems_per_token() * act
 
 
 def _layer_kv(shape: Shape, g: Group, context: int, act: int) -> int:

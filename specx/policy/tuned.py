@@ -20,7 +20,8 @@ from ..state.paths import config_dir
 from .policy import POLICIES
 
 FILE, LOCK = "tuned.json", "tuned.json.lock"
-SPECIAL = ("none", "ngram", "self")   # drafters that name no model file (self: the target's own layers)
+SELF_COPY = "self-q2k"   # the target drafting with a 2-bit copy of its own layers (drafters/selfcopy.py)
+SPECIAL = ("none", "ngram", "self", SELF_COPY)   # drafters that name no model file (self: the target's own layers)
 VERSION = 1
 
 

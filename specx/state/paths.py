@@ -53,6 +53,16 @@ def kernel_cache() -> Path:
     return Path(_dirs().user_cache_dir) / "kernels"
 
 
+def copy_cache() -> Path:
+    """Low-bit copies of a model's own layers (drafters/copycache.py); SPECX_COPY_CACHE, else SPECX_HOME's
+    cache/copies, else the user cache dir's copies."""
+    value = os.environ.get("SPECX_COPY_CACHE")
+    if value:
+        return Path(value).expanduser()
+    h = home()
+    return h / "cache" / "copies" if h else Path(_dirs().user_cache_dir) / "copies"
+
+
 def plain_name(name: str, what: str) -> str:
     """`name` when it is one plain component (letters, digits, `._-`, not starting with a dot)."""
     from ..errors import UsageError
