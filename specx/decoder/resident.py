@@ -58,10 +58,10 @@ def copy_in(weights: Weights) -> Weights:
     also the embedding, which then comes along); vectors are copies already, an untied embedding stays mapped
     and read by rows."""
     whole = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)] + [weights.output]
-    region, at, moved = _region(sum(_padded(m.nbytes) for m in whole)), 0, {}
+    block, at, moved = region(sum(_padded(m.nbytes) for m in whole)), 0, {}
     for m in whole:
         if id(m) not in moved:
-            moved[id(m)] = (m, region[at:at + m.nbytes])
+            moved[id(m)] = (m, block[at:at + m.nbytes])
             at += _padded(m.nbytes)
     chunks = [(src.data[i:i + CHUNK], dst[i:i + CHUNK]) for src, dst in moved.values()
               for i in range(0, src.nbytes, CHUNK)]
@@ -103,7 +103,7 @@ def _padded(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def _region(nbytes: int) -> np.ndarray:
+def region(nbytes: int) -> np.ndarray:
     """`nbytes` of anonymous memory starting on a huge-page boundary, asked to be backed by huge pages."""
     size = (nbytes + 2 * HUGE - 1) // HUGE * HUGE   # one page more, to start on a boundary
     m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)

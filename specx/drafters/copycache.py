@@ -4,8 +4,8 @@ One file per model file under paths.copy_cache(), named by the model's identity 
 mtime_ns) and FORMAT: a header (MAGIC, then the JSON of that identity and every matrix's shape) and the
 matrices' Q2_K blocks, layer after layer in the decoder's order (q, k, v, o, gate, up, down). It is written
 under a temporary name and renamed into place (a reader never sees half a file; a lock keeps two first runs
-from building it twice), and read back into memory, not mapped (a draft step from anonymous memory was faster:
-benchmarks/results/2026-11-27-self-q2k). A file whose header is not this model's, or whose
+from building it twice), and read back into 2 MiB pages where the kernel gives them, not mapped, as the
+target's own layers are (decoder/resident.py; benchmarks/results/2026-11-27-self-q2k). A file whose header is not this model's, or whose
 size is not the header's plus the matrices', is rebuilt, never read. The bytes themselves are not hashed: a
 damaged block can only lower acceptance, never the output (the target verifies every token)."""
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cpu.qweight import BLOCKS, QWeight
+from ..decoder import resident
 
 MAGIC = b"SPECXQ2K"
 FORMAT = 1           # the file layout and the quantizer's rule (lowbit_ref.py): a change makes old copies stale
@@ -81,10 +82,11 @@ def read(path: Path, header: bytes) -> list[QWeight] | None:
             if f.read(len(header)) != header or os.fstat(f.fileno()).st_size != _size(header):
                 return None
             f.seek(_start(header))
-            data = np.fromfile(f, dtype=np.uint8)
+            n = _size(header) - _start(header)
+            data = resident.region(n) if resident.wanted() else np.empty(n, dtype=np.uint8)
+            if f.readinto(memoryview(data)) != n or f.read(1):
+                return None   # changed while it was read
     except OSError:
-        return None
-    if data.size != _size(header) - _start(header):   # changed while it was read
         return None
     out, at = [], 0
     for rows, cols in json.loads(_json(header))["shapes"]:

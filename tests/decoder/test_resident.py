@@ -57,6 +57,6 @@ def test_writable_sources_are_copied_but_never_released():
     data = rng.integers(0, 255, 34 * 4096, dtype=np.uint8)   # Q8_0: 34 bytes per 32 values
     m = QWeight(8, data, 16, 8192)
     keep = data.copy()
-    out = resident._region(m.nbytes)
+    out = resident.region(m.nbytes)
     resident._copy((m.data, out))
     assert np.array_equal(data, keep) and np.array_equal(out, keep)
