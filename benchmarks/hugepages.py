@@ -41,8 +41,8 @@ def main() -> int:
         t = time.perf_counter()
         copied = load(path, mode=a.mode)
         print(f"{Path(path).name}: loaded with the copy in {time.perf_counter() - t:.2f} s", flush=True)
-        ids = [1000 + (i * 7919) % 20000 for i in range(a.prompt + a.steps)]
-        res = {"map": ([], []), "2 MiB pages": ([], [])}
+        ids = [1000 + (i * 7919) % 20000 for i in range(a.prompt + a.steps + 6)]
+        res = {"map": ([], [], []), "2 MiB pages": ([], [], [])}
         same = True
         for r in range(a.reps):
             logits = {}
@@ -51,16 +51,22 @@ def main() -> int:
                 t = time.perf_counter()
                 lm.forward(ids[:a.prompt], last_only=True)
                 res[name][0].append(a.prompt / (time.perf_counter() - t))
-                steps = []
+                steps, fives = [], []
                 for s in range(a.steps):
                     t = time.perf_counter()
                     out = lm.forward([ids[a.prompt + s]], last_only=True)
                     steps.append(time.perf_counter() - t)
+                    t = time.perf_counter()
+                    lm.forward(ids[a.prompt + s + 1:a.prompt + s + 6])   # a verification's 5 rows, then rewound
+                    fives.append(time.perf_counter() - t)
+                    lm.crop(a.prompt + s + 1)
                 res[name][1].append(statistics.median(steps) * 1000)
+                res[name][2].append(statistics.median(fives) * 1000)
                 logits[name] = out
             same &= torch.equal(logits["map"], logits["2 MiB pages"])
-        for name, (prompt, step) in res.items():
+        for name, (prompt, step, five) in res.items():
             print(f"  {name:<12} prompt {statistics.median(prompt):6.1f} tok/s  step {statistics.median(step):6.1f} ms"
+                  f"  5 rows {statistics.median(five):6.1f} ms ({statistics.median(five) / statistics.median(step):.2f}x)"
                   f"  (steps: {', '.join(f'{x:.1f}' for x in step)})")
         ratio = [m / c for m, c in zip(res["map"][1], res["2 MiB pages"][1])]
         print(f"  step speed-up {statistics.median(ratio):.2f}x [{min(ratio):.2f}-{max(ratio):.2f}]; "
