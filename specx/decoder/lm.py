@@ -117,12 +117,11 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     `context`: cache positions (default model.DEFAULT_CONTEXT or the model's own, the smaller);
     `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
-    moving = resident.wanted()
-    f = read(path, huge_pages=moving)
+    f = read(path, huge_pages=resident.wanted())
     activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
     amx = linear.prompt_note(f.weights.types(), mode)
     activations += f", {amx}" if amx else ""
-    held = f", {resident.describe()}" if moving else ""
+    held = f", {resident.describe()}" if f.huge_pages else ""
     kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are{held}, {linear.describe()}, "
                f"{activations}; {attention.describe()}")
     head = None
@@ -146,6 +145,7 @@ class ModelFiles:
     eos: frozenset[int]
     name: str
     keep: object = None   # VocabTrim's kept ids, else None
+    huge_pages: bool = False   # the matrices were copied to 2 MiB pages (resident.py)
 
     def trimmed(self) -> str:
         """The kernels sentence's VocabTrim part ("" without it)."""
@@ -160,14 +160,15 @@ def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False) -> Mo
     """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids.
     `huge_pages`: the matrices copied to 2 MiB pages while the tokenizer loads (resident.py)."""
     path = Path(path)
-    config, weights, tokenizer, eos = _from_folder(path, huge_pages) if path.is_dir() else _from_gguf(path, huge_pages)
+    config, weights, tokenizer, eos, moved = (_from_folder if path.is_dir() else _from_gguf)(path, huge_pages)
     keep = None
     if draft_vocab:
         from . import vocabtrim
 
         keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), config.vocab_size), draft_vocab)
         weights = dataclasses.replace(weights, output=linear.take_rows(weights.output, keep.tolist()))
-    return ModelFiles(config, weights, tokenizer, frozenset(eos), path.stem if path.is_file() else path.name, keep)
+    return ModelFiles(config, weights, tokenizer, frozenset(eos), path.stem if path.is_file() else path.name, keep,
+                      moved)
 
 
 def _from_gguf(path: Path, huge_pages: bool):
@@ -178,9 +179,9 @@ def _from_gguf(path: Path, huge_pages: bool):
     weights = weight_files.from_gguf(gguf, config)
     move = resident.Move(weights) if huge_pages else None
     tokenizer = load_tokenizer(gguf)
-    weights = move.result() if move else weights
+    moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id, gguf.meta.get("tokenizer.ggml.eos_token_id")}
-    return config, weights, tokenizer, {int(i) for i in eos if i is not None}
+    return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights
 
 
 def _from_folder(path: Path, huge_pages: bool):
@@ -190,10 +191,10 @@ def _from_folder(path: Path, huge_pages: bool):
     weights = weight_files.from_safetensors(path, config)
     move = resident.Move(weights) if huge_pages else None
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-    weights = move.result() if move else weights
+    moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id}
     generation = path / "generation_config.json"
     if generation.is_file():
         value = json.loads(generation.read_text(encoding="utf-8")).get("eos_token_id")
         eos.update([value] if isinstance(value, int) else value or [])
-    return config, weights, tokenizer, {int(i) for i in eos if i is not None}
+    return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights

@@ -60,3 +60,17 @@ def test_writable_sources_are_copied_but_never_released():
     out = resident.region(m.nbytes)
     resident._copy((m.data, out))
     assert np.array_equal(data, keep) and np.array_equal(out, keep)
+
+
+def test_a_copy_that_fails_leaves_the_map_and_says_nothing_of_huge_pages(tmp_path, monkeypatch):
+    """Memory not had for the copy: the run reads through the map, and the kernels line does not claim the copy."""
+    path = write_gguf(gguf_model("qwen2"), "qwen2", tmp_path / "q.gguf")
+    monkeypatch.setattr(resident, "wanted", lambda: True)
+
+    def fail(weights):
+        raise MemoryError
+
+    monkeypatch.setattr(resident, "copy_in", fail)
+    lm = load(path)
+    assert "2 MiB pages" not in lm.kernels
+    assert not any(m.data.flags.writeable for m in lm.model.weights.matrices())
