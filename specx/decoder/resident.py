@@ -107,7 +107,10 @@ def region(nbytes: int) -> np.ndarray:
     """`nbytes` of anonymous memory starting on a huge-page boundary, asked to be backed by huge pages."""
     size = (nbytes + 2 * HUGE - 1) // HUGE * HUGE   # one page more, to start on a boundary
     m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    m.madvise(mmap.MADV_HUGEPAGE)
+    try:
+        m.madvise(mmap.MADV_HUGEPAGE)
+    except (OSError, AttributeError):   # a kernel without THP: plain pages, the same bytes
+        pass
     whole = np.frombuffer(m, dtype=np.uint8)   # keeps the map alive as long as a view of it lives
     skip = -whole.ctypes.data % HUGE
     return whole[skip:skip + nbytes]
