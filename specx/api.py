@@ -190,10 +190,6 @@ def _self_copy_pair(target, source, k: int, chosen: bool, hybrid: bool, draft_vo
     from .drafters.ngram import NgramDrafter
     from .policy import measured
 
-    if not drafts_itself(target):
-        raise UsageError(f"--drafter {selfcopy.NAME} needs specx's own decoder, and {target.name} runs on "
-                         f"transformers' model (its architecture or format is not one the lean decoder reads)",
-                         "use --drafter ngram or a model drafter (--drafter MODEL)")
     usable = min(len(target.tokenizer), target.vocab_size)
     drafter, said = selfcopy.for_target(target, source.path, usable, draft_vocab, notify)
     draft = HybridDrafter(NgramDrafter(), drafter) if hybrid else drafter

@@ -38,10 +38,10 @@ class Config:
             return self.peer
         if self.baseline:
             return "none"
-        from ..policy.tuned import HYBRID, split_hybrid
+        from ..policy.tuned import HYBRID, SPECIAL, split_hybrid
 
         base, hybrid = split_hybrid(self.drafter)
-        name = base if base in ("ngram", "self", "self-q2k", "auto") else Path(base).stem or base
+        name = base if base in (*SPECIAL, "auto") else Path(base).stem or base
         name += HYBRID if hybrid else ""
         policy = f"confidence {self.confidence:g}" if self.policy == "confidence" else self.policy
         return f"{name} k={self.k} {policy}{tree_label(self.tree)}" + (" (tuned)" if self.tuned else "")

@@ -5,7 +5,6 @@ import glob
 import json
 import os
 
-SPECIAL_DRAFTERS = ("auto", "none", "ngram", "self", "self+ngram", "self-q2k", "self-q2k+ngram")
 
 
 def _presets() -> list[str]:
@@ -46,5 +45,8 @@ def complete_model(incomplete: str) -> list[str]:
 
 
 def complete_drafter(incomplete: str) -> list[str]:
-    return [d for d in SPECIAL_DRAFTERS if d.startswith(incomplete)] + complete_model(incomplete)
+    from ..policy.tuned import HYBRID, SELF_COPY, SPECIAL   # the names api.prepare takes, defined once
+
+    special = ("auto", *SPECIAL, *(name + HYBRID for name in ("self", SELF_COPY)))
+    return [d for d in special if d.startswith(incomplete)] + complete_model(incomplete)
 
