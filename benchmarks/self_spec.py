@@ -8,8 +8,9 @@ on the same loaded weights, greedy, the auto draft policy; per prompt the two ru
 repeat to repeat. Reported per category and overall: the median of the per-prompt decode-speed ratios
 (bars: >= 1.3x overall, >= 1.0x per category), acceptance, and the perfect-foresight bound: the speedup a
 choice of shape (among those the search scored) and k made knowing which drafted tokens the target accepts
-would reach, at each shape's measured one-token cost and verify costs that grow VERIFY_SLOPE per row
-(skipsearch.py), acceptance read teacher-forced from the target's own answer in chunks of 8 tokens.
+would reach, at each shape's measured one-token cost and verify costs that grow per row as the search
+measured on this model (Search.slope, skipsearch.py), acceptance read teacher-forced from the target's own
+answer in chunks of 8 tokens.
 Before timing, the shape is searched to the end on the warm-up answer (as `specx tune --drafter self`
 does; `--searching`: time the answers while the search runs, as a first use would).
 `--short`: one prompt per category, one repeat, 32 tokens (a check that it runs)."""
@@ -66,11 +67,11 @@ def one_step_costs(drafter, seq: list[int], shapes) -> dict:
 def bound(drafter, prompt_ids: list[int], answer: list[int], max_k: int = 16) -> tuple[float, dict]:
     """(perfect-foresight speedup over the answer, {shape: its one-token cost}), by dynamic programming:
     at each position, plain (cost 1) or a draft of the next k tokens in shape s, all accepted (k below the
-    run of s's teacher-forced matches there), costing k·cost(s) + 1 + VERIFY_SLOPE·k."""
-    from specx.drafters.skipsearch import VERIFY_SLOPE, expected_speedup
+    run of s's teacher-forced matches there), costing k·cost(s) + 1 + slope·k, the slope measured by the search."""
+    from specx.drafters.skipsearch import expected_speedup
 
     s = drafter.search
-    shapes = sorted(s.scores, key=lambda x: -expected_speedup(*s.scores[x])[0])[:MAX_SHAPES] or [s.shape]
+    shapes = sorted(s.scores, key=lambda x: -expected_speedup(*s.scores[x], slope=s.slope)[0])[:MAX_SHAPES] or [s.shape]
     seq = prompt_ids + answer
     lm = drafter.lm
     lm.reset()
@@ -90,7 +91,7 @@ def bound(drafter, prompt_ids: list[int], answer: list[int], max_k: int = 16) ->
             k = 0
             while k < max_k and i + k < n - 1 and hits[x][i + k]:
                 k += 1
-                best[i] = min(best[i], k * costs[x] + 1 + VERIFY_SLOPE * k + best[i + k + 1])
+                best[i] = min(best[i], k * costs[x] + 1 + s.slope * k + best[i + k + 1])
     return n / best[0] if best[0] else 1.0, costs
 
 

@@ -117,18 +117,25 @@ class SelfDrafter(ModelDrafter):
     def step(self, seq: list[int], rows: int = TF_ROWS) -> bool:
         """One search step on seq's last `rows` context tokens: score the next candidate, keep it if better,
         save the search's state where it changed; False when there is nothing (more) to score."""
+        was_done = self.search.done
         shape = self.search.next()
+        if shape is None and self.search.done and not was_done:
+            self._save()   # the search just ended: its last measurements (the slope) are kept with it
         if shape is None or len(seq) - 1 < MIN_ROWS + 1:
             return False
         # the cost against the full model's forward over the same rows, timed alternately: a ratio of
         # back-to-back timings holds where a reference timed once drifts, and the fastest of TIMINGS
-        # each where other processes share the cores (they only ever add time)
-        full, full_s, seconds = Shape((), own_mode(self.lm)), [], []
+        # each where other processes share the cores (they only ever add time). The full model's
+        # one-row forward, timed beside them, prices each verified row (the slope).
+        full, full_s, one_s, seconds = Shape((), own_mode(self.lm)), [], [], []
         for _ in range(TIMINGS):
+            one_s.append(self.teacher_forced(seq, full, 1)[1])
             full_s.append(self.teacher_forced(seq, full, rows)[1])
             alpha, took = self.teacher_forced(seq, shape, rows)
             seconds.append(took)
-        changed = self.search.record(shape, alpha, min(seconds) / max(min(full_s), 1e-9))
+        full_rows = min(rows, len(seq) - 2)   # matches() reads at most the context before the last token
+        slope = max(0.0, (min(full_s) / max(min(one_s), 1e-9) - 1) / max(full_rows - 1, 1))
+        changed = self.search.record(shape, alpha, min(seconds) / max(min(full_s), 1e-9), slope)
         if changed or self.search.done or self.search.scored == 1:
             self._save()
         if self.search.done:
@@ -162,7 +169,8 @@ class SelfDrafter(ModelDrafter):
             from ..policy import selfskip
 
             s = self.search
-            selfskip.save(self.key, s.shape.as_dict(), done=s.done, alpha=s.alpha, cost=s.cost, scored=s.scored)
+            selfskip.save(self.key, s.shape.as_dict(), done=s.done, alpha=s.alpha, cost=s.cost, scored=s.scored,
+                          slope=s.slope)
 
 
 @contextlib.contextmanager
@@ -192,7 +200,7 @@ def for_target(target, usable_vocab: int, key: dict | None = None, seed: int = 0
     sentence that says which. `draft_vocab` > 0: its drafts score that many of the output layer's rows and the
     context's (VocabTrim, lean decoder only)."""
     from ..policy import selfskip
-    from .skipsearch import Search
+    from .skipsearch import VERIFY_SLOPE, Search
 
     layers = target.model.config.num_hidden_layers
     modes = lean_modes(target)
@@ -204,7 +212,7 @@ def for_target(target, usable_vocab: int, key: dict | None = None, seed: int = 0
             shape = Shape.from_dict(entry["shape"], layers, modes)
             search = Search(layers, modes, shape, seed=seed, done=bool(entry.get("done")),
                             alpha=float(entry.get("alpha", 0.0)), cost=float(entry.get("cost", 1.0)),
-                            scored=int(entry.get("scored", 0)))
+                            scored=int(entry.get("scored", 0)), slope=float(entry.get("slope", VERIFY_SLOPE)))
             said = f"drafts with {shape.describe(layers)}, {'found' if search.done else 'partly searched'} by an earlier run"
         except (TypeError, ValueError):
             pass

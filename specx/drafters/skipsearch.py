@@ -13,9 +13,10 @@ import random
 from dataclasses import dataclass, field
 
 MAX_K = 8            # the longest chain the score considers (the engine's policies rarely draft more)
-# What verifying one more row costs, as a share of a one-row forward: 0.07–0.09 on the fixture models on a
-# 2-core AVX-512 CPU (benchmarks/results/2026-11-26-self); verify time grows about linearly in the rows.
-VERIFY_SLOPE = 0.08
+# What verifying one more row costs, as a share of a one-row forward, until the search has measured it on the
+# model it drafts for (Search.slope): 0.08–0.13 on the fixture models on a 2-core AVX-512 CPU with the layers on
+# 2 MiB pages (benchmarks/results/2026-11-27-five-rows); verify time grows about linearly in the rows.
+VERIFY_SLOPE = 0.1
 ACTIVATIONS = {"q8": "int8", "f32": "float32"}   # the lean decoder's modes in words (the dense decoder's are dtypes)
 
 
@@ -50,16 +51,16 @@ def first_guess(layers: int, mode: str = "f32") -> Shape:
     return Shape(tuple(range(max(1, layers // 4), min(layers - 1, 3 * layers // 4), 2)), mode)
 
 
-def expected_speedup(alpha: float, cost: float, max_k: int = MAX_K) -> tuple[float, int]:
+def expected_speedup(alpha: float, cost: float, max_k: int = MAX_K, slope: float = VERIFY_SLOPE) -> tuple[float, int]:
     """(tokens per unit of time against plain decoding, the chain length k >= 1 giving it) for a drafter
     whose tokens the target accepts with probability `alpha` each, a drafted token costing `cost` plain
-    steps: a round gives 1 + alpha + … + alpha^k tokens for k·cost + (1 + VERIFY_SLOPE·k) steps. Below 1
+    steps: a round gives 1 + alpha + … + alpha^k tokens for k·cost + (1 + slope·k) steps. Below 1
     where drafting does not pay (the draft policy then drafts less or not at all); still ordered, so the
     search climbs toward the best shape there too."""
     best = (0.0, 1)
     for k in range(1, max_k + 1):
         tokens = sum(alpha ** i for i in range(k + 1))
-        best = max(best, (tokens / (k * cost + 1 + VERIFY_SLOPE * k), k))
+        best = max(best, (tokens / (k * cost + 1 + slope * k), k))
     return best
 
 
@@ -79,6 +80,7 @@ class Search:
     scores: dict = field(default_factory=dict)   # each scored shape's (alpha, cost), the last scoring's
     scored: int = 0                     # candidates scored so far
     done: bool = False
+    slope: float = VERIFY_SLOPE         # a verified row's cost over a one-row forward: measured by `record`
 
     def __post_init__(self):
         self.shape = self.shape or first_guess(self.layers, self.modes[0])
@@ -103,13 +105,19 @@ class Search:
         flips = [Shape(tuple(sorted(set(shape.skip) ^ {i})), shape.mode) for i in range(1, self.layers - 1)]
         return flips + [Shape(shape.skip, m) for m in self.modes if m != shape.mode]
 
-    def record(self, shape: Shape, alpha: float, cost: float) -> bool:
+    def record(self, shape: Shape, alpha: float, cost: float, slope: float | None = None) -> bool:
         """Keep `shape` where it beats the current one (the current one's score is replaced: a fresh
-        measurement of the same shape). True when the shape changed."""
+        measurement of the same shape). A measured `slope` replaces the one held, and the current shape's
+        score is recomputed with it, so that both sides of the comparison price verification alike. True
+        when the shape changed."""
         self.tried.add(shape)
         self.scored += 1
         self.scores[shape] = (alpha, cost)
-        score = expected_speedup(alpha, cost)[0]
+        if slope is not None:
+            self.slope = slope
+            if self.score is not None:
+                self.score = expected_speedup(self.alpha, self.cost, slope=slope)[0]
+        score = expected_speedup(alpha, cost, slope=self.slope)[0]
         if shape == self.shape or self.score is None or score > self.score:
             changed = shape != self.shape
             self.shape, self.score, self.alpha, self.cost = shape, score, alpha, cost
@@ -120,10 +128,11 @@ class Search:
 
     def explain(self) -> str:
         """The choice in one sentence."""
-        k = expected_speedup(self.alpha, self.cost)[1]
+        k = expected_speedup(self.alpha, self.cost, slope=self.slope)[1]
         state = "searched" if self.done else "searching"
         return (f"self-draft: {self.shape.describe(self.layers)}; teacher-forced acceptance {self.alpha:.2f} per token "
                 f"at {self.cost:.2f}× a full step's cost, expected {self.score or 0.0:.2f}× plain decoding at k={k} "
+                f"with each verified row costing {self.slope:.2f} of a step "
                 f"({state}: {self.scored} shape{'s' * (self.scored != 1)} scored)")
 
 

@@ -10,7 +10,7 @@ import torch
 from conftest import fixture_model, word_tokenizer
 from specx.decoder.lm import load
 from specx.drafters import self as selfdraft
-from specx.drafters.skipsearch import Search, Shape, expected_speedup, first_guess
+from specx.drafters.skipsearch import VERIFY_SLOPE, Search, Shape, expected_speedup, first_guess
 from specx.engine.draft import Ask, NoDrafter
 from specx.engine.loop import Generation
 from specx.engine.types import Round, Sampling
@@ -93,7 +93,7 @@ def test_the_full_shape_scored_teacher_forced_agrees_with_the_targets_own_greedy
 class Restless(Search):
     """A search that keeps every candidate: the shape changes after each scoring."""
 
-    def record(self, shape, alpha, cost):
+    def record(self, shape, alpha, cost, slope=None):
         self.tried.add(shape)
         self.scored += 1
         changed, self.shape, self.score, self._queue = shape != self.shape, shape, 1.0, []
@@ -202,9 +202,28 @@ def test_the_search_keeps_a_better_neighbour_and_ends_at_a_local_optimum():
 
 def test_expected_speedup_rewards_acceptance_and_punishes_cost():
     """Acceptance gains and cost loses; a useless drafter loses (its best is one token a round)."""
-    assert expected_speedup(0.0, 0.5) == (1 / 1.58, 1)
+    assert expected_speedup(0.0, 0.5) == (1 / (1.5 + VERIFY_SLOPE), 1)
     assert expected_speedup(0.9, 0.3)[0] > expected_speedup(0.9, 0.6)[0] > 1.0
     assert expected_speedup(0.9, 0.3)[0] > expected_speedup(0.5, 0.3)[0]
+
+
+def test_a_dearer_verification_lowers_the_speedup_and_never_lengthens_the_chain():
+    """Each verified row's cost (the slope) is paid once per drafted token: more of it, less gained, k no longer."""
+    for alpha, cost in ((0.9, 0.3), (0.7, 0.5), (0.5, 0.1)):
+        cheap, dear = expected_speedup(alpha, cost, slope=0.05), expected_speedup(alpha, cost, slope=0.3)
+        assert cheap[0] > dear[0] and cheap[1] >= dear[1]
+
+
+def test_a_measured_slope_reprices_the_current_shape_before_the_comparison():
+    """A slope measured with a candidate replaces the held one for both sides: the current shape's score is
+    recomputed with it, so a candidate is never kept only because it was priced at a cheaper verify."""
+    search = Search(6, ("f32",))
+    search.record(search.shape, 0.6, 0.5, slope=0.0)
+    held = search.score
+    search.record(Shape((2,)), 0.6, 0.5, slope=0.3)   # the same acceptance and cost: not better
+    assert search.shape == first_guess(6) and search.slope == 0.3
+    assert search.score == expected_speedup(0.6, 0.5, slope=0.3)[0] < held
+    assert "each verified row costing 0.30 of a step" in search.explain()
 
 
 def test_the_shape_store_round_trips_and_refuses_shapes_that_do_not_fit():
@@ -274,4 +293,9 @@ def test_the_tune_search_runs_to_a_local_optimum_and_saves_it(tiny):
     seq = prompt(40)
     sentence = selfdraft.search_fully(d, seq, rows=16)
     assert d.search.done and sentence.startswith("self-draft: ") and "searched" in sentence
-    assert Shape.from_dict(selfskip.load(key)["shape"], 6, selfdraft.lean_modes(tiny)) == d.shape
+    entry = selfskip.load(key)
+    assert Shape.from_dict(entry["shape"], 6, selfdraft.lean_modes(tiny)) == d.shape
+    # the slope was measured on this model (timed forwards of 1 and 16 rows), saved, and is read back
+    assert d.search.slope != VERIFY_SLOPE and entry["slope"] == d.search.slope >= 0.0
+    again, _ = selfdraft.for_target(tiny, VOCAB, key)
+    assert again.search.slope == d.search.slope
