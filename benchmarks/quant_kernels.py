@@ -1,7 +1,7 @@
 """Speed of specx's GGUF block kernels (specx/cpu/quant.c) on Qwen2.5-1.5B's layer shapes.
 
     python benchmarks/quant_kernels.py [--types Q4_K,Q6_K,Q8_0,Q5_0] [--rows 1,2,5,9,17] [--reps 7]
-    python benchmarks/quant_kernels.py --model FILE.gguf [--llama-cpp]
+    python benchmarks/quant_kernels.py --model FILE.gguf [--llama-cpp] [--map]
 
 For each weight type, layer shape, mode and number of rows M: the median milliseconds of one call, the
 weight bytes read per second, and the ratio to M = 1. Every call reads a different copy of the weights
@@ -11,7 +11,8 @@ each kernel's rate is also given as a share of it. The float32 kernel (rowgemm) 
 runs the same shapes for comparison. Configurations alternate within each repeat so drift cancels.
 
 With --model, every linear layer of a GGUF decoder's forward (fused QKV and gate/up, as the lean decoder
-calls them, and the output layer) runs in turn on the file's own tensors: milliseconds per forward of M
+calls them, and the output layer) runs in turn on the file's own tensors, copied to 2 MiB pages as the
+decoder's are (`--map`: read through the file's map): milliseconds per forward of M
 tokens for the linear kernels alone; with --llama-cpp, llama.cpp's whole decoding step (one token, and M
 tokens in one batch) on the same file and thread count stands beside it.
 """
@@ -110,6 +111,9 @@ def main() -> None:
     parser.add_argument("--build", default="", help="a build name (quant.variants()); default: the best")
     parser.add_argument("--model", default="", help="a GGUF decoder: time its forward's linear layers")
     parser.add_argument("--llama-cpp", action="store_true", help="with --model: llama.cpp on the same file")
+    parser.add_argument("--map", action="store_true",
+                        help="with --model: read the layers through the file's map (default: copied to 2 MiB pages "
+                             "where this machine offers them, as the lean decoder does: decoder/resident.py)")
     parser.add_argument("--hot", action="store_true",
                         help="the kernels' arithmetic alone: one 1024x1536 layer read again and again (from cache)")
     args = parser.parse_args()
@@ -121,7 +125,7 @@ def main() -> None:
     print(f"{lib.describe()}; threads {threads}; read bandwidth {bw[0]:.1f} GB/s median, {bw[1]:.1f} best "
           f"(1 GiB, {threads} threads)")
     if args.model:
-        model_forward(lib, args.model, ms, modes, args.reps, bw, threads, args.llama_cpp)
+        model_forward(lib, args.model, ms, modes, args.reps, bw, threads, args.llama_cpp, not args.map)
         return
     if args.hot:
         hot(lib, args.types.split(","), ms, modes, args.reps)
@@ -182,9 +186,12 @@ def rowgemm_row(label: str, groups, ms, xs, reps: int, bw) -> None:
     print(rows(["rowgemm F32", label, "f32"], results, weight.numel() * 4, bw), flush=True)
 
 
-def layer_groups(path: str) -> list[list[QWeight]]:
-    """The linear layers of a GGUF decoder in forward order, fused as the lean decoder calls them."""
+def layer_groups(path: str, resident: bool = False) -> list[list[QWeight]]:
+    """The linear layers of a GGUF decoder in forward order, fused as the lean decoder calls them; `resident`:
+    each copied into memory advised to use 2 MiB pages, as the lean decoder's layers are."""
     import gguf
+
+    from specx.decoder import resident as pages
 
     reader = gguf.GGUFReader(path)
     tensors = {t.name: t for t in reader.tensors}
@@ -192,6 +199,10 @@ def layer_groups(path: str) -> list[list[QWeight]]:
     def weight(name: str) -> QWeight:
         t = tensors[name]
         data = np.asarray(t.data).reshape(-1).view(np.uint8)
+        if resident:
+            copy = pages.region(data.nbytes)[:data.nbytes]
+            copy[:] = data
+            data = copy
         return QWeight(int(t.tensor_type), data, int(t.shape[1]), int(t.shape[0]))
 
     groups, block = [], 0
@@ -206,9 +217,12 @@ def layer_groups(path: str) -> list[list[QWeight]]:
     return groups
 
 
-def model_forward(lib, path: str, ms, modes, reps: int, bw, threads: int, llama: bool) -> None:
+def model_forward(lib, path: str, ms, modes, reps: int, bw, threads: int, llama: bool, resident: bool) -> None:
     """Milliseconds of all linear layers of one forward of M tokens (each layer's input a fresh (M, cols))."""
-    groups = layer_groups(path)
+    from specx.decoder import resident as pages
+
+    resident = resident and pages.wanted()   # where the decoder would copy them (huge pages offered)
+    groups = layer_groups(path, resident)
     nbytes = sum(w.nbytes for g in groups for w in g)
     inputs = {m: {g[0].cols: torch.randn(m, g[0].cols) for g in groups} for m in ms}
     results = {(mode, m): [] for mode in modes for m in ms}
@@ -222,7 +236,8 @@ def model_forward(lib, path: str, ms, modes, reps: int, bw, threads: int, llama:
                 results[mode, m].append((time.perf_counter() - t) * 1e3)
         if peer:
             peer.step()
-    print(f"{path}: {len(groups)} linear calls per forward, {nbytes / 1e6:.0f} MB of weights")
+    where = "on 2 MiB pages" if resident else "through the file's map"
+    print(f"{path}: {len(groups)} linear calls per forward, {nbytes / 1e6:.0f} MB of weights, read {where}")
     print(header(["kernels", "mode"], ms))
     for mode in modes:
         print(rows([f"specx {lib.name}", mode], {m: results[mode, m] for m in ms}, nbytes, bw))

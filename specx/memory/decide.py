@@ -286,6 +286,14 @@ def _refuse(target, scheme, off, ctx, act, rooms, budget, req):
     raise refuse(f"{target.name} does not fit this budget, even with disk offload", rows)
 
 
+def _native_source(fast: str) -> str:
+    """Where the lean CPU decoder reads a file's own blocks from: its layers copied to 2 MiB pages where Linux
+    offers them (decoder/resident.py, the same bytes and the same peak), else the file's map."""
+    from ..decoder import resident
+
+    return "its bytes copied to 2 MiB pages at load" if fast == CPU and resident.wanted() else "mapped from the file"
+
+
 def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder):
     first = ladder[0]
     devices = {p.device for p in placed}
@@ -296,7 +304,7 @@ def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, lad
             + (" and the fast path's packed copy)" if fast == CPU and first.name == "float32" else ")")
             + " and this is the most faithful precision that does")
         if is_native(scheme.name):
-            reasons.append(f"target: whole {where}, {_weights(scheme)}: mapped from the file, no converted copy")
+            reasons.append(f"target: whole {where}, {_weights(scheme)}: {_native_source(fast)}, no converted copy")
         else:
             reasons.append(f"target: whole {where} in {scheme.name}, because {why}")
     else:

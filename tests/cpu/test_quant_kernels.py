@@ -321,6 +321,18 @@ def test_amx_rows_with_a_nan_or_infinity_come_out_nan():
 
 
 @pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
+def test_a_compiler_that_refuses_the_amx_flags_gives_the_build_without_amx(monkeypatch):
+    """Where the AMX build does not compile, load() takes the same build without AMX (no error), and that
+    build's q8 results are quant_ref's."""
+    monkeypatch.setattr(quant, "AMX_FLAGS", (quant.AMX_FLAGS[0], ("-mno-such-amx-flag",)))
+    lib = quant.load(quant.variants()[0], amx=True)
+    w = quant_ref.random_weight("Q4_K", 9, 512, np.random.default_rng(25))
+    x = inputs(40, 512, 26)
+    assert not lib.amx and "-amx-" not in lib.path.name
+    assert np.array_equal(lib.matmul(x, [w], "q8").numpy(), quant_ref.reference_q8(x.numpy(), [w]))
+
+
+@pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
 def test_specx_amx_0_turns_amx_off(monkeypatch):
     """SPECX_AMX=0: a loaded build never runs AMX (and its kernels sentence does not name it)."""
     before = quant._default().amx_on()   # the setting is the loaded build's: restored below

@@ -93,3 +93,20 @@ def test_a_native_untied_table_is_read_by_rows_and_priced_at_nothing(tmp_path, f
     else:
         assert embed(p).bytes == dict(t.file_bytes)[("embed", None)] > 0 and "rows" not in embed(p).scheme
         assert not any("by rows" in r for r in p.reasons)
+
+
+@pytest.mark.parametrize("offered", [True, False])
+def test_the_plan_says_where_a_native_target_is_read_from(tmp_path, monkeypatch, offered):
+    """A GGUF target on the CPU: the plan's sentence says its layers are copied to 2 MiB pages where the
+    decoder will copy them (decoder/resident.wanted), and mapped from the file where it will not."""
+    from test_decoder_gguf import gguf_model, write_gguf
+    from specx.decoder import resident, support
+    from specx.memory.shapes import shape_of_file
+
+    monkeypatch.setattr(resident, "wanted", lambda: offered)
+    path = tmp_path / "m.gguf"
+    write_gguf(gguf_model("llama"), "llama", path)
+    info = support.inspect(path)
+    t = replace(shape_of_file(info, "m"), file_bytes=info.groups, file_format=info.format)
+    said = " ".join(cpu_plan(t, context=64).reasons)
+    assert ("copied to 2 MiB pages" in said) is offered and ("mapped from the file" in said) is not offered
