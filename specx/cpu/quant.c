@@ -444,12 +444,18 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
     }
 }
 
-/* How far ahead of its reads a thread prefetches weights (0: not at all; quant.py chooses, per machine). It
-   never changes a result. */
+/* How far ahead of its reads a thread prefetches weights into L1 (0: not at all), and whether it also asks for
+   the lines twice as far ahead into L2 (quant.py chooses both, per machine). Neither changes a result. */
 static int64_t prefetch_bytes = 0;
+static int prefetch_l2 = 0;
 int64_t spx_set_prefetch(int64_t bytes) {   /* returns the previous setting */
     const int64_t was = prefetch_bytes;
     prefetch_bytes = bytes;
+    return was;
+}
+int spx_set_prefetch_l2(int32_t on) {   /* returns the previous setting; on < 0: changes nothing */
+    const int was = prefetch_l2;
+    if (on >= 0) prefetch_l2 = on != 0;
     return was;
 }
 
@@ -466,10 +472,14 @@ int64_t spx_set_prefetch(int64_t bytes) {   /* returns the previous setting */
 
 static inline float f16at(const uint8_t *p) { return _cvtsh_ss(rd16(p)); }
 
-/* prefetch the n bytes that lie prefetch_bytes after p (one request per cache line) */
+/* prefetch the n bytes that lie prefetch_bytes after p into L1 and, with prefetch_l2, those twice as far
+   into L2 (one request per cache line each). L1 requests are bounded by the core's few line-fill buffers;
+   the L2 ones keep more lines in flight (benchmarks/results/2026-11-27-five-rows). */
 static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, int64_t n) {
-    if (prefetch_bytes)
-        for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + prefetch_bytes + i, _MM_HINT_T0);
+    if (!prefetch_bytes) return;
+    for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + prefetch_bytes + i, _MM_HINT_T0);
+    if (prefetch_l2)
+        for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + 2 * prefetch_bytes + i, _MM_HINT_T1);
 }
 
 static inline __attribute__((always_inline)) __m256 halves8(const uint8_t *b, int64_t stride) {

@@ -53,8 +53,8 @@ VNNI_FLAGS = {"avx512": ("avx512_vnni", "-mavx512vnni"), "avx2": ("avx_vnni", "-
 AMX_FLAGS = (("amx_tile", "amx_int8"), ("-mamx-tile", "-mamx-int8"))
 AMX_ENV = "SPECX_AMX"   # 0: never use AMX (benchmarks and tests compare both ways)
 AMX_TYPES = ("Q4_K", "Q6_K", "Q8_0", "Q5_0")   # the weight types quant_amx.h runs
-PREFETCH_ENV = "SPECX_QUANT_PREFETCH"   # 1 or 0: prefetch or not, instead of timing both (prefetch_choice)
-PREFETCH_BYTES = 2048   # the distance timed against none: 1-2 KB ahead was best on the AVX-512 dev machine
+PREFETCH_ENV = "SPECX_QUANT_PREFETCH"   # 1 or 0: prefetch (into L1 and L2) or not, instead of timing (prefetch_choice)
+PREFETCH_BYTES = 2048   # L1 distance (L2: twice it), timed against none: 1-2 KB was best on the AVX-512 dev machine
 PREFETCH_COPIES = 16    # Q4_K copies of the timed 8960x1536 layer: 123 MB, more than a last-level cache
 _state: dict[str, object] = {}
 
@@ -97,10 +97,11 @@ class Library:
                                          out.data_ptr())
         return out
 
-    def prefetch(self, nbytes: int) -> int:
-        """Prefetch weights `nbytes` ahead of the reads (0: not at all; the setting is the loaded library's,
-        shared by every Library of the same build); results are the same either way. Returns the previous
-        setting."""
+    def prefetch(self, nbytes: int, l2: bool = False) -> int:
+        """Prefetch weights `nbytes` ahead of the reads into L1 (0: not at all) and, with `l2`, twice as far
+        ahead into L2 (the setting is the loaded library's, shared by every Library of the same build); results
+        are the same either way. Returns the previous L1 distance."""
+        self.lib.spx_set_prefetch_l2(int(l2))
         return int(self.lib.spx_set_prefetch(int(nbytes)))
 
     def use_amx(self, on: bool) -> bool:
@@ -214,6 +215,8 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
     lib.spx_build.restype = ctypes.c_int
     lib.spx_set_prefetch.argtypes = [ctypes.c_int64]
     lib.spx_set_prefetch.restype = ctypes.c_int64
+    lib.spx_set_prefetch_l2.argtypes = [ctypes.c_int32]
+    lib.spx_set_prefetch_l2.restype = ctypes.c_int
     lib.spx_set_amx.argtypes = [ctypes.c_int32]
     lib.spx_set_amx.restype = ctypes.c_int
     lib.spx_amx_init.restype = ctypes.c_int
@@ -236,19 +239,23 @@ def parts_hash() -> str:
     return digest.hexdigest()[:16]
 
 
+PREFETCH_WAYS = {"off": (0, False), "into L1": (PREFETCH_BYTES, False), "into L1 and L2": (PREFETCH_BYTES, True)}
+
+
 def prefetch_choice(lib: Library):
-    """Whether to prefetch weights ahead of the reads: it never changes a result, only the speed. On the
-    AVX-512 dev machine it made the 1.5B's linear layers 1.3-1.5x faster at 1 and 5 rows (one thread,
-    benchmarks/results/2026-11-26-quant-kernels); rowgemm's L2 prefetching slowed a Zen 1 machine. So it is
-    timed once per machine (kernels/timed.py) on copies of a Q4_K 8960x1536 layer in q8 mode, unless
-    SPECX_QUANT_PREFETCH says."""
+    """Whether to prefetch weights ahead of the reads, into L1 only or into L2 too (PREFETCH_WAYS): it never
+    changes a result, only the speed. On the AVX-512 dev machine prefetching into L1 made the 1.5B's linear
+    layers 1.3-1.5x faster at 1 and 5 rows (one thread, benchmarks/results/2026-11-26-quant-kernels), and
+    adding L2 another 6-8% (2 threads, 2026-11-27-five-rows); rowgemm's L2 prefetching slowed a Zen 1
+    machine. So it is timed once per machine (kernels/timed.py) on copies of a Q4_K 8960x1536 layer in q8
+    mode, unless SPECX_QUANT_PREFETCH says."""
     from . import timed
 
     value = os.environ.get(PREFETCH_ENV, "").strip()
     if value in ("0", "1"):
-        return timed.Choice("weight prefetching", {"1": "on", "0": "off"}[value], source=PREFETCH_ENV)
+        return timed.Choice("weight prefetching", {"1": "into L1 and L2", "0": "off"}[value], source=PREFETCH_ENV)
 
-    def way(nbytes: int):
+    def way(nbytes: int, l2: bool):
         def make(w):
             rng = np.random.default_rng(0)
             rows, cols = w.shape
@@ -256,13 +263,13 @@ def prefetch_choice(lib: Library):
             turn = iter(range(1 << 62))
 
             def run(x):
-                lib.prefetch(nbytes)
+                lib.prefetch(nbytes, l2)
                 return lib.matmul(x, [copies[next(turn) % len(copies)]], "q8")
             return run
         return make
 
     return timed.choose("weight prefetching", lib.path.with_suffix(".prefetch.json"),
-                        {"off": way(0), "on": way(PREFETCH_BYTES)})
+                        {name: way(*setting) for name, setting in PREFETCH_WAYS.items()})
 
 
 def cpu_flags() -> set[str]:
@@ -300,7 +307,7 @@ def _library() -> Library | None:
             try:
                 lib = load(name)
                 _state["prefetch"] = prefetch_choice(lib)
-                lib.prefetch(PREFETCH_BYTES if _state["prefetch"].pick == "on" else 0)
+                lib.prefetch(*PREFETCH_WAYS[_state["prefetch"].pick])
                 _state["lib"], _state["why"] = lib, ""
                 break
             except (OSError, subprocess.SubprocessError) as e:

@@ -227,12 +227,20 @@ def test_prefetching_changes_no_result():
     was = lib.prefetch(0)
     try:
         outs = []
-        for nbytes in (0, quant.PREFETCH_BYTES):
-            lib.prefetch(nbytes)
+        for nbytes, l2 in quant.PREFETCH_WAYS.values():
+            lib.prefetch(nbytes, l2)
             outs.append([lib.matmul(x, group, mode) for mode in quant.MODES])
-        assert all(torch.equal(a, b) for a, b in zip(*outs))
+        assert all(torch.equal(a, b) for first, other in zip(outs, outs[1:]) for a, b in zip(first, other))
     finally:
-        lib.prefetch(was)
+        lib.prefetch(was, was > 0)
+
+
+@pytest.mark.parametrize(("value", "pick"), [("0", "off"), ("1", "into L1 and L2")])
+def test_the_environment_decides_weight_prefetching(monkeypatch, value, pick):
+    """SPECX_QUANT_PREFETCH=0/1 decides without timing, and its pick is one of the ways the library sets."""
+    monkeypatch.setenv(quant.PREFETCH_ENV, value)
+    choice = quant.prefetch_choice(None)
+    assert choice.pick == pick and pick in quant.PREFETCH_WAYS and choice.source == quant.PREFETCH_ENV
 
 
 @needs_kernels
