@@ -97,12 +97,12 @@ class Library:
                                          out.data_ptr())
         return out
 
-    def prefetch(self, nbytes: int, l2: bool = False) -> int:
+    def prefetch(self, nbytes: int, l2: bool = False) -> tuple[int, bool]:
         """Prefetch weights `nbytes` ahead of the reads into L1 (0: not at all) and, with `l2`, twice as far
         ahead into L2 (the setting is the loaded library's, shared by every Library of the same build); results
-        are the same either way. Returns the previous L1 distance."""
-        self.lib.spx_set_prefetch_l2(int(l2))
-        return int(self.lib.spx_set_prefetch(int(nbytes)))
+        are the same either way. Returns the previous setting, (nbytes, l2)."""
+        was_l2 = bool(self.lib.spx_set_prefetch_l2(int(l2)))
+        return int(self.lib.spx_set_prefetch(int(nbytes))), was_l2
 
     def use_amx(self, on: bool) -> bool:
         """Run q8 calls of AMX_TYPES with at least `amx_min_rows()` rows on AMX (where this build has it; the

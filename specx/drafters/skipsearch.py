@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 MAX_K = 8            # the longest chain the score considers (the engine's policies rarely draft more)
 # What verifying one more row costs, as a share of a one-row forward, until the search has measured it on the
-# model it drafts for (Search.slope): 0.08–0.13 on the fixture models on a 2-core AVX-512 CPU with the layers on
+# model it drafts for (Search.slope): 0.08–0.16 on the fixture models on a 2-core AVX-512 CPU with the layers on
 # 2 MiB pages (benchmarks/results/2026-11-27-five-rows); verify time grows about linearly in the rows.
 VERIFY_SLOPE = 0.1
 ACTIVATIONS = {"q8": "int8", "f32": "float32"}   # the lean decoder's modes in words (the dense decoder's are dtypes)
