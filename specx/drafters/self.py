@@ -45,6 +45,7 @@ class SelfDrafter(ModelDrafter):
         self.step_s = 0.0                      # what the last search step took (the next is expected to)
         self.began = time.perf_counter()       # the answer's start (prefill)
         self.notice = ""
+        self.sloped = False                    # the verify slope measured (once: it is the model's, not a shape's)
 
     @property
     def shape(self) -> Shape:
@@ -125,16 +126,20 @@ class SelfDrafter(ModelDrafter):
             return False
         # the cost against the full model's forward over the same rows, timed alternately: a ratio of
         # back-to-back timings holds where a reference timed once drifts, and the fastest of TIMINGS
-        # each where other processes share the cores (they only ever add time). The full model's
-        # one-row forward, timed beside them, prices each verified row (the slope).
+        # each where other processes share the cores (they only ever add time). At this drafter's first
+        # step the full model's one-row forward, timed beside them, prices each verified row (the slope).
         full, full_s, one_s, seconds = Shape((), own_mode(self.lm)), [], [], []
         for _ in range(TIMINGS):
-            one_s.append(self.teacher_forced(seq, full, 1)[1])
+            if not self.sloped:
+                one_s.append(self.teacher_forced(seq, full, 1)[1])
             full_s.append(self.teacher_forced(seq, full, rows)[1])
             alpha, took = self.teacher_forced(seq, shape, rows)
             seconds.append(took)
-        full_rows = min(rows, len(seq) - 2)   # matches() reads at most the context before the last token
-        slope = max(0.0, (min(full_s) / max(min(one_s), 1e-9) - 1) / max(full_rows - 1, 1))
+        slope = None
+        if one_s:
+            full_rows = min(rows, len(seq) - 2)   # matches() reads at most the context before the last token
+            slope = max(0.0, (min(full_s) / max(min(one_s), 1e-9) - 1) / max(full_rows - 1, 1))
+            self.sloped = True
         changed = self.search.record(shape, alpha, min(seconds) / max(min(full_s), 1e-9), slope)
         if changed or self.search.done or self.search.scored == 1:
             self._save()

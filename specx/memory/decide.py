@@ -113,8 +113,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
         act = DTYPE_BYTES[scheme.other_dtype]
         head = max(headroom[fast], activation_bytes(target, ctx, act, is_native(scheme.name)))
         for kk, dc in levels:
-            spec = speculation_bytes(target, drafter, kk, dc, act, d_act) + (sum(self_copy_bytes(target, ctx, act))
-                                                                              if req.self_copy else 0)
+            spec = speculation_bytes(target, drafter, kk, dc, act, d_act, ctx if req.self_copy else 0)
             left = room[fast] - head - (spec if spec_dev == fast else 0)
             left -= fastpath_copy(target, scheme.name) if fast == CPU else 0
             only = {GPU: None, CPU: None, DISK: None, fast: left}
@@ -250,8 +249,7 @@ def _spill(target, drafter, scheme, compute, ctx, levels, room, budget, headroom
     stream = max(off.group_bytes(g) for g in target.groups) if fast == GPU else 0
     best = None
     for kk, dc in (levels[-1], levels[0]):
-        spec = speculation_bytes(target, drafter, kk, dc, act, d_act) + (sum(self_copy_bytes(target, ctx, act))
-                                                                          if req.self_copy else 0)
+        spec = speculation_bytes(target, drafter, kk, dc, act, d_act, ctx if req.self_copy else 0)
         rooms = dict(room)
         rooms[fast] -= head + stream + (spec if spec_dev == fast else 0)
         if spec_dev != fast:

@@ -57,20 +57,25 @@ def activation_bytes(shape: Shape, tokens: int, act: int, native: bool = False) 
     return tokens * (4 * shape.hidden + 3 * inter) * act
 
 
-def speculation_bytes(target: Shape, drafter: Shape | None, k: int, draft_ctx: int, act: int, d_act: int) -> int:
+def speculation_bytes(target: Shape, drafter: Shape | None, k: int, draft_ctx: int, act: int, d_act: int,
+                      copy_ctx: int = 0) -> int:
     """SpecMemo's budget: logits for k+1 verified tokens (model dtype + fp32 copy), k candidate KV
-    entries in the target, and the drafter's KV cache and logits."""
+    entries in the target, and the drafter's KV cache and logits; `copy_ctx` > 0: the target drafts with a
+    Q2_K copy of its layers (`--drafter self-q2k`), whose weights and KV cache of that many tokens count here."""
     out = (k + 1) * target.vocab * (act + 4) + k * target.kv_elems_per_token() * act
     if drafter is not None:
         out += k * drafter.vocab * (d_act + 4) + draft_ctx * drafter.kv_elems_per_token() * d_act
-    return out
+    return out + (sum(self_copy_bytes(target, copy_ctx, act)) if copy_ctx else 0)
 
 
 def self_copy_bytes(shape: Shape, context: int, act: int) -> tuple[int, int]:
-    """(weights, KV cache) of a Q2_K copy of the target's layer matrices (drafters/copycache.py: 84 bytes per
-    256 weights) with its own KV cache of `context` tokens."""
+    """(weights, KV cache) of a Q2_K copy of the target's layer matrices (drafters/copycache.py) with its own
+    KV cache of `context` tokens."""
+    from ..cpu.qweight import BLOCKS
+
+    _, per, size = BLOCKS["Q2_K"]
     linear = sum(g.linear_params for g in shape.groups if g.kind == "layer")
-    return linear * 84 // 256, context * shape.kv_elems_per_token() * act
+    return linear // per * size, context * shape.kv_elems_per_token() * act
 
 
 def _layer_kv(shape: Shape, g: Group, context: int, act: int) -> int:

@@ -39,28 +39,28 @@ def state_dir() -> Path:
 
 def model_cache() -> Path:
     """Converted safetensors copies and fetched wheels; SPECX_MODEL_CACHE, else the user cache dir."""
-    value = os.environ.get("SPECX_MODEL_CACHE")
-    if value:
-        return Path(value).expanduser()
-    return Path(_dirs().user_cache_dir) / "models"
+    return _cache("SPECX_MODEL_CACHE", "models")
 
 
 def kernel_cache() -> Path:
     """Built native kernels (cpu/rowgemm.py); SPECX_KERNEL_CACHE, else the user cache dir."""
-    value = os.environ.get("SPECX_KERNEL_CACHE")
-    if value:
-        return Path(value).expanduser()
-    return Path(_dirs().user_cache_dir) / "kernels"
+    return _cache("SPECX_KERNEL_CACHE", "kernels")
 
 
 def copy_cache() -> Path:
     """Low-bit copies of a model's own layers (drafters/copycache.py); SPECX_COPY_CACHE, else SPECX_HOME's
     cache/copies, else the user cache dir's copies."""
-    value = os.environ.get("SPECX_COPY_CACHE")
+    return _cache("SPECX_COPY_CACHE", "copies", under_home=True)
+
+
+def _cache(variable: str, name: str, under_home: bool = False) -> Path:
+    """A cache folder: the environment variable's path, else (`under_home`) SPECX_HOME's cache/`name`, else the
+    user cache dir's `name`."""
+    value = os.environ.get(variable)
     if value:
         return Path(value).expanduser()
-    h = home()
-    return h / "cache" / "copies" if h else Path(_dirs().user_cache_dir) / "copies"
+    h = home() if under_home else None
+    return h / "cache" / name if h else Path(_dirs().user_cache_dir) / name
 
 
 def plain_name(name: str, what: str) -> str:
