@@ -32,6 +32,7 @@
 #endif
 
 enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q2_K = 10,
+       T_Q3_K = 11,
        T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30 };
 enum { MODE_F32 = 0, MODE_Q8 = 1 };
 
@@ -96,11 +97,26 @@ static inline void scale_min_k4(int j, const uint8_t *s, int *sc, int *m) {
     }
 }
 
+/* Q3_K: scale i (0..15) of a block, sc − 32 (−32..31): 16 six-bit values packed in scales[12], the low 4
+   bits in the nibbles of bytes 0..7 (i % 8, high nibble for i ≥ 8), the high 2 bits in bytes 8..11 (i % 4,
+   bits 2·(i / 4)): what ggml's dequantize_row_q3_K unpacks with kmask1/kmask2 over aux words. */
+static inline int q3_scale(const uint8_t *s, int i) {
+    return (((s[i & 7] >> (4 * (i >> 3))) & 15) | (((s[8 + (i & 3)] >> (2 * (i >> 2))) & 3) << 4)) - 32;
+}
+
+/* Q3_K: q (−4..3) of value v of a block: value 128n + 32j + l has low bits (qs[32n + l] >> 2j) & 3 and high
+   bit (hmask[l] >> (4n + j)) & 1, that is bit v / 32; the value is low − 4 when the high bit is 0. */
+static inline int q3_value(const uint8_t *b, int v) {
+    const int low = (b[32 + 32 * (v / 128) + v % 32] >> (2 * ((v / 32) % 4))) & 3, high = (b[v % 32] >> (v / 32)) & 1;
+    return (low | (high << 2)) - 4;
+}
+
 static int block_values(int type) {
     switch (type) {
         case T_F32: case T_F16: case T_BF16: return 1;
         case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: case T_Q8_0: return QK;
         case T_Q2_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: return QKK;
+        case T_Q3_K: return QKK;
         default: return 0;
     }
 }
@@ -115,6 +131,7 @@ static int block_bytes(int type) {
         case T_Q5_1: return 24;
         case T_Q8_0: return 34;
         case T_Q2_K: return 84;
+        case T_Q3_K: return 110;
         case T_Q4_K: return 144;
         case T_Q5_K: return 176;
         case T_Q6_K: return 210;
@@ -194,6 +211,11 @@ static void decode_block(int type, const uint8_t *b, float *w) {
             }
             return;
         }
+        case T_Q3_K: {   /* hmask[32], qs[64], scales[12], d: (d·(sc − 32))·q, both products exact */
+            float d = rdh(b + 108);
+            for (int v = 0; v < 256; ++v) w[v] = (d * (float)q3_scale(b + 96, v / 16)) * (float)q3_value(b, v);
+            return;
+        }
         case T_Q6_K: {
             const uint8_t *ql = b, *qh = b + 128;
             const int8_t *sc = (const int8_t *)(b + 192);
@@ -263,6 +285,7 @@ static inline int xq_at(const uint8_t *xg, int j, int p) {   /* q of value p of 
 
 /* The q8 arithmetic. A weight block is integers w (signed 8-bit) and floats a, b with gguf's values
    S  (Q4_0, Q5_0, Q8_0, Q6_K): a·w          (Q6_K: a = d·sc per 16 values, exact)
+   S  (Q3_K):                   a·w          (a = d·(sc − 32) per 16 values, exact; w in −4..3)
    SM (Q4_1, Q5_1):             a·w + b      (a = d, b = m)
    KM (Q4_K, Q5_K):             a·w − b      (a = d·sc, b = dmin·m, both exact)
    K2 (Q2_K):                   a·w − b      (the same, a and b per 16 values)
@@ -328,6 +351,12 @@ static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
                 g->a[8 * h + j] = d * (float)(w[2 * j + h] & 15);
                 g->b[8 * h + j] = dmin * (float)(w[2 * j + h] >> 4);
             }
+        return;
+    }
+    if (type == T_Q3_K) {   /* half h of q8 block j is Q3_K scale 2j + h */
+        float d = rdh(w + 108);
+        for (int v = 0; v < 256; ++v) g->q[v] = (int8_t)q3_value(w, v);
+        for (int l = 0; l < 16; ++l) g->a[l] = d * (float)q3_scale(w + 96, 2 * (l & 7) + (l >> 3));
         return;
     }
     if (type == T_Q6_K) {
@@ -528,6 +557,17 @@ static inline void k4_scales(const uint8_t *g, __m256 *a, __m256 *b) {
     *b = _mm256_mul_ps(_mm256_set1_ps(f16at(g + 2)), _mm256_cvtepi32_ps(m));
 }
 
+/* Q3_K's 16 scales (q3_scale on 16 bytes): byte i = sc_i − 32, signed. The 12 scale bytes are read alone (the
+   block ends 2 bytes after them). */
+static inline __m128i q3_scales(const uint8_t *g) {
+    const __m128i s = _mm_setr_epi32((int)rd32(g + 96), (int)rd32(g + 100), (int)rd32(g + 104), 0);
+    const __m128i nib = _mm_set1_epi8(15);
+    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(s, nib), _mm_and_si128(_mm_srli_epi16(s, 4), nib));
+    const __m128i h = _mm_shuffle_epi8(s, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(h, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
 #endif
 
 #include "quant_avx512.h"
@@ -570,7 +610,8 @@ static inline __attribute__((always_inline)) void f32_rows(const int type, const
         (void)xq;                                                                                        \
         BY_ROWS(F, T, __VA_ARGS__, K, w, nout, rowbytes, y, ldy)                                         \
     }
-#define QUANT_TYPES(M) M(T_Q4_0) M(T_Q4_1) M(T_Q5_0) M(T_Q5_1) M(T_Q8_0) M(T_Q2_K) M(T_Q4_K) M(T_Q5_K) M(T_Q6_K)
+#define QUANT_TYPES(M) M(T_Q4_0) M(T_Q4_1) M(T_Q5_0) M(T_Q5_1) M(T_Q8_0) M(T_Q2_K) M(T_Q4_K) M(T_Q5_K) M(T_Q6_K) \
+    M(T_Q3_K)
 #define FLOAT_TYPES(M) M(T_F32) M(T_F16) M(T_BF16)
 #define Q8_FN(T) KERNEL_FN(q8_rows, T, xq)
 #define F32_FN(T) KERNEL_FN(f32_rows, T, x)

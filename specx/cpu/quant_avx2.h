@@ -126,6 +126,22 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         o->a[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(odd, f)));
         o->b = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srli_epi32(even, 4)));
         o->b1 = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srli_epi32(odd, 4)));
+    } else if (type == T_Q3_K) {   /* qs as Q2_K's (at g + 32); lane j: bit j of each byte of hmask dword 4h + k */
+        const __m256i shq = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6), shj = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+            const int k = i >> 1, h = i & 1;
+            const __m256i qs = _mm256_blend_epi32(bcast32(g + 32 + 4 * (4 * h + k)), bcast32(g + 64 + 4 * (4 * h + k)), 0xF0);
+            const __m256i low = _mm256_and_si256(_mm256_srlv_epi32(qs, shq), _mm256_set1_epi8(3));
+            const __m256i high = _mm256_and_si256(_mm256_srlv_epi32(bcast32(g + 4 * (4 * h + k)), shj), _mm256_set1_epi8(1));
+            o->w[i] = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi32(high, 2)), _mm256_set1_epi8(4));
+        }
+        const __m128i sc = q3_scales(g);
+        const __m256 d = _mm256_set1_ps(f16at(g + 108));
+        o->a[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                       _mm_shuffle_epi8(sc, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0)))));
+        o->a[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                       _mm_shuffle_epi8(sc, _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)))));
     } else if (type == T_Q6_K) {
         __m256i u[4];
         transpose4(ld32(g), ld32(g + 32), ld32(g + 64), ld32(g + 96), u);
@@ -204,8 +220,8 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
 }
 
 /* products of 8-bit pairs summed in 16 bits before widening, as many at a time as cannot overflow: a pair is
-   at most 2·255·16 (Q4_0, Q5_0: w in −16..15 times q + 128) or 2·31·127 (unsigned weights times q), so 4
-   fit in 16 bits; Q6_K's 2·255·32 two; Q8_0 (|w|·|q|) one */
+   at most 2·255·16 (Q4_0, Q5_0: w in −16..15 times q + 128; Q3_K's −4..3 less) or 2·31·127 (unsigned weights
+   times q), so 4 fit in 16 bits; Q6_K's 2·255·32 two; Q8_0 (|w|·|q|) one */
 static inline int pairs16(int type) { return type == T_Q6_K ? 2 : type == T_Q8_0 ? 1 : 4; }
 
 static inline __attribute__((always_inline)) void q8_row(const int type, const wq *o, const uint8_t *xg, __m256 *acc,
@@ -240,7 +256,7 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
 #endif
     const __m256 dx = _mm256_load_ps((const float *)(xg + XG_DX));
     const __m256 t0 = _mm256_mul_ps(o->a[0], dx);
-    const __m256 t1 = type == T_Q6_K || type == T_Q2_K ? _mm256_mul_ps(o->a[1], dx) : t0;
+    const __m256 t1 = type == T_Q6_K || type == T_Q2_K || type == T_Q3_K ? _mm256_mul_ps(o->a[1], dx) : t0;
     acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[0]), t0, acc[0]);
     acc[1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[1]), t1, acc[1]);
     if (q8_kind(type) == KIND_K2) {   /* per half block: accb[0] lanes j of half 0, accb[1] of half 1 */
@@ -297,11 +313,11 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
 #define CMAX 4
 #define COLS_F32(R) ((R) == 1 ? 4 : (R) <= 3 ? 2 : 1)
 
-static inline int f32_steps(int type) { return type == T_Q6_K || type == T_Q2_K ? 8 : block_values(type) == QKK ? 16 : 2; }
+static inline int f32_steps(int type) { return type == T_Q6_K || type == T_Q2_K || type == T_Q3_K ? 8 : block_values(type) == QKK ? 16 : 2; }
 
-/* step st of a unit at g: NV = 2 vectors (Q6_K, Q2_K: 4) and their offsets in the unit. sa/sb: the unit's scales
-   (32-value types: d and m or off·d; Q4_K/Q5_K: ws, wm per sub-block; Q6_K: d·sc, 32·d·sc per 16 values;
-   Q2_K: d·sc, dmin·m per 16 values) */
+/* step st of a unit at g: NV = 2 vectors (Q6_K, Q2_K, Q3_K: 4) and their offsets in the unit. sa/sb: the unit's
+   scales (32-value types: d and m or off·d; Q4_K/Q5_K: ws, wm per sub-block; Q6_K: d·sc, 32·d·sc per 16 values;
+   Q2_K: d·sc, dmin·m per 16 values; Q3_K: d·(sc − 32) per 16 values) */
 static inline __attribute__((always_inline)) void dec_step(const int type, const uint8_t *g, int st, const float *sa,
                                                            const float *sb, __m256 *v, int *off) {
     const __m256i f = _mm256_set1_epi32(15);
@@ -335,6 +351,17 @@ static inline __attribute__((always_inline)) void dec_step(const int type, const
             const int i = 8 * n + 2 * k + (m >> 1);
             const __m256i q = _mm256_and_si256(_mm256_srli_epi32(raw, 2 * k), _mm256_set1_epi32(3));
             v[k] = _mm256_fmsub_ps(_mm256_cvtepi32_ps(q), _mm256_broadcast_ss(sa + i), _mm256_broadcast_ss(sb + i));
+            off[k] = 128 * n + 32 * k + 8 * m;
+        }
+    } else if (type == T_Q3_K) {   /* st = (half n, 8 values m): vectors k = 0..3 are values 32k + 8m of the half */
+        const int n = st >> 2, m = st & 3;
+        const __m256i raw = U8(g + 32 + 32 * n + 8 * m), hm = U8(g + 8 * m);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {   /* (d·(sc − 32))·q, exact */
+            const __m256i low = _mm256_and_si256(_mm256_srli_epi32(raw, 2 * k), _mm256_set1_epi32(3));
+            const __m256i high = _mm256_and_si256(_mm256_srli_epi32(hm, 4 * n + k), _mm256_set1_epi32(1));
+            const __m256i q = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 2)), _mm256_set1_epi32(4));
+            v[k] = _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_broadcast_ss(sa + 8 * n + 2 * k + (m >> 1)));
             off[k] = 128 * n + 32 * k + 8 * m;
         }
     } else if (type == T_Q4_K || type == T_Q5_K) {   /* st = (chunk i, 8 values m): sub-blocks 2i and 2i+1 */
@@ -373,6 +400,13 @@ static inline __attribute__((always_inline)) void dec_step(const int type, const
 
 /* the scales of n units from g on (n <= 8 blocks, or one superblock) into sa/sb (see dec_step) */
 static inline __attribute__((always_inline)) void unit_scales(const int type, const uint8_t *g, int n, float *sa, float *sb) {
+    if (type == T_Q3_K) {
+        const __m128i sc = q3_scales(g);
+        const __m256 d = _mm256_set1_ps(f16at(g + 108));
+        _mm256_storeu_ps(sa, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+        _mm256_storeu_ps(sa + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc)))));
+        return;
+    }
     if (type == T_Q2_K) {
         const __m256 d = _mm256_set1_ps(f16at(g + 80)), dmin = _mm256_set1_ps(f16at(g + 82));
         for (int i = 0; i < 2; ++i) {
@@ -415,7 +449,7 @@ static inline __attribute__((always_inline)) void f32_quant(const int type, cons
                                                             int64_t K, const uint8_t *w, int64_t rowbytes, float *y,
                                                             int64_t ldy) {
     const int bytes = block_bytes(type), per = block_values(type), steps = f32_steps(type);
-    const int nv = type == T_Q6_K || type == T_Q2_K ? 4 : 2, span = per == QKK ? 1 : 8;   /* units whose scales are read together */
+    const int nv = type == T_Q6_K || type == T_Q2_K || type == T_Q3_K ? 4 : 2, span = per == QKK ? 1 : 8;   /* units whose scales are read together */
     const int64_t units = K / per;
     __m256 acc[RMAX][CMAX];
     float sa[CMAX][16], sb[CMAX][16];

@@ -24,6 +24,7 @@
 #define IDX_Q2(l, k) (8 * (J_(l) >> 2) + 4 * H_(l) + (k))         /* Q2_K qs dword of the lane's 4 values */
 #define SHR_Q2(l, k) (2 * (J_(l) & 3))                            /* their 2-bit field in each byte */
 #define IDX_SC2(l, k) (2 * J_(l) + H_(l))                          /* the lane's Q2_K sub-block */
+/* Q3_K: its qs as Q2_K's (IDX_Q2, SHR_Q2), its hmask as Q5_K's qh (IDX_QH5K, BIT_Q5K), its scales as IDX_SC2 */
 
 /* quantize_row's arithmetic, 16 values at a time (the same operations: max, a division, a product, a clamp,
    rounding to nearest even). */
@@ -134,6 +135,20 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         const __m512i sc = _mm512_permutexvar_epi32(L16(IDX_SC2, 0), _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)g)));
         o->a = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 80)), _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15))));
         o->b16 = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 82)), _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
+    } else if (type == T_Q3_K) {   /* low 2 bits from qs, minus 4 where the hmask bit is 0 */
+        const __m512i qs = _mm512_loadu_si512(g + 32), shr = L16(SHR_Q2, 0), three = _mm512_set1_epi8(3);
+        const __m512i hm = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)g)), bit = L16(BIT_Q5K, 0);
+        const __m512i four = _mm512_set1_epi8(4);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const __m512i iq = k == 0 ? L16(IDX_Q2, 0) : k == 1 ? L16(IDX_Q2, 1) : k == 2 ? L16(IDX_Q2, 2) : L16(IDX_Q2, 3);
+            const __m512i ih = k == 0 ? L16(IDX_QH5K, 0) : k == 1 ? L16(IDX_QH5K, 1) : k == 2 ? L16(IDX_QH5K, 2)
+                                                                                         : L16(IDX_QH5K, 3);
+            const __m512i low = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(iq, qs), shr), three);
+            o->w[k] = _mm512_mask_sub_epi8(low, _mm512_testn_epi8_mask(_mm512_permutexvar_epi32(ih, hm), bit), low, four);
+        }
+        const __m512i sc = _mm512_permutexvar_epi32(L16(IDX_SC2, 0), _mm512_cvtepi8_epi32(q3_scales(g)));
+        o->a = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 108)), _mm512_cvtepi32_ps(sc));
     } else if (type == T_Q6_K) {
         const __m512i l0 = _mm512_loadu_si512(g), l1 = _mm512_loadu_si512(g + 64), qh = _mm512_loadu_si512(g + 128);
         const __m512i shr = L16(SHR_Q6L, 0), rol = L16(ROL_Q6H, 0), two = _mm512_set1_epi8(0x30);
@@ -424,6 +439,20 @@ static inline __attribute__((always_inline)) void dec_super_step(const int type,
         }
         return;
     }
+    if (type == T_Q3_K) {   /* step st: half n, 16 values u; vectors k = 0..3 are values 32k + 16u of the half */
+        const int n = st >> 1, u = st & 1;
+        const __m512i raw = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(g + 32 + 32 * n + 16 * u)));
+        const __m512i hm = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(g + 16 * u)));
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {   /* (d·(sc − 32))·q, exact */
+            const __m512i low = _mm512_and_si512(_mm512_srli_epi32(raw, 2 * k), _mm512_set1_epi32(3));
+            const __m512i high = _mm512_and_si512(_mm512_srli_epi32(hm, 4 * n + k), _mm512_set1_epi32(1));
+            const __m512i q = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 2)), _mm512_set1_epi32(4));
+            v[k] = _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(sa[8 * n + 2 * k + u]));
+            off[k] = 128 * n + 32 * k + 16 * u;
+        }
+        return;
+    }
     /* Q4_K / Q5_K, step st = chunk i: sub-blocks 2i (low nibbles) and 2i+1 (high), 32 values each, looked up
        in tables of their 16 (32) values ws·q − wm (dec_block32 says why) */
     const int five = type == T_Q5_K;
@@ -454,8 +483,13 @@ static inline __attribute__((always_inline)) void dec_super_step(const int type,
 }
 
 /* the per-superblock scale tables dec_super_step reads: Q4_K/Q5_K a = d·sc, b = dmin·m per sub-block;
-   Q6_K a = d·sc, b = 32·d·sc per 16 values; Q2_K a = d·sc, b = dmin·m per 16 values */
+   Q6_K a = d·sc, b = 32·d·sc per 16 values; Q2_K a = d·sc, b = dmin·m per 16 values;
+   Q3_K a = d·(sc − 32) per 16 values (no b) */
 static inline __attribute__((always_inline)) void super_scales(const int type, const uint8_t *g, float *sa, float *sb) {
+    if (type == T_Q3_K) {
+        _mm512_storeu_ps(sa, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 108)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q3_scales(g)))));
+        return;
+    }
     if (type == T_Q2_K) {
         const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)g));
         _mm512_storeu_ps(sa, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 80)), _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15)))));
@@ -490,7 +524,7 @@ static inline __attribute__((always_inline)) void f32_super(const int type, cons
             super_scales(type, w + c * rowbytes + s * bytes, sa[c], sb[c]);
         }
         __asm__ volatile("" ::: "memory");   /* broadcast the scales from memory (load ports), not by shuffles */
-        for (int pair = 0; pair < 4; pair += 2)   /* steps in pairs: Q6_K's (Q2_K's) even and odd steps feed its two sums */
+        for (int pair = 0; pair < 4; pair += 2)   /* steps in pairs: Q6_K's (Q2_K's, Q3_K's) even and odd steps feed its two sums */
 #pragma GCC unroll 2
         for (int st = pair; st < pair + 2; ++st) {
             __m512 v[CMAX][4];
@@ -503,7 +537,7 @@ static inline __attribute__((always_inline)) void f32_super(const int type, cons
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; ++k) {
                     const __m512 xv = _mm512_loadu_ps(xr + off[k]);
-                    const int half = type == T_Q6_K || type == T_Q2_K ? (st - pair) & 1 : k & 1;   /* = (off[k] >> 4) & 1 */
+                    const int half = type == T_Q6_K || type == T_Q2_K || type == T_Q3_K ? (st - pair) & 1 : k & 1;   /* = (off[k] >> 4) & 1 */
 #pragma GCC unroll 4
                     for (int c = 0; c < C; ++c) acc[r][c][half] = _mm512_fmadd_ps(v[c][k], xv, acc[r][c][half]);
                 }

@@ -34,8 +34,9 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """(kind, q (rows, nb, 32) int64, a (rows, nb) float32, b (rows, nb) float32, sc16 (rows, nb, 2) or None)
-    with gguf's values w = a·q (S), a·q + b (SM), a·q − b (KM), (a·sc16)·q per 16 values (Q6_K); for Q2_K
-    (kind K2) a and b are (rows, nb, 2), one per 16 values, w = a·q − b."""
+    with gguf's values w = a·q (S), a·q + b (SM), a·q − b (KM), (a·sc16)·q per 16 values (Q6_K; Q3_K: a = d,
+    sc16 = its 6-bit scale − 32, q in −4..3); for Q2_K (kind K2) a and b are (rows, nb, 2), one per 16 values,
+    w = a·q − b."""
     name = w.name
     _, per, size = BLOCKS[name]
     raw = w.data.reshape(w.rows, -1, size)
@@ -58,6 +59,8 @@ def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np
         a = (np.repeat(half(80), 8, axis=1)[..., None] * (sc & 15).astype(F32)).astype(F32)
         b = (np.repeat(half(82), 8, axis=1)[..., None] * (sc >> 4).astype(F32)).astype(F32)
         return "K2", (qs & 3).reshape(w.rows, -1, 32), a, b, None
+    if name == "Q3_K":
+        return _q3k_ints(raw, half(108))
     if name in ("Q4_K", "Q5_K"):
         d, dmin = half(0), half(2)
         s = raw[..., 4:16].astype(np.int64)
@@ -79,6 +82,21 @@ def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np
     sc16 = raw[..., 192:208].view(np.int8).astype(np.int64).reshape(w.rows, -1, 2)
     d = np.repeat(half(208), 8, axis=1)
     return "S", q, d, np.zeros_like(d), sc16
+
+
+def _q3k_ints(raw: np.ndarray, d: np.ndarray):
+    """Q3_K (hmask[32], qs[64], scales[12], d): value 128n + 32j + l has low bits (qs[32n + l] >> 2j) & 3 and
+    high bit (hmask[l] >> (4n + j)) & 1, q = low − 4 when that bit is 0 (so q + 4 = low | high << 2); value v
+    has scale v // 16, 16 six-bit scales: low 4 bits from scales[i % 8] >> 4·(i // 8), high 2 bits from
+    scales[8 + i % 4] >> 2·(i // 4) (ggml's kmask/aux unpacking), taken as sc − 32."""
+    rows, nsb = raw.shape[:2]
+    qs = raw[..., 32:96].astype(np.int64).reshape(rows, nsb, 2, 1, 32) >> np.array([0, 2, 4, 6]).reshape(4, 1)
+    hm = raw[..., None, :32].astype(np.int64) >> np.arange(8)[:, None]            # (rows, nsb, 8, 32): bit 4n + j
+    q = ((qs & 3).reshape(rows, nsb, 8, 32) | ((hm & 1) << 2)) - 4
+    s, i = raw[..., 96:108].astype(np.int64), np.arange(16)
+    sc = ((s[..., i % 8] >> (4 * (i // 8))) & 15) | (((s[..., 8 + i % 4] >> (2 * (i // 4))) & 3) << 4)
+    return "S", q.reshape(rows, -1, 32), np.repeat(d, 8, axis=1), np.zeros((rows, 8 * nsb), F32), \
+        (sc - 32).reshape(rows, -1, 2)
 
 
 def reconstruct(w: QWeight) -> np.ndarray:
@@ -180,6 +198,7 @@ def error_bound(x: np.ndarray, weights: list[QWeight]) -> np.ndarray:
 SCALES = {   # byte offsets of each block's half-float scales (random bytes would give NaN/inf halves)
     "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,),
     "Q2_K": (80, 82), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,),
+    "Q3_K": (108,),
 }
 
 
