@@ -18,6 +18,7 @@ MIXTURES = {
     "Q5_K_S": ("Q5_K", "Q5_K"),
     "Q3_K_M": ("Q3_K", "Q4_K"),
     "Q3_K_L": ("Q3_K", "Q5_K"),
+    "Q3_K_S": ("Q3_K", "Q3_K"),
 }
 HEAD_TYPE = "Q6_K"   # the output matrix's type in every mixture smaller than it
 # a K-type matrix whose rows do not split into 256-value blocks takes this 32-value type instead

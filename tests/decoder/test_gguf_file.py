@@ -45,6 +45,9 @@ def tiny_gguf(path: Path, seed: int = 0, alignment: int | None = None) -> Path:
     w.add_tensor("w_bf16", rng.integers(0, 2**16, (2, 32), dtype=np.uint16).view(np.uint8), raw_dtype=T.BF16)
     w.add_tensor("w_q8", gguf.quants.quantize(values, T.Q8_0), raw_dtype=T.Q8_0)
     w.add_tensor("w_q4k", rng.integers(0, 256, (2, 144), dtype=np.uint8), raw_dtype=T.Q4_K)
+    q3k = rng.integers(0, 256, (2, 110), dtype=np.uint8)
+    q3k[:, 108:] = rng.uniform(-0.01, 0.01, (2, 1)).astype(np.float16).view(np.uint8)   # finite d
+    w.add_tensor("w_q3k", q3k, raw_dtype=T.Q3_K)
     q2k = rng.integers(0, 256, (3, 84), dtype=np.uint8)
     q2k[:, 80:] = rng.uniform(-0.01, 0.01, (3, 2)).astype(np.float16).view(np.uint8)   # finite d, dmin
     w.add_tensor("w_q2k", q2k, raw_dtype=T.Q2_K)
@@ -124,6 +127,23 @@ def test_weight_is_a_zero_copy_view_with_rows_ne1_and_cols_ne0(tiny):
             w, info = g.weight(name), g.tensors[name]
             assert (w.type, w.cols, w.rows) == (info.type, *info.shape)
             assert np.shares_memory(w.data, g.raw(name)) and not w.data.flags.writeable
+
+
+def test_a_q3k_matrix_is_a_weight_the_kernels_read(tiny):
+    """Q3_K (llama.cpp's Q3_K_S/M/L and Q2_K files hold it): weight() hands out the map's bytes as a Q3_K matrix,
+    and the kernels' rows of it are gguf's dequantization."""
+    import torch
+
+    from specx.cpu import quant
+    from specx.cpu.qweight import BLOCKS, dequantize
+
+    with open_gguf(tiny) as g:
+        w, info = g.weight("w_q3k"), g.tensors["w_q3k"]
+        assert (w.name, w.type, w.cols, w.rows) == ("Q3_K", BLOCKS["Q3_K"][0], *info.shape)
+        assert np.shares_memory(w.data, g.raw("w_q3k")) and not w.data.flags.writeable
+        assert np.array_equal(dequantize(w), g.array("w_q3k"))
+        if quant.available():
+            assert np.array_equal(quant.embed(w, torch.tensor([1, 0])).numpy(), g.array("w_q3k")[[1, 0]])
 
 
 def test_array_is_float32_in_numpy_order(tiny):

@@ -137,6 +137,8 @@ def test_tensor_types_follow_llama_cpp_mixtures():
     assert tensor_type("Q4_K_M", "head", None, 24, 896) == "Q8_0"
     assert tensor_type("Q4_K_M", "model.layers.0.mlp.down_proj", 0, 24, 4864) == "Q6_K"
     assert tensor_type("Q4_K_S", "model.layers.0.mlp.down_proj", 0, 24, 4864) == "Q4_K"
+    assert tensor_type("Q3_K_S", "model.layers.0.mlp.down_proj", 0, 24, 4864) == "Q3_K"
+    assert tensor_type("Q3_K_S", "head", None, 24, 1536) == "Q6_K"
     assert tensor_type("Q4_K_M", "model.layers.5.self_attn.q_proj", 5, 24, 896) == "Q5_0"
 
 
