@@ -34,6 +34,7 @@
 enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q2_K = 10,
        T_Q3_K = 11,
        T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30 };
+enum { T_IQ4_NL = 20, T_IQ4_XS = 23 };
 enum { MODE_F32 = 0, MODE_Q8 = 1 };
 
 #define QK 32          /* values per block of the 32-value types, and per activation block in q8 mode */
@@ -111,12 +112,24 @@ static inline int q3_value(const uint8_t *b, int v) {
     return (low | (high << 2)) - 4;
 }
 
+/* IQ4_NL / IQ4_XS: a 4-bit index picks one of these 16 signed values (ggml's kvalues_iq4nl, a non-uniform
+   grid); the weight is the block's (sub-block's) scale times it. */
+static const int8_t IQ4_VALUES[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* IQ4_XS: the 6-bit scale of sub-block ib (32 values), stored biased by 32: 4 low bits in scales_l (at 4), 2 high
+   bits in scales_h (at 2). The sub-block's scale d·(ls − 32) is exact (an 11-bit d times a 6-bit integer). */
+static inline int iq4xs_scale(const uint8_t *b, int ib) {
+    return (((b[4 + ib / 2] >> (4 * (ib % 2))) & 15) | (((rd16(b + 2) >> (2 * ib)) & 3) << 4)) - 32;
+}
+
 static int block_values(int type) {
     switch (type) {
         case T_F32: case T_F16: case T_BF16: return 1;
         case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: case T_Q8_0: return QK;
         case T_Q2_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: return QKK;
         case T_Q3_K: return QKK;
+        case T_IQ4_NL: return QK;
+        case T_IQ4_XS: return QKK;
         default: return 0;
     }
 }
@@ -135,6 +148,8 @@ static int block_bytes(int type) {
         case T_Q4_K: return 144;
         case T_Q5_K: return 176;
         case T_Q6_K: return 210;
+        case T_IQ4_NL: return 18;
+        case T_IQ4_XS: return 136;
         default: return 0;
     }
 }
@@ -185,6 +200,26 @@ static void decode_block(int type, const uint8_t *b, float *w) {
         case T_Q8_0: {
             float d = rdh(b);
             for (int i = 0; i < 32; ++i) w[i] = (float)(int8_t)b[2 + i] * d;
+            return;
+        }
+        case T_IQ4_NL: {   /* value l (< 16): T[qs[l] & 15], value 16 + l: T[qs[l] >> 4] */
+            float d = rdh(b);
+            for (int i = 0; i < 16; ++i) {
+                w[i] = d * (float)IQ4_VALUES[b[2 + i] & 15];
+                w[i + 16] = d * (float)IQ4_VALUES[b[2 + i] >> 4];
+            }
+            return;
+        }
+        case T_IQ4_XS: {   /* sub-block ib: qs[16ib + l] holds values 32ib + l (low nibble) and 32ib + 16 + l */
+            float d = rdh(b);
+            const uint8_t *qs = b + 8;
+            for (int ib = 0; ib < 8; ++ib) {
+                float a = d * (float)iq4xs_scale(b, ib);
+                for (int i = 0; i < 16; ++i) {
+                    w[32 * ib + i] = a * (float)IQ4_VALUES[qs[16 * ib + i] & 15];
+                    w[32 * ib + 16 + i] = a * (float)IQ4_VALUES[qs[16 * ib + i] >> 4];
+                }
+            }
             return;
         }
         case T_Q4_K: case T_Q5_K: {
@@ -289,6 +324,8 @@ static inline int xq_at(const uint8_t *xg, int j, int p) {   /* q of value p of 
    SM (Q4_1, Q5_1):             a·w + b      (a = d, b = m)
    KM (Q4_K, Q5_K):             a·w − b      (a = d·sc, b = dmin·m, both exact)
    K2 (Q2_K):                   a·w − b      (the same, a and b per 16 values)
+   S  (IQ4_NL, IQ4_XS):         a·w          (w = IQ4_VALUES[nibble], −127..113; IQ4_NL: a = d per block,
+                                              IQ4_XS: a = d·(ls − 32) per 32 values, exact)
    For each half block (j, h) of a row: S = Σ q·w over its 16 values (exact), then, in float32 with one
    rounding per step,  t = a·dx;  acc[8h + j] = fma(S, t, acc[8h + j]);  and for SM/KM
    accb[j] = fma(b, xs, accb[j]) (K2: accb[8h + j] = fma(b, xh, accb[8h + j]) per half block). The result is
@@ -301,6 +338,10 @@ static int q8_kind(int type) {
 }
 
 static inline int unsigned_weights(int type) { return q8_kind(type) != KIND_S; }   /* q, no offset */
+
+/* signed weights as large as ±127 (Q8_0, IQ4_NL, IQ4_XS): without VNNI, maddubs would saturate on (q + 128)·w,
+   so those kernels multiply |w| by q carrying w's sign instead (2·127·127 fits in 16 bits) */
+static inline int wide_weights(int type) { return type == T_Q8_0 || type == T_IQ4_NL || type == T_IQ4_XS; }
 
 static inline float tree8(const float *a) {
     return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
@@ -359,6 +400,17 @@ static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
         for (int l = 0; l < 16; ++l) g->a[l] = d * (float)q3_scale(w + 96, 2 * (l & 7) + (l >> 3));
         return;
     }
+    if (type == T_IQ4_XS) {   /* q8 block j is sub-block j */
+        float d = rdh(w);
+        for (int j = 0; j < 8; ++j) {
+            g->a[j] = g->a[8 + j] = d * (float)iq4xs_scale(w, j);
+            for (int i = 0; i < 16; ++i) {
+                g->q[32 * j + i] = IQ4_VALUES[w[8 + 16 * j + i] & 15];
+                g->q[32 * j + 16 + i] = IQ4_VALUES[w[8 + 16 * j + i] >> 4];
+            }
+        }
+        return;
+    }
     if (type == T_Q6_K) {
         const uint8_t *ql = w, *qh = w + 128;
         float d = rdh(w + 208);
@@ -400,6 +452,12 @@ static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
             }
             case T_Q8_0:
                 memcpy(q, b + 2, 32);
+                break;
+            case T_IQ4_NL:
+                for (int i = 0; i < 16; ++i) {
+                    q[i] = IQ4_VALUES[b[2 + i] & 15];
+                    q[i + 16] = IQ4_VALUES[b[2 + i] >> 4];
+                }
                 break;
         }
     }
@@ -568,6 +626,20 @@ static inline __m128i q3_scales(const uint8_t *g) {
     return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
 }
 
+/* IQ4_XS: the 8 sub-block scales d·(ls − 32) (iq4xs_scale on 8 lanes): low bits 4ib.. of the scales_l dword,
+   high bits 2ib.. of scales_h */
+static inline __m256 iq4xs_scales(const uint8_t *g) {
+    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)rd32(g + 4)),
+                                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15));
+    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(rd16(g + 2)),
+                                                          _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)), _mm256_set1_epi32(3));
+    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    return _mm256_mul_ps(_mm256_set1_ps(f16at(g)), _mm256_cvtepi32_ps(ls));
+}
+
+/* IQ4_VALUES in each 16-byte lane: one byte shuffle (vpshufb) of the nibbles looks 16 or 32 of them up */
+static inline __m128i iq4_values128(void) { return _mm_loadu_si128((const __m128i *)IQ4_VALUES); }
+
 #endif
 
 #include "quant_avx512.h"
@@ -611,7 +683,7 @@ static inline __attribute__((always_inline)) void f32_rows(const int type, const
         BY_ROWS(F, T, __VA_ARGS__, K, w, nout, rowbytes, y, ldy)                                         \
     }
 #define QUANT_TYPES(M) M(T_Q4_0) M(T_Q4_1) M(T_Q5_0) M(T_Q5_1) M(T_Q8_0) M(T_Q2_K) M(T_Q4_K) M(T_Q5_K) M(T_Q6_K) \
-    M(T_Q3_K)
+    M(T_Q3_K) M(T_IQ4_NL) M(T_IQ4_XS)
 #define FLOAT_TYPES(M) M(T_F32) M(T_F16) M(T_BF16)
 #define Q8_FN(T) KERNEL_FN(q8_rows, T, xq)
 #define F32_FN(T) KERNEL_FN(f32_rows, T, x)

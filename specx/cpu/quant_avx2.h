@@ -59,9 +59,9 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
 
 /* ---- q8 mode: a group decoded into 8 vectors w[2k + h], 32-bit lane j = 4 values of half h of block j */
 typedef struct {
-    __m256i w[8];        /* signed 8-bit weights (Q8_0 without VNNI: |w|) */
+    __m256i w[8];        /* signed 8-bit weights (wide_weights without VNNI: |w|) */
 #if !SPX_VNNI
-    __m256i sw[8];       /* Q8_0 without VNNI: the signed weights, for their signs */
+    __m256i sw[8];       /* wide_weights without VNNI: the signed weights, for their signs */
 #endif
     __m256i corr[2];     /* −128·Σw per lane of each half: the x bytes are q + 128 */
     __m256 a[2], b;
@@ -172,6 +172,22 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             o->w[2 * k + 1] = _mm256_permute2x128_si256(s[k], s[4 + k], 0x31);
         }
         o->a[0] = o->a[1] = halves8(g, 34);
+    } else if (type == T_IQ4_NL || type == T_IQ4_XS) {   /* 8 blocks (IQ4_XS: sub-blocks) of 16 qs bytes as Q4_0's,
+                                                          each nibble looked up in IQ4_VALUES */
+        const int xs = type == T_IQ4_XS, stride = xs ? 16 : block_bytes(type);
+        const uint8_t *b = g + (xs ? 8 : 2);
+        __m256i p[4], u[4];
+        for (int i = 0; i < 4; ++i)
+            p[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b + i * stride))),
+                                           _mm_loadu_si128((const __m128i *)(b + (4 + i) * stride)), 1);
+        transpose4(p[0], p[1], p[2], p[3], u);   /* u[k] lane j = block j dword k */
+        const __m256i values = _mm256_broadcastsi128_si256(iq4_values128());
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+            const int k = i >> 1, h = i & 1;
+            o->w[i] = _mm256_shuffle_epi8(values, _mm256_and_si256(h ? _mm256_srli_epi16(u[k], 4) : u[k], nib));
+        }
+        o->a[0] = o->a[1] = xs ? iq4xs_scales(g) : halves8(g, stride);
     } else {   /* Q4_0, Q4_1, Q5_0, Q5_1: 8 blocks */
         const int bytes = block_bytes(type), qs = type == T_Q4_0 ? 2 : type == T_Q4_1 ? 4 : type == T_Q5_0 ? 6 : 8;
         const uint8_t *b = g + qs;
@@ -202,7 +218,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         if (type == T_Q4_1 || type == T_Q5_1) o->b = halves8(g + 2, bytes);
     }
 #if !SPX_VNNI
-    if (type == T_Q8_0) {   /* maddubs would saturate on (q + 128)·w: x is used signed, w as |w| */
+    if (wide_weights(type)) {   /* maddubs would saturate on (q + 128)·w: x is used signed, w as |w| */
         for (int i = 0; i < 8; ++i) {
             o->sw[i] = o->w[i];
             o->w[i] = _mm256_abs_epi8(o->w[i]);
@@ -221,8 +237,8 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
 
 /* products of 8-bit pairs summed in 16 bits before widening, as many at a time as cannot overflow: a pair is
    at most 2·255·16 (Q4_0, Q5_0: w in −16..15 times q + 128; Q3_K's −4..3 less) or 2·31·127 (unsigned weights
-   times q), so 4 fit in 16 bits; Q6_K's 2·255·32 two; Q8_0 (|w|·|q|) one */
-static inline int pairs16(int type) { return type == T_Q6_K ? 2 : type == T_Q8_0 ? 1 : 4; }
+   times q), so 4 fit in 16 bits; Q6_K's 2·255·32 two; Q8_0, IQ4_NL, IQ4_XS (wide_weights: |w|·|q|) one */
+static inline int pairs16(int type) { return type == T_Q6_K ? 2 : wide_weights(type) ? 1 : 4; }
 
 static inline __attribute__((always_inline)) void q8_row(const int type, const wq *o, const uint8_t *xg, __m256 *acc,
                                                          __m256 *accb) {
@@ -245,7 +261,7 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
                 const __m256i xv = _mm256_load_si256((const __m256i *)(xg + 32 * i));
                 if (unsigned_weights(type))
                     p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i))));
-                else if (type == T_Q8_0)   /* |w| · (x with w's sign) */
+                else if (wide_weights(type))   /* |w| · (x with w's sign) */
                     p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_sign_epi8(
                                                     _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i)), o->sw[i])));
                 else
@@ -317,7 +333,8 @@ static inline int f32_steps(int type) { return type == T_Q6_K || type == T_Q2_K 
 
 /* step st of a unit at g: NV = 2 vectors (Q6_K, Q2_K, Q3_K: 4) and their offsets in the unit. sa/sb: the unit's
    scales (32-value types: d and m or off·d; Q4_K/Q5_K: ws, wm per sub-block; Q6_K: d·sc, 32·d·sc per 16 values;
-   Q2_K: d·sc, dmin·m per 16 values; Q3_K: d·(sc − 32) per 16 values) */
+   Q2_K: d·sc, dmin·m per 16 values; Q3_K: d·(sc − 32) per 16 values; IQ4_NL: d; IQ4_XS: d·(ls − 32) per
+   sub-block) */
 static inline __attribute__((always_inline)) void dec_step(const int type, const uint8_t *g, int st, const float *sa,
                                                            const float *sb, __m256 *v, int *off) {
     const __m256i f = _mm256_set1_epi32(15);
@@ -377,6 +394,18 @@ static inline __attribute__((always_inline)) void dec_step(const int type, const
         v[1] = _mm256_fmsub_ps(_mm256_cvtepi32_ps(hi), _mm256_broadcast_ss(sa + 2 * i + 1), _mm256_broadcast_ss(sb + 2 * i + 1));
         off[0] = 64 * i + 8 * m;
         off[1] = 64 * i + 32 + 8 * m;
+    } else if (type == T_IQ4_NL || type == T_IQ4_XS) {   /* IQ4_NL as Q4_0 below; IQ4_XS: st = (sub-block ib, 8 bytes m):
+                                                          values 32ib + 8m.. (low nibbles) and 32ib + 16 + 8m.. (high) */
+        const int xs = type == T_IQ4_XS, ib = xs ? st >> 1 : 0, m = xs ? st & 1 : st;
+        const __m128i raw = _mm_loadl_epi64((const __m128i *)(g + (xs ? 8 + 16 * ib : 2) + 8 * m));
+        const __m128i values = iq4_values128(), nib = _mm_set1_epi8(15);
+        const __m256i lo = _mm256_cvtepi8_epi32(_mm_shuffle_epi8(values, _mm_and_si128(raw, nib)));
+        const __m256i hi = _mm256_cvtepi8_epi32(_mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(raw, 4), nib)));
+        const __m256 a = _mm256_broadcast_ss(sa + ib);   /* a·T: gguf's one product */
+        v[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(lo), a);
+        v[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(hi), a);
+        off[0] = 32 * ib + 8 * m;
+        off[1] = 32 * ib + 16 + 8 * m;
     } else {   /* Q4_0, Q4_1, Q5_0, Q5_1: st = 8 bytes of qs: values 8st.. (low nibbles) and 16 + 8st.. (high) */
         const int one = type == T_Q4_1 || type == T_Q5_1, five = type == T_Q5_0 || type == T_Q5_1;
         const __m256i raw = U8(g + 2 + 2 * one + 4 * five + 8 * st);
@@ -405,6 +434,10 @@ static inline __attribute__((always_inline)) void unit_scales(const int type, co
         const __m256 d = _mm256_set1_ps(f16at(g + 108));
         _mm256_storeu_ps(sa, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
         _mm256_storeu_ps(sa + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc, sc)))));
+        return;
+    }
+    if (type == T_IQ4_XS) {   /* d·(ls − 32) per sub-block */
+        _mm256_storeu_ps(sa, iq4xs_scales(g));
         return;
     }
     if (type == T_Q2_K) {

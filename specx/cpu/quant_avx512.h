@@ -78,7 +78,7 @@ typedef struct {
     __m256 b;            /* b per block (SM, KM) */
     __m512 b16;          /* b per lane (K2) */
 #if !SPX_VNNI
-    __mmask64 neg[4];    /* Q8_0 without VNNI: w < 0 (w holds |w|, and x is used signed) */
+    __mmask64 neg[4];    /* wide_weights without VNNI: w < 0 (w holds |w|, and x is used signed) */
 #endif
 } wq;
 
@@ -178,6 +178,19 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
                                               _mm512_permutex2var_epi32(zc, idx, zd));
         }
         o->a = twice(halves8(g, 34));
+    } else if (type == T_IQ4_NL || type == T_IQ4_XS) {   /* 8 blocks (IQ4_XS: sub-blocks) of 16 qs bytes as Q4_0's,
+                                                          each nibble looked up in IQ4_VALUES */
+        const int xs = type == T_IQ4_XS, stride = xs ? 16 : block_bytes(type);
+        const uint8_t *qs = g + (xs ? 8 : 2);
+        const __m512i z0 = four16(qs, stride), z1 = four16(qs + 4 * stride, stride), shr = L16(SHR_B32, 0);
+        const __m512i values = _mm512_broadcast_i32x4(iq4_values128());
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const __m512i idx = k == 0 ? L16(IDX_B32, 0) : k == 1 ? L16(IDX_B32, 1) : k == 2 ? L16(IDX_B32, 2) : L16(IDX_B32, 3);
+            const __m512i q = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, idx, z1), shr), nib);
+            o->w[k] = _mm512_shuffle_epi8(values, q);
+        }
+        o->a = twice(xs ? iq4xs_scales(g) : halves8(g, stride));
     } else {   /* Q4_0, Q4_1, Q5_0, Q5_1: 8 blocks */
         const int bytes = block_bytes(type), qs = type == T_Q4_0 ? 2 : type == T_Q4_1 ? 4 : type == T_Q5_0 ? 6 : 8;
         const __m512i z0 = four16(g + qs, bytes), z1 = four16(g + qs + 4 * bytes, bytes), shr = L16(SHR_B32, 0);
@@ -213,7 +226,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
     for (int k = 0; k < 4; ++k) c = dot4(c, _mm512_set1_epi8((char)0x80), o->w[k]);
     o->corr = _mm512_sub_epi32(_mm512_setzero_si512(), c);
 #else
-    if (type == T_Q8_0) {   /* maddubs would saturate on (q + 128)·w: x is used signed, w as |w| */
+    if (wide_weights(type)) {   /* maddubs would saturate on (q + 128)·w: x is used signed, w as |w| */
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
             o->neg[k] = _mm512_movepi8_mask(o->w[k]);
@@ -241,7 +254,7 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
         }
         __m512i xv = _mm512_load_si512(xg + 64 * k);
 #if !SPX_VNNI
-        if (type == T_Q8_0) {
+        if (wide_weights(type)) {
             xv = _mm512_load_si512(xg + XG_S + 64 * k);   /* q signed, negated where w < 0 */
             xv = _mm512_mask_sub_epi8(xv, o->neg[k], _mm512_setzero_si512(), xv);
             s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(o->w[k], xv), _mm512_set1_epi16(1)));
@@ -322,9 +335,18 @@ static inline __m512 iota16(int base) {
     return _mm512_add_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_ps((float)base));
 }
 
+static inline __m512 iq4_values512(void) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(iq4_values128())); }
+
 static inline __attribute__((always_inline)) void dec_block32(const int type, const uint8_t *b, float d, float m,
                                                               __m512 *w0, __m512 *w1) {
     const __m512 dv = _mm512_set1_ps(d);
+    if (type == T_IQ4_NL) {   /* a table of the block's 16 values d·T (gguf's products) */
+        const __m512i raw = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)));
+        const __m512 t = _mm512_mul_ps(iq4_values512(), dv);
+        *w0 = _mm512_permutexvar_ps(raw, t);
+        *w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(raw, 4), t);
+        return;
+    }
     if (type == T_Q8_0) {
         *w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)))), dv);
         *w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 18)))), dv);
@@ -453,6 +475,20 @@ static inline __attribute__((always_inline)) void dec_super_step(const int type,
         }
         return;
     }
+    if (type == T_IQ4_XS) {   /* step st: sub-blocks 2st + u, each looked up in a table of its 16 values a·T */
+        const __m512 values = iq4_values512();
+#pragma GCC unroll 2
+        for (int u = 0; u < 2; ++u) {
+            const int ib = 2 * st + u;
+            const __m512i raw = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(g + 8 + 16 * ib)));
+            const __m512 t = _mm512_mul_ps(values, _mm512_set1_ps(sa[ib]));
+            v[2 * u] = _mm512_permutexvar_ps(raw, t);
+            v[2 * u + 1] = _mm512_permutexvar_ps(_mm512_srli_epi32(raw, 4), t);
+            off[2 * u] = 32 * ib;
+            off[2 * u + 1] = 32 * ib + 16;
+        }
+        return;
+    }
     /* Q4_K / Q5_K, step st = chunk i: sub-blocks 2i (low nibbles) and 2i+1 (high), 32 values each, looked up
        in tables of their 16 (32) values ws·q − wm (dec_block32 says why) */
     const int five = type == T_Q5_K;
@@ -484,13 +520,15 @@ static inline __attribute__((always_inline)) void dec_super_step(const int type,
 
 /* the per-superblock scale tables dec_super_step reads: Q4_K/Q5_K a = d·sc, b = dmin·m per sub-block;
    Q6_K a = d·sc, b = 32·d·sc per 16 values; Q2_K a = d·sc, b = dmin·m per 16 values;
-   Q3_K a = d·(sc − 32) per 16 values (no b) */
+   Q3_K a = d·(sc − 32) per 16 values (no b); IQ4_XS a = d·(ls − 32) per sub-block (no b) */
 static inline __attribute__((always_inline)) void super_scales(const int type, const uint8_t *g, float *sa, float *sb) {
     if (type == T_Q3_K) {
         _mm512_storeu_ps(sa, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 108)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q3_scales(g)))));
         return;
     }
-    if (type == T_Q2_K) {
+    if (type == T_IQ4_XS) {
+        _mm256_storeu_ps(sa, iq4xs_scales(g));
+    } else if (type == T_Q2_K) {
         const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)g));
         _mm512_storeu_ps(sa, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 80)), _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15)))));
         _mm512_storeu_ps(sb, _mm512_mul_ps(_mm512_set1_ps(f16at(g + 82)), _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4))));

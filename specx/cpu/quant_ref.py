@@ -14,6 +14,8 @@ import numpy as np
 from .qweight import BLOCKS, QWeight, dequantize
 
 F32 = np.float32
+# IQ4_NL / IQ4_XS: the 16 values a 4-bit index picks (ggml's kvalues_iq4nl; quant.c's IQ4_VALUES)
+IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113])
 _TYPE = {name: tid for name, (tid, _, _) in BLOCKS.items()}
 
 
@@ -36,7 +38,7 @@ def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np
     """(kind, q (rows, nb, 32) int64, a (rows, nb) float32, b (rows, nb) float32, sc16 (rows, nb, 2) or None)
     with gguf's values w = a·q (S), a·q + b (SM), a·q − b (KM), (a·sc16)·q per 16 values (Q6_K; Q3_K: a = d,
     sc16 = its 6-bit scale − 32, q in −4..3); for Q2_K (kind K2) a and b are (rows, nb, 2), one per 16 values,
-    w = a·q − b."""
+    w = a·q − b; IQ4_NL and IQ4_XS are S with q from IQ4_VALUES (−127..113)."""
     name = w.name
     _, per, size = BLOCKS[name]
     raw = w.data.reshape(w.rows, -1, size)
@@ -53,6 +55,17 @@ def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np
             q |= ((qh >> np.arange(32)) & 1) << 4
         return ("SM" if one else "S"), q - (0 if one else 8 if name == "Q4_0" else 16), a, b, None
     nsb = raw.shape[1]
+    if name in ("IQ4_NL", "IQ4_XS"):   # q = IQ4_VALUES[nibble]: qs[16s + l] holds values 32s + l and 32s + 16 + l
+        xs = name == "IQ4_XS"
+        qs = raw[..., 8 if xs else 2:].astype(np.int64).reshape(w.rows, -1, 1, 16) >> np.array([0, 4]).reshape(2, 1)
+        q = IQ4_VALUES[(qs & 15).reshape(w.rows, -1, 32)]
+        a = half(0)
+        if xs:   # sub-block s: a = d·(ls − 32), ls = 4 bits of scales_l[s/2] | 2 bits of scales_h << 4
+            lo = raw[..., 4:8].astype(np.int64)[..., :, None] >> np.array([0, 4])
+            hi = raw[..., 2:4].copy().view(np.uint16).astype(np.int64) >> (2 * np.arange(8))
+            ls = (lo.reshape(w.rows, nsb, 8) & 15) | ((hi & 3) << 4)
+            a = (a[..., None] * (ls - 32).astype(F32)).astype(F32).reshape(w.rows, -1)
+        return "S", q, a, np.zeros_like(a), None
     if name == "Q2_K":   # value 128n + 32s + l: bits 2s..2s+1 of qs[32n + l]; scales per 16 values
         qs = raw[..., 16:80].astype(np.int64).reshape(w.rows, nsb, 2, 1, 32) >> np.array([0, 2, 4, 6]).reshape(4, 1)
         sc = raw[..., :16].astype(np.int64).reshape(w.rows, -1, 2)
@@ -199,6 +212,7 @@ SCALES = {   # byte offsets of each block's half-float scales (random bytes woul
     "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,),
     "Q2_K": (80, 82), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,),
     "Q3_K": (108,),
+    "IQ4_NL": (0,), "IQ4_XS": (0,),
 }
 
 

@@ -51,7 +51,7 @@ class GGUFFile:
                                  hint=DAMAGED_GGUF)
         if info.type not in NAMES:
             raise ModelUnavailable(f"{self.path.name}: tensor {name!r} is {type_name(info.type)}, a GGUF type "
-                                   "specx has no kernel for", hint="use a Q4_K_M, Q5_K_M, Q6_K or Q8_0 file")
+                                   "specx has no kernel for", hint="use a Q4_K_M, Q5_K_M, Q6_K, Q8_0 or IQ4_XS file")
         return QWeight(info.type, self._view(name, info), rows=info.shape[1], cols=info.shape[0])
 
     def rows(self, name: str) -> FileRows:

@@ -113,7 +113,7 @@ def from_gguf(gguf, config: DecoderConfig) -> Weights:
         if info.type not in NAMES and len(info.shape) == 2:
             raise UnsupportedArchitecture(
                 f"{name} is stored as {_ggml_name(info.type)}, which specx's kernels do not read",
-                "use a Q4_K_M, Q5_K_M, Q6_K or Q8_0 file, or run it through transformers")
+                "use a Q4_K_M, Q5_K_M, Q6_K, Q8_0 or IQ4_XS file, or run it through transformers")
     source = _Source(set(gguf.tensors), gguf.weight, gguf.array, gguf.rows)
     return _build(source, config, lambda i, role: f"blk.{i}.{GGUF_LAYER[role]}", "token_embd", "output_norm",
                   "output", ".weight", ".bias", False)

@@ -22,7 +22,8 @@ MIXTURES = {
 }
 HEAD_TYPE = "Q6_K"   # the output matrix's type in every mixture smaller than it
 # a K-type matrix whose rows do not split into 256-value blocks takes this 32-value type instead
-FALLBACK = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
+FALLBACK = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0",
+            "IQ4_XS": "IQ4_NL"}   # IQ4_NL: IQ4_XS's 4-bit grid in 32-value blocks
 MORE_BITS = ("v_proj", "down_proj")   # transformers' names of llama.cpp's attn_v and ffn_down
 
 

@@ -12,7 +12,7 @@ from specx.cpu import quant, quant_ref
 from specx.cpu.qweight import BLOCKS, QWeight, dequantize, reference
 
 needs_kernels = pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
-QUANTIZED = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q4_K", "Q5_K", "Q6_K", "Q3_K"]
+QUANTIZED = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q4_K", "Q5_K", "Q6_K", "Q3_K", "IQ4_NL", "IQ4_XS"]
 FLOATS = ["F32", "F16", "BF16"]
 F32_TOL = 1e-5   # f32 mode: |y − reference| ≤ F32_TOL · Σ|x||w| per output (float32 rounding of a long sum)
 
@@ -105,7 +105,7 @@ def test_a_fused_group_equals_its_segments_called_alone(mode):
     rng = np.random.default_rng(6)
     group = [quant_ref.random_weight(name, rows, 512, rng)
              for name, rows in (("Q4_K", 33), ("Q6_K", 7), ("Q8_0", 12), ("F16", 3), ("Q5_0", 20), ("Q2_K", 9),
-                                ("Q3_K", 11))]
+                                ("Q3_K", 11), ("IQ4_XS", 10), ("IQ4_NL", 6))]
     for m in (1, 5, 17):
         x = inputs(m, 512, m)
         fused = quant.matmul(x, group, mode)
@@ -200,7 +200,7 @@ def test_q8_rows_with_a_nan_or_infinity_come_out_nan_in_every_build():
 
 
 @needs_kernels
-@pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q5_0", "Q8_0"])
+@pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q5_0", "Q8_0", "IQ4_NL"])
 def test_a_partial_last_group_ignores_the_next_rows_bytes_in_every_build(name):
     """q8 decodes a row's partial last group 8 blocks at a time, reading into the next row (quant.c, TAIL):
     whatever that row holds, even infinite and NaN scales, each row's results equal the row computed alone

@@ -1,5 +1,5 @@
 """The lean decoder on tiny GGUF files written the way llama.cpp's converter writes them (tensor names, Q/K rows
-permuted for llama-arch files, Gemma norms stored as 1 + w; F32, F16 and Q8_0 tensors): it computes what
+permuted for llama-arch files, Gemma norms stored as 1 + w; F32, F16, Q8_0 and IQ4_NL tensors): it computes what
 transformers computes from the same file, and it refuses a tensor type it has no kernel for, by name."""
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import torch
 
 from test_decoder import VOCAB, hf_model, ids, near, reference
 from specx.decoder import config as configs
+from specx.cpu.quant_ref import IQ4_VALUES
 from specx.decoder.lm import load
 
 GGUF_NAMES = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
@@ -81,7 +82,7 @@ def write_gguf(model, family: str, path, matrix_types=MATRIX_TYPES):
         if data.ndim == 2:
             kind = gguf.GGMLQuantizationType[matrix_types[n % len(matrix_types)]]
             n += 1
-            raw = gguf.quants.quantize(data, kind) if kind != gguf.GGMLQuantizationType.F32 else data
+            raw = quantize(data, kind)
             w.add_tensor(gguf_name(name, arch), raw, raw_dtype=kind)
         else:
             w.add_tensor(gguf_name(name, arch), data)
@@ -90,6 +91,23 @@ def write_gguf(model, family: str, path, matrix_types=MATRIX_TYPES):
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def quantize(data: np.ndarray, kind) -> np.ndarray:
+    """A matrix as a GGUF of type `kind` holds it: gguf's quantizer; IQ4_NL, which gguf does not quantize, as
+    d = (each 32 values' value of largest magnitude) / −127 times the nearest points of the IQ4 grid."""
+    import gguf
+
+    if kind == gguf.GGMLQuantizationType.F32:
+        return data
+    if kind != gguf.GGMLQuantizationType.IQ4_NL:
+        return gguf.quants.quantize(data, kind)
+    x = data.reshape(-1, 32).astype(np.float32)
+    d = (x[np.arange(len(x)), np.abs(x).argmax(axis=1)] / -127).astype(np.float16)
+    inv = np.where(d != 0, 1 / np.where(d != 0, d, 1).astype(np.float32), 0)
+    q = np.abs(x[..., None] * inv[:, None, None] - IQ4_VALUES).argmin(axis=-1).astype(np.uint8)
+    blocks = np.concatenate([d.view(np.uint8).reshape(-1, 2), q[:, :16] | (q[:, 16:] << 4)], axis=1)
+    return blocks.reshape(len(data), -1)
 
 
 def gguf_name(name: str, arch: str) -> str:
@@ -119,21 +137,36 @@ def test_a_gguf_runs_as_transformers_runs_it(tmp_path, family):
     near(got, want)
 
 
+def test_an_iq4_nl_gguf_runs_on_the_block_kernels_as_transformers_runs_it(tmp_path):
+    """IQ4_NL matrices (embedding, layers and head, between F16 ones) run on specx's block kernels as the file
+    holds them and give what transformers computes from the same file: prefill and cached decode."""
+    from transformers import AutoModelForCausalLM
+
+    path = write_gguf(gguf_model("qwen2"), "qwen2", tmp_path / "iq4.gguf", matrix_types=("IQ4_NL", "F16"))
+    theirs = AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name, dtype=torch.float32).eval()
+    lm = load(path)
+    assert "IQ4_NL" in lm.kernels and "block kernels" in lm.kernels
+    tokens = ids(11)
+    want = reference(theirs, tokens)
+    got = torch.cat([lm.forward(tokens[:30])] + [lm.forward([t]) for t in tokens[30:]])
+    near(got, want)
+
+
 def test_a_tensor_type_without_a_kernel_is_refused_by_name(tmp_path):
-    """An IQ4_NL matrix: UnsupportedArchitecture naming the tensor and its type (the caller falls back to
+    """An MXFP4 matrix: UnsupportedArchitecture naming the tensor and its type (the caller falls back to
     transformers), before any kernel reads it."""
     import gguf
 
     model = gguf_model("llama")
-    path = write_gguf(model, "llama", tmp_path / "iq.gguf", matrix_types=("F32",))
+    path = write_gguf(model, "llama", tmp_path / "mxfp4.gguf", matrix_types=("F32",))
     data = bytearray(path.read_bytes())
     reader = gguf.GGUFReader(path)
     target = next(t for t in reader.tensors if t.name == "blk.0.ffn_up.weight")
-    # rewrite the type of one tensor in place: F32 (4 bytes/value) → IQ4_NL (18 bytes/32 values) fits inside
+    # rewrite the type of one tensor in place: F32 (4 bytes/value) → MXFP4 (17 bytes/32 values) fits inside
     type_field = target.field.parts[-2]   # [..., type, offset]
     offset = type_field.ctypes.data - reader.data.ctypes.data
     del reader
-    data[offset:offset + 4] = int(gguf.GGMLQuantizationType.IQ4_NL).to_bytes(4, "little")
+    data[offset:offset + 4] = int(gguf.GGMLQuantizationType.MXFP4).to_bytes(4, "little")
     path.write_bytes(bytes(data))
-    with pytest.raises(configs.UnsupportedArchitecture, match="blk.0.ffn_up.weight.*IQ4_NL"):
+    with pytest.raises(configs.UnsupportedArchitecture, match="blk.0.ffn_up.weight.*MXFP4"):
         load(path)

@@ -20,7 +20,7 @@ def tiny(tmp_path):
     return tiny_gguf(tmp_path / "tiny.gguf")
 
 
-@pytest.mark.parametrize("name", ["w_q8", "w_q4k", "w_q2k", "w_f32", "w_q3k"])
+@pytest.mark.parametrize("name", ["w_q8", "w_q4k", "w_q2k", "w_f32", "w_q3k", "w_iq4xs"])
 def test_rows_read_from_the_file_equal_the_maps_rows(tiny, name):
     """Any ids, repeated and unordered: the lookup through FileRows equals the lookup in the mapped table."""
     with open_gguf(tiny) as g:

@@ -52,6 +52,11 @@ def tiny_gguf(path: Path, seed: int = 0, alignment: int | None = None) -> Path:
     q2k[:, 80:] = rng.uniform(-0.01, 0.01, (3, 2)).astype(np.float16).view(np.uint8)   # finite d, dmin
     w.add_tensor("w_q2k", q2k, raw_dtype=T.Q2_K)
     w.add_tensor("w_3d", rng.standard_normal((2, 3, 32)).astype(np.float32))
+    iq4nl, iq4xs = rng.integers(0, 256, (3, 2 * 18), dtype=np.uint8), rng.integers(0, 256, (2, 136), dtype=np.uint8)
+    iq4nl.reshape(3, 2, 18)[..., :2] = rng.uniform(-0.01, 0.01, (3, 2, 1)).astype(np.float16).view(np.uint8)
+    iq4xs[:, :2] = rng.uniform(-0.01, 0.01, (2, 1)).astype(np.float16).view(np.uint8)   # finite d
+    w.add_tensor("w_iq4nl", iq4nl, raw_dtype=T.IQ4_NL)
+    w.add_tensor("w_iq4xs", iq4xs, raw_dtype=T.IQ4_XS)
     w.add_tensor("w_iq2", rng.integers(0, 256, (1, 74), dtype=np.uint8), raw_dtype=T.IQ2_XS)
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -144,6 +149,20 @@ def test_a_q3k_matrix_is_a_weight_the_kernels_read(tiny):
         assert np.array_equal(dequantize(w), g.array("w_q3k"))
         if quant.available():
             assert np.array_equal(quant.embed(w, torch.tensor([1, 0])).numpy(), g.array("w_q3k")[[1, 0]])
+
+
+def test_iq4_matrices_open_as_kernel_weights_holding_gguf_values(tiny):
+    """IQ4_NL and IQ4_XS matrices (the imatrix 4-bit files) open as kernel weights, zero-copy, shaped as the
+    kernels take them, and the kernels' rows are the gguf package's dequantization, bit for bit."""
+    from specx.cpu import quant
+
+    with open_gguf(tiny) as g:
+        for name, kind, shape in (("w_iq4nl", "IQ4_NL", (64, 3)), ("w_iq4xs", "IQ4_XS", (256, 2))):
+            w, info = g.weight(name), g.tensors[name]
+            assert (type_name(info.type), w.name, (w.cols, w.rows)) == (kind, kind, shape)
+            assert np.shares_memory(w.data, g.raw(name)) and not w.data.flags.writeable
+            if quant.available():
+                assert np.array_equal(quant.embed(w, np.arange(w.rows)).numpy(), g.array(name))
 
 
 def test_array_is_float32_in_numpy_order(tiny):

@@ -142,6 +142,20 @@ def test_tensor_types_follow_llama_cpp_mixtures():
     assert tensor_type("Q4_K_M", "model.layers.5.self_attn.q_proj", 5, 24, 896) == "Q5_0"
 
 
+def test_iq4_file_types_are_priced_at_their_own_bytes():
+    """IQ4_XS and IQ4_NL files are known types priced at their blocks' bytes (specx's kernels read them); the
+    head takes Q6_K, and IQ4_XS rows that are not whole 256-value blocks take IQ4_NL, as llama.cpp gives them."""
+    from specx.cpu.qweight import BLOCKS
+    from specx.memory.gguf_price import bits_per_weight, known, tensor_type
+
+    for name in ("IQ4_XS", "IQ4_NL"):
+        _, per, size = BLOCKS[name]
+        assert known(name) and bits_per_weight(name) == 8 * size / per
+        assert tensor_type(name, "head", None, 24, 1536) == "Q6_K"
+        assert tensor_type(name, "model.layers.0.mlp.down_proj", 0, 24, 4864) == name
+    assert tensor_type("IQ4_XS", "model.layers.5.self_attn.q_proj", 5, 24, 896) == "IQ4_NL"
+
+
 # ---- against a fake Hub ----------------------------------------------------------------------------
 
 def gguf_bytes(path: Path, pad: int = 0) -> bytes:
