@@ -69,6 +69,27 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
 
 static inline int64_t xq_stride(int64_t K) { return (K + QKK - 1) / QKK * XG; }
 
+/* XSPAN: a q8 pass of R rows over one weight row reads XG_READ activation bytes per row and group (the
+   values for its weights' sign, the scales, one min term). Where a whole row's worth (K = 8960: 35 groups,
+   67 KB at 5 rows) is more than L1 keeps beside the weights' stream, every output would read them again from
+   L2, which with several rows costs more than the weights' own reads. Such calls cut the groups into equal
+   spans whose activations fit xspan_bytes (quant.py sets two thirds of the machine's L1 data cache; this
+   default is two thirds of the smallest, 32 KiB), and up to XSPAN_OUTS outputs pass over each span in turn,
+   keeping their sums in memory between spans. */
+#define XG_READ 384
+#define XSPAN_BYTES 21845
+#define XSPAN_OUTS 16
+static int64_t xspan_bytes = XSPAN_BYTES;   /* spx_set_xspan: 0 never cuts (tests and benchmarks compare) */
+int64_t spx_set_xspan(int64_t bytes) {   /* returns the previous setting; bytes < 0: changes nothing */
+    const int64_t was = xspan_bytes;
+    if (bytes >= 0) xspan_bytes = bytes;
+    return was;
+}
+static inline int64_t xspan(int64_t R, int64_t groups) {
+    const int64_t spans = xspan_bytes ? (R * groups * XG_READ + xspan_bytes - 1) / xspan_bytes : 1;
+    return R == 1 || spans <= 1 ? groups : (groups + spans - 1) / spans;
+}
+
 /* ---------------------------------------------------------------- scalar helpers (every build) */
 
 static inline float f32_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
@@ -567,6 +588,25 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *
     for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + prefetch_bytes + i, _MM_HINT_T0);
     if (prefetch_l2)
         for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + 2 * prefetch_bytes + i, _MM_HINT_T1);
+}
+
+/* prefetch the n bytes at p into L1, where the kernels will read next something other than what lies ahead
+   of their reads (XSPAN: the same span of the next output); off with the other prefetches */
+static inline __attribute__((always_inline)) void prefetch_at(const uint8_t *p, int64_t n) {
+    if (!prefetch_bytes) return;
+    for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + i, _MM_HINT_T0);
+}
+
+static inline __attribute__((always_inline)) void prefetch_l2_at(const uint8_t *p, int64_t n) {
+    if (!prefetch_bytes) return;
+    for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + i, _MM_HINT_T1);
+}
+
+/* XSPAN's order: where the span that outputs c0 + c (c may run past n, into the next spans) read lies, 0 past the end */
+static inline const uint8_t *span_at(const uint8_t *w, int64_t rowbytes, int64_t gbytes, int64_t c0, int64_t n,
+                                     int64_t c, int64_t s0, int64_t span, int64_t groups) {
+    const int64_t s = s0 + c / n * span;
+    return s < groups ? w + (c0 + c % n) * rowbytes + s * gbytes : 0;
 }
 
 static inline __attribute__((always_inline)) __m256 halves8(const uint8_t *b, int64_t stride) {

@@ -104,6 +104,12 @@ class Library:
         was_l2 = bool(self.lib.spx_set_prefetch_l2(int(l2)))
         return int(self.lib.spx_set_prefetch(int(nbytes))), was_l2
 
+    def xspan(self, nbytes: int) -> int:
+        """Cut q8 calls of several rows over long weight rows into spans of groups whose activations fit
+        `nbytes` (quant.c's XSPAN; 0: never cut; the setting is the loaded library's); results are the same
+        either way. Returns the previous setting."""
+        return int(self.lib.spx_set_xspan(int(nbytes)))
+
     def use_amx(self, on: bool) -> bool:
         """Run q8 calls of AMX_TYPES with at least `amx_min_rows()` rows on AMX (where this build has it; the
         same bits either way, only the speed differs; the setting is the loaded library's, shared by every
@@ -213,6 +219,8 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
     lib.spx_stream_sum.argtypes = [p, i64, i32]
     lib.spx_stream_sum.restype = ctypes.c_uint64
     lib.spx_build.restype = ctypes.c_int
+    lib.spx_set_xspan.argtypes = [ctypes.c_int64]
+    lib.spx_set_xspan.restype = ctypes.c_int64
     lib.spx_set_prefetch.argtypes = [ctypes.c_int64]
     lib.spx_set_prefetch.restype = ctypes.c_int64
     lib.spx_set_prefetch_l2.argtypes = [ctypes.c_int32]
@@ -293,6 +301,26 @@ def cpu_flags() -> set[str]:
     return _state["flags"]
 
 
+def l1_data_bytes() -> int:
+    """The first CPU's level-1 data cache in bytes, as Linux reports it (0 when it does not)."""
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            if (index / "level").read_text().strip() == "1" and (index / "type").read_text().strip() == "Data":
+                size = (index / "size").read_text().strip().upper()
+                return int(size[:-1]) * {"K": 1 << 10, "M": 1 << 20}[size[-1]] if size[-1] in "KM" else int(size)
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
+def xspan_bytes(l1: int) -> int:
+    """quant.c's XSPAN for an L1 data cache of `l1` bytes: the activations of a span take two thirds of it, the
+    weights' stream and the sums the rest (on a 48 KiB L1, 32 KiB: the best of 16, 24 and 32 KiB for the
+    1.5B fixture's verify forwards, benchmarks/results/2026-11-27-xspan); unknown (0): quant.c's own, two
+    thirds of the smallest L1 data cache of a CPU that runs these builds (32 KiB)."""
+    return 2 * l1 // 3 if l1 else -1
+
+
 def _default() -> Library:
     lib = _library()
     if lib is None:
@@ -308,6 +336,7 @@ def _library() -> Library | None:
                 lib = load(name)
                 _state["prefetch"] = prefetch_choice(lib)
                 lib.prefetch(*PREFETCH_WAYS[_state["prefetch"].pick])
+                lib.xspan(xspan_bytes(l1_data_bytes()))
                 _state["lib"], _state["why"] = lib, ""
                 break
             except (OSError, subprocess.SubprocessError) as e:

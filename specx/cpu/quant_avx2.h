@@ -283,44 +283,84 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
     }
 }
 
+/* Groups [s0, s1) of weight row wr (the call's last row: last) for R rows into their accumulators; `next`: the
+   weights read after this span's when they do not follow them (XSPAN), 0 otherwise */
+static inline __attribute__((always_inline)) void q8_span(const int type, const int R, const uint8_t *xq, int64_t stride,
+                                                          int64_t nblocks, const uint8_t *wr, int last, int64_t s0,
+                                                          int64_t s1, const uint8_t *next, __m256 (*acc)[2],
+                                                          __m256 (*accb)[2]) {
+    const int bytes = block_bytes(type), kt = block_values(type) == QKK;
+    uint8_t pad[8 * 34];
+    for (int64_t s = s0; s < s1; ++s) {
+        const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
+        const int tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
+        if (tail && last) {   /* the call's last row: reading past it could leave the tensor */
+            memset(pad, 0, sizeof pad);
+            memcpy(pad, g, tail * bytes);
+            g = pad;
+        }
+        if (next) prefetch_at(next + (s - s0) * (kt ? bytes : 8 * bytes), kt ? bytes : 8 * bytes);
+        wq o;
+        decode_q8(type, g, &o);
+        if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
+            const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
+                                                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+            o.a[0] = _mm256_and_ps(o.a[0], keep);
+            o.a[1] = _mm256_and_ps(o.a[1], keep);
+            o.b = _mm256_and_ps(o.b, keep);
+        }
+        const uint8_t *xg = xq + s * XG;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, acc[r], accb[r]);
+    }
+}
+
+static inline float q8_result_avx2(int kind, const __m256 *acc, const __m256 *accb) {
+    const float main = hsum8(_mm256_add_ps(acc[0], acc[1]));
+    const float mins = hsum8(kind == KIND_K2 ? _mm256_add_ps(accb[0], accb[1]) : accb[0]);
+    return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
+}
+
 static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
                                                           const uint8_t *w, int64_t nout, int64_t rowbytes, float *y,
                                                           int64_t ldy) {
     const int64_t groups = (K + QKK - 1) / QKK, stride = xq_stride(K), nblocks = K / QK;
-    const int bytes = block_bytes(type), kt = block_values(type) == QKK, kind = q8_kind(type);
-    uint8_t pad[8 * 34];
-    for (int64_t c = 0; c < nout; ++c) {
-        const uint8_t *wr = w + c * rowbytes;
-        __m256 acc[RMAX][2], accb[RMAX][2];
+    const int64_t span = xspan(R, groups), gbytes = block_values(type) == QKK ? block_bytes(type) : 8 * block_bytes(type);
+    const int kind = q8_kind(type);
+    if (span == groups) {   /* the rows' activations stay in L1: one output at a time, all its groups */
+        for (int64_t c = 0; c < nout; ++c) {
+            __m256 acc[RMAX][2], accb[RMAX][2];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = accb[r][0] = accb[r][1] = _mm256_setzero_ps();
-        for (int64_t s = 0; s < groups; ++s) {
-            const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
-            const int tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
-            if (tail && c == nout - 1) {   /* the call's last row: reading past it could leave the tensor */
-                memset(pad, 0, sizeof pad);
-                memcpy(pad, g, tail * bytes);
-                g = pad;
-            }
-            wq o;
-            decode_q8(type, g, &o);
-            if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
-                const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
-                                                                           _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
-                o.a[0] = _mm256_and_ps(o.a[0], keep);
-                o.a[1] = _mm256_and_ps(o.a[1], keep);
-                o.b = _mm256_and_ps(o.b, keep);
-            }
-            const uint8_t *xg = xq + s * XG;
+            for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = accb[r][0] = accb[r][1] = _mm256_setzero_ps();
+            q8_span(type, R, xq, stride, nblocks, w + c * rowbytes, c == nout - 1, 0, groups, 0, acc, accb);
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, acc[r], accb[r]);
+            for (int r = 0; r < R; ++r) y[r * ldy + c] = q8_result_avx2(kind, acc[r], accb[r]);
         }
+        return;
+    }
+    /* XSPAN (quant.c): up to XSPAN_OUTS outputs pass over each span of groups in turn, their sums kept in memory
+       between spans (the same fmas in the same order: the same bits) */
+    for (int64_t c0 = 0; c0 < nout; c0 += XSPAN_OUTS) {
+        const int64_t n = nout - c0 < XSPAN_OUTS ? nout - c0 : XSPAN_OUTS;
+        __m256 acc[XSPAN_OUTS][RMAX][2], accb[XSPAN_OUTS][RMAX][2];
+        for (int64_t c = 0; c < n; ++c)
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            const float main = hsum8(_mm256_add_ps(acc[r][0], acc[r][1]));
-            const float mins = hsum8(kind == KIND_K2 ? _mm256_add_ps(accb[r][0], accb[r][1]) : accb[r][0]);
-            y[r * ldy + c] = kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
+            for (int r = 0; r < R; ++r) acc[c][r][0] = acc[c][r][1] = accb[c][r][0] = accb[c][r][1] = _mm256_setzero_ps();
+        for (int64_t s0 = 0; s0 < groups; s0 += span) {
+            const int64_t s1 = s0 + span < groups ? s0 + span : groups;
+            for (int64_t c = 0; c < n; ++c) {
+                __m256 a[RMAX][2], b[RMAX][2];
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) a[r][0] = acc[c][r][0], a[r][1] = acc[c][r][1], b[r][0] = accb[c][r][0], b[r][1] = accb[c][r][1];
+                q8_span(type, R, xq, stride, nblocks, w + (c0 + c) * rowbytes, c0 + c == nout - 1, s0, s1,
+                        span_at(w, rowbytes, gbytes, c0, n, c + 1, s0, span, groups), a, b);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) acc[c][r][0] = a[r][0], acc[c][r][1] = a[r][1], accb[c][r][0] = b[r][0], accb[c][r][1] = b[r][1];
+            }
         }
+        for (int64_t c = 0; c < n; ++c)
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) y[r * ldy + c0 + c] = q8_result_avx2(kind, acc[c][r], accb[c][r]);
     }
 }
 

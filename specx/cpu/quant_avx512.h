@@ -281,42 +281,91 @@ static inline float q8_result_simd(int kind, __m512 acc, __m256 accb, __m512 acc
     return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
 }
 
+/* Groups [s0, s1) of weight row wr (the call's last row: last) for R rows into their accumulators; `next`: where
+   the weights read after this span's lie (0: ahead of them, in the same row) */
+static inline __attribute__((always_inline)) void q8_span(const int type, const int R, const uint8_t *xq, int64_t stride,
+                                                          int64_t nblocks, const uint8_t *wr, int last, int64_t s0,
+                                                          int64_t s1, const uint8_t *next, const uint8_t *then,
+                                                          __m512 *acc, __m256 *accb, __m512 *accb16) {
+    const int bytes = block_bytes(type), kt = block_values(type) == QKK;
+    uint8_t pad[8 * 34];
+    for (int64_t s = s0; s < s1; ++s) {
+        const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
+        const int tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
+        if (tail && last) {   /* the call's last row: reading past it could leave the tensor */
+            memset(pad, 0, sizeof pad);
+            memcpy(pad, g, tail * bytes);
+            g = pad;
+        }
+        if (next) {
+            prefetch_at(next + (s - s0) * (kt ? bytes : 8 * bytes), kt ? bytes : 8 * bytes);
+            if (then) prefetch_l2_at(then + (s - s0) * (kt ? bytes : 8 * bytes), kt ? bytes : 8 * bytes);
+        } else
+            prefetch_ahead(g, kt ? bytes : 8 * bytes);
+        wq o;
+        decode_q8(type, g, &o);
+        if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
+            o.a = _mm512_maskz_mov_ps((__mmask16)(((1u << tail) - 1) * 0x0101u), o.a);
+            o.b = _mm256_maskz_mov_ps((__mmask8)((1u << tail) - 1), o.b);
+        }
+        const uint8_t *xg = xq + s * XG;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, &acc[r], &accb[r], &accb16[r]);
+    }
+}
+
 static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
                                                           const uint8_t *w, int64_t nout, int64_t rowbytes, float *y,
                                                           int64_t ldy) {
     const int64_t groups = (K + QKK - 1) / QKK, stride = xq_stride(K), nblocks = K / QK;
+    const int64_t span = xspan(R, groups);
     const int bytes = block_bytes(type), kt = block_values(type) == QKK;
-    uint8_t pad[8 * 34];
-    for (int64_t c = 0; c < nout; ++c) {
-        const uint8_t *wr = w + c * rowbytes;
-        __m512 acc[RMAX], accb16[RMAX];
-        __m256 accb[RMAX];
+    if (span == groups) {   /* the rows' activations stay in L1: one output at a time, all its groups */
+        for (int64_t c = 0; c < nout; ++c) {
+            __m512 acc[RMAX], accb16[RMAX];
+            __m256 accb[RMAX];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            acc[r] = accb16[r] = _mm512_setzero_ps();
-            accb[r] = _mm256_setzero_ps();
-        }
-        for (int64_t s = 0; s < groups; ++s) {
-            const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
-            const int tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
-            if (tail && c == nout - 1) {   /* the call's last row: reading past it could leave the tensor */
-                memset(pad, 0, sizeof pad);
-                memcpy(pad, g, tail * bytes);
-                g = pad;
+            for (int r = 0; r < R; ++r) {
+                acc[r] = accb16[r] = _mm512_setzero_ps();
+                accb[r] = _mm256_setzero_ps();
             }
-            prefetch_ahead(g, kt ? bytes : 8 * bytes);
-            wq o;
-            decode_q8(type, g, &o);
-            if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
-                o.a = _mm512_maskz_mov_ps((__mmask16)(((1u << tail) - 1) * 0x0101u), o.a);
-                o.b = _mm256_maskz_mov_ps((__mmask8)((1u << tail) - 1), o.b);
-            }
-            const uint8_t *xg = xq + s * XG;
+            q8_span(type, R, xq, stride, nblocks, w + c * rowbytes, c == nout - 1, 0, groups, 0, 0, acc, accb, accb16);
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, &acc[r], &accb[r], &accb16[r]);
+            for (int r = 0; r < R; ++r) y[r * ldy + c] = q8_result_simd(q8_kind(type), acc[r], accb[r], accb16[r]);
         }
+        return;
+    }
+    /* XSPAN: up to XSPAN_OUTS outputs pass over each span of groups in turn, their sums kept in memory between
+       spans (the same fmas in the same order: the same bits) */
+    for (int64_t c0 = 0; c0 < nout; c0 += XSPAN_OUTS) {
+        const int64_t n = nout - c0 < XSPAN_OUTS ? nout - c0 : XSPAN_OUTS;
+        __m512 acc[XSPAN_OUTS][RMAX], accb16[XSPAN_OUTS][RMAX];
+        __m256 accb[XSPAN_OUTS][RMAX];
+        for (int64_t c = 0; c < n; ++c)
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) y[r * ldy + c] = q8_result_simd(q8_kind(type), acc[r], accb[r], accb16[r]);
+            for (int r = 0; r < R; ++r) {
+                acc[c][r] = accb16[c][r] = _mm512_setzero_ps();
+                accb[c][r] = _mm256_setzero_ps();
+            }
+        for (int64_t s0 = 0; s0 < groups; s0 += span) {
+            const int64_t s1 = s0 + span < groups ? s0 + span : groups;
+            for (int64_t c = 0; c < n; ++c) {
+                __m512 a[RMAX], a16[RMAX];
+                __m256 b[RMAX];
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) a[r] = acc[c][r], a16[r] = accb16[c][r], b[r] = accb[c][r];
+                const uint8_t *next = span_at(w, rowbytes, kt ? bytes : 8 * bytes, c0, n, c + 1, s0, span, groups);
+                const uint8_t *then = span_at(w, rowbytes, kt ? bytes : 8 * bytes, c0, n, c + 2, s0, span, groups);
+                q8_span(type, R, xq, stride, nblocks, w + (c0 + c) * rowbytes, c0 + c == nout - 1, s0, s1, next, then,
+                        a, b, a16);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) acc[c][r] = a[r], accb16[c][r] = a16[r], accb[c][r] = b[r];
+            }
+        }
+        for (int64_t c = 0; c < n; ++c)
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r)
+                y[r * ldy + c0 + c] = q8_result_simd(q8_kind(type), acc[c][r], accb[c][r], accb16[c][r]);
     }
 }
 

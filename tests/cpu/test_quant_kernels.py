@@ -219,6 +219,35 @@ def test_a_partial_last_group_ignores_the_next_rows_bytes_in_every_build(name):
 
 
 @needs_kernels
+def test_spans_of_groups_change_no_result_in_every_build():
+    """quant.c's XSPAN (several rows over long weight rows in spans of groups, the sums kept between spans) gives
+    the bits of one pass per output, in every build and for every type: spans of one group and uneven ones, more
+    outputs than one pass takes (XSPAN_OUTS), and a partial last group (TAIL) on the call's last row too."""
+    rng = np.random.default_rng(19)
+    weights = {name: quant_ref.random_weight(name, 37, 9 * 256 + (96 if BLOCKS[name][1] == 32 else 0), rng)
+               for name in QUANTIZED}
+    for lib in builds_here():
+        was = lib.xspan(0)
+        try:
+            for name, w in weights.items():
+                for m in (2, 5, 8, 11):
+                    x = inputs(m, w.cols, m)
+                    lib.xspan(0)
+                    whole = lib.matmul(x, [w], "q8")
+                    for nbytes in (1, 3000, 9000):
+                        lib.xspan(nbytes)
+                        assert torch.equal(lib.matmul(x, [w], "q8"), whole), (name, m, nbytes, lib.describe())
+        finally:
+            lib.xspan(was)
+
+
+def test_spans_take_two_thirds_of_the_l1_data_cache():
+    """XSPAN's size follows the machine's L1 data cache (48 KiB: 32 KiB); unknown, quant.c keeps its own."""
+    assert quant.xspan_bytes(48 << 10) == 32 << 10 and quant.xspan_bytes(32 << 10) == 21845
+    assert quant.xspan_bytes(0) == -1
+
+
+@needs_kernels
 def test_prefetching_changes_no_result():
     """Prefetching weights ahead (the per-machine choice) is a hint: the same bits with it and without."""
     lib = quant.load(quant.variants()[0])
