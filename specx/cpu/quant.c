@@ -70,12 +70,12 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
 static inline int64_t xq_stride(int64_t K) { return (K + QKK - 1) / QKK * XG; }
 
 /* XSPAN: a q8 pass of R rows over one weight row reads XG_READ activation bytes per row and group (the
-   values for its weights' sign, the scales, one min term). Where a whole row's worth (K = 8960: 35 groups,
-   67 KB at 5 rows) is more than L1 keeps beside the weights' stream, every output would read them again from
-   L2, which with several rows costs more than the weights' own reads. Such calls cut the groups into equal
-   spans whose activations fit xspan_bytes (quant.py sets two thirds of the machine's L1 data cache; this
-   default is two thirds of the smallest, 32 KiB), and up to XSPAN_OUTS outputs pass over each span in turn,
-   keeping their sums in memory between spans. */
+   values for its weights' sign, the scales, one min term). Where a whole row's worth is more than L1 holds
+   (K = 8960: 35 groups, 67 KB at 5 rows), every output would read them again from L2, which with several
+   rows costs more than the weights' own reads. Such calls (more than 1.5 xspan_bytes: more than the L1 data
+   cache itself) cut the groups into equal spans whose activations fit xspan_bytes (quant.py sets two thirds
+   of the machine's L1 data cache; this default is two thirds of the smallest, 32 KiB), and up to XSPAN_OUTS
+   outputs pass over each span in turn, keeping their sums in memory between spans. */
 #define XG_READ 384
 #define XSPAN_BYTES 21845
 #define XSPAN_OUTS 16
@@ -86,8 +86,10 @@ int64_t spx_set_xspan(int64_t bytes) {   /* returns the previous setting; bytes 
     return was;
 }
 static inline int64_t xspan(int64_t R, int64_t groups) {
-    const int64_t spans = xspan_bytes ? (R * groups * XG_READ + xspan_bytes - 1) / xspan_bytes : 1;
-    return R == 1 || spans <= 1 ? groups : (groups + spans - 1) / spans;
+    const int64_t total = R * groups * XG_READ;
+    if (R == 1 || !xspan_bytes || 2 * total <= 3 * xspan_bytes) return groups;   /* within L1 itself: whole */
+    const int64_t spans = (total + xspan_bytes - 1) / xspan_bytes;
+    return (groups + spans - 1) / spans;
 }
 
 /* ---------------------------------------------------------------- scalar helpers (every build) */
@@ -772,7 +774,7 @@ static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, 
     const int64_t xrow = mode == MODE_Q8 && !is_float_type(type) ? xq_stride(K) : K * 4;
     int64_t chunk = XCHUNK_BYTES / xrow;
     chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
-    int64_t tile = TILE_BYTES / rowbytes;
+    int64_t tile = M <= RMAX ? n1 - n0 : TILE_BYTES / rowbytes;   /* one row group: nothing passes twice */
     if (tile < 1) tile = 1;
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
         const int64_t m1 = m0 + chunk < M ? m0 + chunk : M;
