@@ -112,6 +112,38 @@ void spx_residual_norm(float *x, const float *a, const float *post, const float 
     }
 }
 
+/* exp_approx, silu and gelu_tanh on LANES values at once: the same operations in the same order, lane by lane
+   (a lane gives the bits the scalar function gives) */
+typedef int32_t ilanes __attribute__((vector_size(LANES * sizeof(int32_t))));
+
+static inline lanes pick(ilanes m, lanes a, lanes b) {   /* a where m, else b */
+    return (lanes)(((ilanes)a & m) | ((ilanes)b & ~m));
+}
+
+static inline lanes exp_lanes(lanes x) {
+    const lanes lo = (lanes){0} - 87.0f, hi = (lanes){0} + 88.0f;
+    x = pick(x < lo, lo, pick(x > hi, hi, x));
+    lanes n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    lanes r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    lanes p = (lanes){0} + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    const ilanes bits = (__builtin_convertvector(n, ilanes) + 127) << 23;
+    return p * (lanes)bits;
+}
+
+static inline lanes silu_lanes(lanes x) { return x / (1.0f + exp_lanes(-x)); }
+
+static inline lanes gelu_tanh_lanes(lanes x) {
+    lanes y = 0.7978845608028654f * (x + 0.044715f * (x * x * x));
+    return 0.5f * x * (1.0f + (1.0f - 2.0f / (exp_lanes(2.0f * y) + 1.0f)));
+}
+
 /* out[t][i] = act(gate[t][i]) · up[t][i], gate and up side by side in each row of gu (rows × 2n).
    act: 0 SiLU, 1 GELU-tanh. */
 void spx_glu(const float *gu, int64_t rows, int64_t n, int act, float *out, int threads) {
@@ -119,10 +151,12 @@ void spx_glu(const float *gu, int64_t rows, int64_t n, int act, float *out, int 
     for (int64_t t = 0; t < rows; ++t) {
         const float *g = gu + t * 2 * n, *u = g + n;
         float *o = out + t * n;
-        if (act == 1)
-            for (int64_t i = 0; i < n; ++i) o[i] = gelu_tanh(g[i]) * u[i];
-        else
-            for (int64_t i = 0; i < n; ++i) o[i] = silu(g[i]) * u[i];
+        int64_t i = 0;
+        for (; i + LANES <= n; i += LANES) {
+            const lanes v = (act == 1 ? gelu_tanh_lanes(load(g + i)) : silu_lanes(load(g + i))) * load(u + i);
+            *(lanes_u *)(o + i) = v;
+        }
+        for (; i < n; ++i) o[i] = (act == 1 ? gelu_tanh(g[i]) : silu(g[i])) * u[i];
     }
 }
 
@@ -176,6 +210,7 @@ static inline void softmax(float *sc, const int64_t *slot, int64_t n) {
     for (int l = 1; l < LANES; ++l) m = top[l] > m ? top[l] : m;
     lanes sum = {0};
     int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) *(lanes_u *)(sc + i) = exp_lanes(load(sc + i) - m);   /* a lane: exp_approx's bits */
     for (; i < n; ++i) sc[i] = exp_approx(sc[i] - m);
     for (i = 0; i + LANES <= n; i += LANES) sum += load(sc + i);
     for (int l = 0; i + l < n; ++l) sum[l] += sc[i + l];
@@ -262,6 +297,91 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
     }
 }
 
+#define SCORES_AT_ONCE 8   /* attend_rows: query vectors sharing each key load (more rows give more of them) */
+
+/* attend for rows t0 .. t1-1 of a plain causal call (no mask, no window: row t sees slots 0 .. start + t in
+   order) of kv head g: each key block and value row is read once for all of them, SCORES_AT_ONCE (values:
+   HEADS_AT_ONCE) of their (row, head) query vectors at a time, and each vector's sums are attend's, term by term in the same order
+   (a row's bits do not depend on the rows beside it). q: (t1 - t0)·group·head_dim floats; score: as many
+   rows of start + t1 + KEY_BLOCK floats. */
+static void attend_rows(const spx_attn *L, const float *qkv, int64_t start, const int64_t *pos, int64_t t0,
+                        int64_t t1, int64_t g, float *out, float *q, float *score) {
+    const int64_t d = L->head_dim, group = L->heads / L->kv_heads, row = (L->heads + 2 * L->kv_heads) * d;
+    const int64_t nq = (t1 - t0) * group, width = start + t1 + KEY_BLOCK, last = start + t1 - 1;
+    for (int64_t i = 0; i < nq; ++i) {   /* query vector i: row t0 + i / group, head i % group of the kv head */
+        memcpy(q + i * d, qkv + (t0 + i / group) * row + (g * group + i % group) * d, sizeof(float) * d);
+        prepare(q + i * d, L->q_norm, L, pos[t0 + i / group]);
+    }
+    const float *keys = L->k + g * L->capacity * d;
+    for (int64_t b = 0; b <= last; b += KEY_BLOCK) {
+        const float *block = keys + b * d;
+        const int64_t first = b - start > t0 ? (b - start - t0) * group : 0;   /* rows that see some of the block */
+        for (int64_t i0 = first; i0 < nq; i0 += SCORES_AT_ONCE) {
+            const float *qs[SCORES_AT_ONCE];
+            lanes acc[SCORES_AT_ONCE];
+            for (int h = 0; h < SCORES_AT_ONCE; ++h) {
+                qs[h] = q + (i0 + h < nq ? i0 + h : i0) * d;
+                acc[h] = (lanes){0};
+            }
+            for (int64_t e = 0; e < d; ++e) {
+                if (i0 == first) __builtin_prefetch(block + (AHEAD_BLOCKS * d + e) * KEY_BLOCK);   /* no fault: a hint */
+                const lanes k = load(block + e * KEY_BLOCK);
+                for (int h = 0; h < SCORES_AT_ONCE; ++h) acc[h] += qs[h][e] * k;
+            }
+            for (int h = 0; h < SCORES_AT_ONCE && i0 + h < nq; ++h) {
+                const int64_t s = start + t0 + (i0 + h) / group;
+                for (int l = 0; l < KEY_BLOCK && b + l <= s; ++l) score[(i0 + h) * width + b + l] = acc[h][l] * L->scale;
+            }
+        }
+    }
+    int64_t *slot = (int64_t *)(score + nq * width);   /* row t's visible slots are 0 .. start + t */
+    for (int64_t j = 0; j <= last; ++j) slot[j] = j;
+    for (int64_t i = 0; i < nq; ++i) softmax(score + i * width, slot, start + t0 + i / group + 1);
+    const float *values = L->v + g * L->capacity * d;
+    for (int64_t c0 = 0; c0 < d; c0 += VALUE_CHUNKS * LANES) {
+        for (int64_t i0 = 0; i0 < nq; i0 += HEADS_AT_ONCE) {
+            const float *ps[HEADS_AT_ONCE];
+            int64_t n[HEADS_AT_ONCE];
+            lanes acc[HEADS_AT_ONCE][VALUE_CHUNKS];
+            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
+                const int64_t i = i0 + h < nq ? i0 + h : i0;
+                ps[h] = score + i * width;
+                n[h] = i0 + h < nq ? start + t0 + i / group + 1 : 0;   /* a padding vector sums nothing */
+                for (int k = 0; k < VALUE_CHUNKS; ++k) acc[h][k] = (lanes){0};
+            }
+            int64_t most = 0;
+            for (int h = 0; h < HEADS_AT_ONCE; ++h) most = n[h] > most ? n[h] : most;
+            for (int64_t i = 0; i < most; ++i) {
+                const float *v = values + i * d;
+                if (c0 == 0 && i0 == 0 && i + AHEAD_ROWS < most)
+                    for (int64_t e = 0; e < d; e += 64 / sizeof(float)) __builtin_prefetch(values + (i + AHEAD_ROWS) * d + e);
+                for (int k = 0; k < VALUE_CHUNKS; ++k) {
+                    const int64_t c = c0 + k * LANES;
+                    lanes vv;
+                    if (c + LANES <= d) vv = load(v + c);
+                    else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[c + l] : 0.0f;
+                    for (int h = 0; h < HEADS_AT_ONCE; ++h)
+                        if (i < n[h]) acc[h][k] += ps[h][i] * vv;
+                }
+            }
+            for (int h = 0; h < HEADS_AT_ONCE && i0 + h < nq; ++h) {
+                float *o = out + (t0 + (i0 + h) / group) * L->heads * d + (g * group + (i0 + h) % group) * d;
+                for (int k = 0; k < VALUE_CHUNKS; ++k)
+                    for (int l = 0; l < LANES && c0 + k * LANES + l < d; ++l) o[c0 + k * LANES + l] = acc[h][k][l];
+            }
+        }
+    }
+}
+
+/* Whether plain causal calls of several rows take attend_rows (1) or attend row by row (0): the same bits
+   either way (tests and benchmarks compare them). */
+static int share_rows = 1;
+int spx_set_attention_share(int32_t on) {   /* returns the previous setting; on < 0: changes nothing */
+    const int was = share_rows;
+    if (on >= 0) share_rows = on != 0;
+    return was;
+}
+
 /* Attention of T new rows (slots start .. start+T-1, rotary positions pos[t]) for one layer: normalizes and
    rotates their keys into the cache, stores their values, then writes each row's heads into out (T × heads·head_dim).
    qkv: T rows of [q (heads·head_dim) | k (kv_heads·head_dim) | v (kv_heads·head_dim)].
@@ -280,6 +400,7 @@ int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start,
     for (int64_t t = -past; t < T; ++t)
         if (pos[t] < 0 || pos[t] >= L->table_rows) return 2;
     const int many = T * L->heads * end * d > PARALLEL_WORK;
+    const int shared = share_rows && T > 1 && !mask && L->window <= 0;   /* attend_rows' case */
     int failed = 0;
 #pragma omp parallel num_threads(threads) if (many) reduction(| : failed)
     {
@@ -296,12 +417,29 @@ int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start,
             for (int64_t e = 0; e < d; ++e) block[e * KEY_BLOCK] = q[e];
             memcpy(L->v + (g * L->capacity + s) * d, qkv + t * row + q_size + (L->kv_heads + g) * d, sizeof(float) * d);
         }
+        if (!shared) {
 #pragma omp for schedule(static)
-        for (int64_t i = 0; i < T * L->kv_heads; ++i)
-            if (!failed) attend(L, qkv, T, start, pos, past, mask, i / L->kv_heads, i % L->kv_heads, out, q, score, slot);
+            for (int64_t i = 0; i < T * L->kv_heads; ++i)
+                if (!failed) attend(L, qkv, T, start, pos, past, mask, i / L->kv_heads, i % L->kv_heads, out, q, score, slot);
+        }
         free(q);
         free(score);
         free(slot);
+    }
+    if (shared && !failed) {   /* rows share key and value reads: tasks of (kv head, a part of the rows) */
+        const int64_t parts = threads > L->kv_heads && many ? (threads + L->kv_heads - 1) / L->kv_heads : 1;
+        const int64_t per = (T + parts - 1) / parts;
+#pragma omp parallel for num_threads(threads) if (many) reduction(| : failed) schedule(static)
+        for (int64_t i = 0; i < L->kv_heads * parts; ++i) {
+            const int64_t g = i / parts, t0 = i % parts * per, t1 = t0 + per < T ? t0 + per : T;
+            if (t0 >= t1) continue;
+            const int64_t nq = (t1 - t0) * group, width = start + t1 + KEY_BLOCK;
+            float *q = malloc(sizeof(float) * nq * d), *score = malloc(sizeof(float) * nq * width + sizeof(int64_t) * width);
+            if (q && score) attend_rows(L, qkv, start, pos, t0, t1, g, out, q, score);
+            else failed = 1;
+            free(q);
+            free(score);
+        }
     }
     return failed;
 }

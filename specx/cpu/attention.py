@@ -121,6 +121,14 @@ def attention(layer: Attention, qkv: torch.Tensor, start: int, positions: torch.
     return out
 
 
+def share_rows(on: bool | None = None) -> bool:
+    """Whether a plain causal call of several rows reads each key and value once for all of them (attend_rows;
+    the default) rather than once per row: the same bits either way. None changes nothing. Returns the
+    previous setting."""
+    lib = _library()
+    return bool(lib.spx_set_attention_share(-1 if on is None else int(on))) if lib else False
+
+
 def residual_norm(x: torch.Tensor, a: torch.Tensor, post: torch.Tensor | None, w: torch.Tensor,
                   eps: float) -> torch.Tensor:
     """x += a (or RMSNorm(a)·post), in place; returns RMSNorm(x)·w. All (T, n) float32 contiguous."""
@@ -249,6 +257,8 @@ def load_build(name: str) -> ctypes.CDLL:
     p, i64, f32, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_int
     lib.spx_attention.argtypes = [p, p, i64, i64, p, i64, p, p, i32]
     lib.spx_attention.restype = i32
+    lib.spx_set_attention_share.argtypes = [i32]
+    lib.spx_set_attention_share.restype = i32
     lib.spx_residual_norm.argtypes = [p, p, p, p, i64, i64, f32, p, i32]
     lib.spx_rmsnorm.argtypes = [p, p, i64, i64, f32, p, i32]
     lib.spx_glu.argtypes = [p, i64, i64, i32, p, i32]

@@ -774,7 +774,7 @@ static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, 
     const int64_t xrow = mode == MODE_Q8 && !is_float_type(type) ? xq_stride(K) : K * 4;
     int64_t chunk = XCHUNK_BYTES / xrow;
     chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
-    int64_t tile = M <= RMAX ? n1 - n0 : TILE_BYTES / rowbytes;   /* one row group: nothing passes twice */
+    int64_t tile = TILE_BYTES / rowbytes;
     if (tile < 1) tile = 1;
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
         const int64_t m1 = m0 + chunk < M ? m0 + chunk : M;

@@ -44,7 +44,8 @@ def test_attention_matches_its_reference(kw):
         close(fast.v[:, :start + rows], slow.v[:, :start + rows])
 
 
-@pytest.mark.parametrize("kw", [{}, {"window": 20, "adjacent": True}])
+@pytest.mark.parametrize("kw", [{}, {"window": 20, "adjacent": True}, {"kv": 1, "dim": 24},
+                                {"kv": 3, "heads": 3, "dim": 24}])
 def test_attention_rows_do_not_depend_on_the_batch_or_threads(kw):
     """Row t's output is bit-identical whether it is computed alone or among 1..16 rows, on 1 or 2 threads
     (16 rows after 200 are enough work for the kernel to split it across threads)."""
@@ -58,11 +59,34 @@ def test_attention_rows_do_not_depend_on_the_batch_or_threads(kw):
     try:
         for n_threads in (1, 2):
             torch.set_num_threads(n_threads)
-            for k in (2, 5, 16):
+            for k in (2, 5, 6, 16):
                 got = torch.cat([A.attention(together, new[i:i + k], 200 + i,
                                              torch.arange(200 + i, 200 + min(i + k, 16))) for i in range(0, 16, k)])
                 assert torch.equal(got, base), (n_threads, k)
     finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("kw", [{}, {"kv": 3, "heads": 3, "dim": 24}, {"kv": 1, "heads": 7, "norms": False}])
+def test_rows_sharing_key_reads_give_the_bits_of_rows_read_one_by_one(kw):
+    """A plain causal call of several rows reads each key and value once for all of them (attend_rows): every
+    row equals what the row-by-row path gives, on 1 and 2 threads, for 2 to 16 rows after 0 and 200 tokens."""
+    prefix = qkv_rows(layer(**kw), 200, 0)
+    threads, was = torch.get_num_threads(), A.share_rows()
+    try:
+        for n_threads in (1, 2):
+            torch.set_num_threads(n_threads)
+            for start, k in ((0, 16), (200, 2), (200, 5), (200, 7), (200, 16)):
+                outs = []
+                for share in (False, True):
+                    att = layer(**kw)
+                    A.attention(att, prefix[:start], 0, torch.arange(start))
+                    A.share_rows(share)
+                    new = qkv_rows(att, k, 7)
+                    outs.append(A.attention(att, new, start, torch.arange(start, start + k)))
+                assert torch.equal(*outs), (n_threads, start, k)
+    finally:
+        A.share_rows(was)
         torch.set_num_threads(threads)
 
 
@@ -138,6 +162,20 @@ def test_norm_and_activation_kernels_match_their_references():
     gu[0, :8] = torch.tensor([-100.0, -30.0, -1e-3, 0.0, 1e-3, 30.0, 100.0, 5.0])   # saturated and tiny inputs
     for act in A.ACTS:
         close(A.glu(gu, act), A.reference_glu(gu, act))
+
+
+def test_an_activation_gives_the_same_bits_in_a_vector_lane_and_in_the_scalar_tail():
+    """glu runs 16 values at a time and the row's last n mod 16 one by one: rotating a row moves values between
+    the two, and each value's result stays the same bits (saturated, tiny and ordinary inputs)."""
+    g = torch.Generator().manual_seed(3)
+    gate = torch.cat([torch.tensor([-100.0, -87.5, -30.0, -1e-3, 0.0, 1e-3, 30.0, 88.5, 100.0]),
+                      torch.randn(12, generator=g) * 4])
+    up = torch.randn(21, generator=g)
+    for act in A.ACTS:
+        base = A.glu(torch.cat([gate, up])[None], act)[0]
+        for shift in (5, 9, 16):
+            rolled = A.glu(torch.cat([gate.roll(shift), up.roll(shift)])[None], act)[0]
+            assert torch.equal(rolled, base.roll(shift)), (act, shift)
 
 
 def test_norm_and_activation_rows_do_not_depend_on_the_batch_or_threads():
