@@ -36,7 +36,7 @@ from .qweight import QWeight, check
 from .quant_ref import random_weight
 
 SOURCE = Path(__file__).with_name("quant.c")
-PARTS = ("quant_avx512.h", "quant_avx2.h", "quant_amx.h")   # included by quant.c: their hash joins the options
+PARTS = ("quant_blocks.h", "quant_simd.h", "quant_avx512.h", "quant_avx2.h", "quant_amx.h")   # included by quant.c: their hash joins the options
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 MODES = ("f32", "q8")
 _MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers

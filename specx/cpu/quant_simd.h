@@ -1,0 +1,117 @@
+/* quant.c's SIMD helpers (AVX2 and AVX-512 builds), included by it in this place: half floats, prefetching,
+   scale and table readers shared by quant_avx512.h and quant_avx2.h. */
+
+/* ---------------------------------------------------------------- SIMD helpers (AVX2 and AVX-512 builds) */
+#if defined(SPX_AVX512) || defined(SPX_AVX2)
+#if defined(__AVX512VNNI__) || (defined(SPX_AVX2) && defined(__AVXVNNI__))
+#define SPX_VNNI 1
+#endif
+#endif
+#ifndef SPX_VNNI
+#define SPX_VNNI 0
+#endif
+#if defined(SPX_AVX512) || defined(SPX_AVX2)
+
+static inline float f16at(const uint8_t *p) { return _cvtsh_ss(rd16(p)); }
+
+/* prefetch the n bytes that lie prefetch_bytes after p into L1 and, with prefetch_l2, those twice as far
+   into L2 (one request per cache line each). L1 requests are bounded by the core's few line-fill buffers;
+   the L2 ones keep more lines in flight (benchmarks/results/2026-11-27-five-rows). */
+static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, int64_t n) {
+    if (!prefetch_bytes) return;
+    for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + prefetch_bytes + i, _MM_HINT_T0);
+    if (prefetch_l2)
+        for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + 2 * prefetch_bytes + i, _MM_HINT_T1);
+}
+
+/* prefetch the n bytes at p into L1, where the kernels will read next something other than what lies ahead
+   of their reads (XSPAN: the same span of the next output); off with the other prefetches */
+static inline __attribute__((always_inline)) void prefetch_at(const uint8_t *p, int64_t n) {
+    if (!prefetch_bytes) return;
+    for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + i, _MM_HINT_T0);
+}
+
+static inline __attribute__((always_inline)) void prefetch_l2_at(const uint8_t *p, int64_t n) {
+    if (!prefetch_bytes) return;
+    for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + i, _MM_HINT_T1);
+}
+
+/* XSPAN's order: where the span that outputs c0 + c (c may run past n, into the next spans) read lies, 0 past the end */
+static inline const uint8_t *span_at(const uint8_t *w, int64_t rowbytes, int64_t gbytes, int64_t c0, int64_t n,
+                                     int64_t c, int64_t s0, int64_t span, int64_t groups) {
+    const int64_t s = s0 + c / n * span;
+    return s < groups ? w + (c0 + c % n) * rowbytes + s * gbytes : 0;
+}
+
+static inline __attribute__((always_inline)) __m256 halves8(const uint8_t *b, int64_t stride) {
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)rd16(b), (short)rd16(b + stride), (short)rd16(b + 2 * stride),
+                                          (short)rd16(b + 3 * stride), (short)rd16(b + 4 * stride),
+                                          (short)rd16(b + 5 * stride), (short)rd16(b + 6 * stride),
+                                          (short)rd16(b + 7 * stride)));
+}
+
+/* 8 dwords at p, p + stride, ... as one vector, built in registers (assembled in memory by the compiler,
+   its wide reload waited for the stores to drain: 1.7x slower Q5_1) */
+static inline __attribute__((always_inline)) __m256i dwords8(const uint8_t *p, int64_t stride) {
+    __m128i a = _mm_cvtsi32_si128((int)rd32(p)), b = _mm_cvtsi32_si128((int)rd32(p + 4 * stride));
+    a = _mm_insert_epi32(a, (int)rd32(p + stride), 1);
+    b = _mm_insert_epi32(b, (int)rd32(p + 5 * stride), 1);
+    a = _mm_insert_epi32(a, (int)rd32(p + 2 * stride), 2);
+    b = _mm_insert_epi32(b, (int)rd32(p + 6 * stride), 2);
+    a = _mm_insert_epi32(a, (int)rd32(p + 3 * stride), 3);
+    b = _mm_insert_epi32(b, (int)rd32(p + 7 * stride), 3);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+}
+
+static inline float hsum8(__m256 v) {   /* tree8's order */
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+
+/* Q4_K/Q5_K sub-block scales and mins (get_scale_min_k4 on 8 lanes): a = d·sc, b = dmin·m. */
+static inline void k4_scales(const uint8_t *g, __m256 *a, __m256 *b) {
+    const __m256i s = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(g + 4)));
+    const char z = (char)0x80;
+#define DW(i) (char)(i), z, z, z
+#define ZZ z, z, z, z
+    const __m256i u = _mm256_shuffle_epi8(s, _mm256_setr_epi8(DW(0), DW(1), DW(2), DW(3), DW(8), DW(9), DW(10), DW(11)));
+    const __m256i v = _mm256_shuffle_epi8(s, _mm256_setr_epi8(DW(4), DW(5), DW(6), DW(7), DW(8), DW(9), DW(10), DW(11)));
+    const __m256i hs = _mm256_shuffle_epi8(s, _mm256_setr_epi8(ZZ, ZZ, ZZ, ZZ, DW(0), DW(1), DW(2), DW(3)));
+    const __m256i hm = _mm256_shuffle_epi8(s, _mm256_setr_epi8(ZZ, ZZ, ZZ, ZZ, DW(4), DW(5), DW(6), DW(7)));
+#undef DW
+#undef ZZ
+    const __m256i low = _mm256_setr_epi32(63, 63, 63, 63, 15, 15, 15, 15);
+    const __m256i sc = _mm256_or_si256(_mm256_and_si256(u, low), _mm256_slli_epi32(_mm256_srli_epi32(hs, 6), 4));
+    const __m256i m = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), low),
+                                      _mm256_slli_epi32(_mm256_srli_epi32(hm, 6), 4));
+    *a = _mm256_mul_ps(_mm256_set1_ps(f16at(g)), _mm256_cvtepi32_ps(sc));
+    *b = _mm256_mul_ps(_mm256_set1_ps(f16at(g + 2)), _mm256_cvtepi32_ps(m));
+}
+
+/* Q3_K's 16 scales (q3_scale on 16 bytes): byte i = sc_i − 32, signed. The 12 scale bytes are read alone (the
+   block ends 2 bytes after them). */
+static inline __m128i q3_scales(const uint8_t *g) {
+    const __m128i s = _mm_setr_epi32((int)rd32(g + 96), (int)rd32(g + 100), (int)rd32(g + 104), 0);
+    const __m128i nib = _mm_set1_epi8(15);
+    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(s, nib), _mm_and_si128(_mm_srli_epi16(s, 4), nib));
+    const __m128i h = _mm_shuffle_epi8(s, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(h, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
+/* IQ4_XS: the 8 sub-block scales d·(ls − 32) (iq4xs_scale on 8 lanes): low bits 4ib.. of the scales_l dword,
+   high bits 2ib.. of scales_h */
+static inline __m256 iq4xs_scales(const uint8_t *g) {
+    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)rd32(g + 4)),
+                                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)), _mm256_set1_epi32(15));
+    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(rd16(g + 2)),
+                                                          _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)), _mm256_set1_epi32(3));
+    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    return _mm256_mul_ps(_mm256_set1_ps(f16at(g)), _mm256_cvtepi32_ps(ls));
+}
+
+/* IQ4_VALUES in each 16-byte lane: one byte shuffle (vpshufb) of the nibbles looks 16 or 32 of them up */
+static inline __m128i iq4_values128(void) { return _mm_loadu_si128((const __m128i *)IQ4_VALUES); }
+
+#endif
