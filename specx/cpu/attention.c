@@ -218,11 +218,95 @@ static inline void softmax(float *sc, const int64_t *slot, int64_t n) {
     for (i = 0; i < n; ++i) sc[i] = sc[i] / total;
 }
 
+/* The two passes of attention over one kv head, for nq query vectors q (head_dim floats each) of rows that
+   share the kv head: vector i belongs to row first_row + i / group (head i % group of the kv head) and sees the
+   keys up to slot s_first + i / group. Each key block and value row is read once for all of them, AT of them
+   at a time, and each vector's sums run term by term in slot order whatever shares the pass (a row's bits do
+   not depend on the rows beside it). score: nq rows of `width` floats, key slot j at column j − base. */
+#define SCORES_AT_ONCE 8   /* query vectors per key pass when there are more than HEADS_AT_ONCE of them */
+
+static inline __attribute__((always_inline)) void score_blocks(const int AT, const spx_attn *L, const float *keys,
+                                                               const float *q, int64_t nq, int64_t group,
+                                                               int64_t s_first, int64_t base, int64_t width,
+                                                               float *score) {
+    const int64_t d = L->head_dim, last = s_first + (nq - 1) / group;
+    for (int64_t b = base; b <= last; b += KEY_BLOCK) {
+        const float *block = keys + b * d;
+        const int64_t first = b > s_first ? (b - s_first) * group : 0;   /* vectors whose rows see some of it */
+        for (int64_t i0 = first; i0 < nq; i0 += AT) {
+            const float *qs[SCORES_AT_ONCE];
+            lanes acc[SCORES_AT_ONCE];
+            for (int h = 0; h < AT; ++h) {
+                qs[h] = q + (i0 + h < nq ? i0 + h : i0) * d;
+                acc[h] = (lanes){0};
+            }
+            for (int64_t e = 0; e < d; ++e) {
+                if (i0 == first) __builtin_prefetch(block + (AHEAD_BLOCKS * d + e) * KEY_BLOCK);   /* no fault: a hint */
+                const lanes k = load(block + e * KEY_BLOCK);
+                for (int h = 0; h < AT; ++h) acc[h] += qs[h][e] * k;
+            }
+            for (int h = 0; h < AT && i0 + h < nq; ++h) {
+                const int64_t s = s_first + (i0 + h) / group;
+                for (int l = 0; l < KEY_BLOCK && b + l <= s; ++l) score[(i0 + h) * width + (b - base) + l] = acc[h][l] * L->scale;
+            }
+        }
+    }
+}
+
+/* scores of every vector against the keys it sees (padding a pass to AT vectors costs whole sums, so few
+   vectors take HEADS_AT_ONCE at a time) */
+static void score_pass(const spx_attn *L, const float *keys, const float *q, int64_t nq, int64_t group,
+                       int64_t s_first, int64_t base, int64_t width, float *score) {
+    if (nq > HEADS_AT_ONCE) score_blocks(SCORES_AT_ONCE, L, keys, q, nq, group, s_first, base, width, score);
+    else score_blocks(HEADS_AT_ONCE, L, keys, q, nq, group, s_first, base, width, score);
+}
+
+/* out = Σ p·v over the first n_first + i / group of the visible slots (slot order; slot NULL: slots 0, 1, …)
+   for vector i, whose probabilities are packed at the front of its score row; VALUE_CHUNKS × LANES dimensions of HEADS_AT_ONCE
+   vectors per pass over the values */
+static void value_pass(const spx_attn *L, const float *values, const int64_t *slot, int64_t base, const float *score,
+                       int64_t width, int64_t nq, int64_t group, int64_t n_first, int64_t first_row, int64_t g,
+                       float *out) {
+    const int64_t d = L->head_dim;
+    for (int64_t c0 = 0; c0 < d; c0 += VALUE_CHUNKS * LANES) {
+        for (int64_t i0 = 0; i0 < nq; i0 += HEADS_AT_ONCE) {
+            const float *ps[HEADS_AT_ONCE];
+            int64_t n[HEADS_AT_ONCE], most = 0;
+            lanes acc[HEADS_AT_ONCE][VALUE_CHUNKS];
+            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
+                const int64_t i = i0 + h < nq ? i0 + h : i0;
+                ps[h] = score + i * width;
+                n[h] = i0 + h < nq ? n_first + i / group : 0;   /* a padding vector sums nothing */
+                most = n[h] > most ? n[h] : most;
+                for (int k = 0; k < VALUE_CHUNKS; ++k) acc[h][k] = (lanes){0};
+            }
+            for (int64_t i = 0; i < most; ++i) {
+                const float *v = values + (slot ? base + slot[i] : i) * d;
+                if (c0 == 0 && i0 == 0 && i + AHEAD_ROWS < most)
+                    for (int64_t e = 0; e < d; e += 64 / sizeof(float))
+                        __builtin_prefetch(values + (slot ? base + slot[i + AHEAD_ROWS] : i + AHEAD_ROWS) * d + e);
+                for (int k = 0; k < VALUE_CHUNKS; ++k) {
+                    const int64_t c = c0 + k * LANES;
+                    lanes vv;
+                    if (c + LANES <= d) vv = load(v + c);
+                    else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[c + l] : 0.0f;
+                    for (int h = 0; h < HEADS_AT_ONCE; ++h)
+                        if (i < n[h]) acc[h][k] += ps[h][i] * vv;
+                }
+            }
+            for (int h = 0; h < HEADS_AT_ONCE && i0 + h < nq; ++h) {
+                float *o = out + (first_row + (i0 + h) / group) * L->heads * d + (g * group + (i0 + h) % group) * d;
+                for (int k = 0; k < VALUE_CHUNKS; ++k)
+                    for (int l = 0; l < LANES && c0 + k * LANES + l < d; ++l) o[c0 + k * LANES + l] = acc[h][k][l];
+            }
+        }
+    }
+}
+
 /* The queries of row t that share kv head g (heads g·group .. g·group + group − 1) against the keys row t
    sees, in slot order: the cached slots before the last `past`, those of the last `past` and of this call's
    rows that `mask` allows (without a mask: every earlier row; itself always), all within the window. pos[u]:
-   the position of row u, u = -past .. -1 the masked cached slots'. Each key block and value row is read once
-   for the group. */
+   the position of row u, u = -past .. -1 the masked cached slots'. */
 static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start, const int64_t *pos,
                    int64_t past, const uint8_t *mask, int64_t t, int64_t g, float *out, float *q, float *score,
                    int64_t *slot) {
@@ -241,136 +325,28 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
     for (int64_t j = lo; j < start - past; ++j) slot[n++] = j - base;
     for (int64_t u = -past; u <= t; ++u)
         if ((u == t || !mask || mask[t * W + past + u]) && pos[u] > far) slot[n++] = start + u - base;
-    const float *keys = L->k + g * L->capacity * d;
-    /* scores of HEADS_AT_ONCE heads per pass over a key block: each key vector serves them all, and their
-       sums run as independent chains */
-    for (int64_t b = base; b <= s; b += KEY_BLOCK) {
-        const float *block = keys + b * d;
-        for (int64_t j = 0; j < group; j += HEADS_AT_ONCE) {
-            const float *qs[HEADS_AT_ONCE];
-            lanes acc[HEADS_AT_ONCE];
-            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
-                qs[h] = q + (j + h < group ? j + h : j) * d;
-                acc[h] = (lanes){0};
-            }
-            for (int64_t e = 0; e < d; ++e) {
-                if (j == 0) __builtin_prefetch(block + (AHEAD_BLOCKS * d + e) * KEY_BLOCK);   /* no fault: a hint */
-                const lanes k = load(block + e * KEY_BLOCK);
-                for (int h = 0; h < HEADS_AT_ONCE; ++h) acc[h] += qs[h][e] * k;
-            }
-            for (int h = 0; h < HEADS_AT_ONCE && j + h < group; ++h)
-                for (int l = 0; l < KEY_BLOCK && b + l <= s; ++l)
-                    score[(j + h) * width + (b - base) + l] = acc[h][l] * L->scale;
-        }
-    }
+    score_pass(L, L->k + g * L->capacity * d, q, group, group, s, base, width, score);
     for (int64_t j = 0; j < group; ++j)   /* softmax over the visible keys, packed to the front of the row */
         softmax(score + j * width, slot, n);
-    /* out = Σ p·v over the visible keys in slot order, VALUE_CHUNKS × LANES dimensions of HEADS_AT_ONCE heads
-       per pass over the values; each sum runs over the keys in slot order whatever the pass */
-    float *o = out + t * L->heads * d + g * group * d;
-    const float *values = L->v + g * L->capacity * d;
-    for (int64_t c0 = 0; c0 < d; c0 += VALUE_CHUNKS * LANES) {
-        for (int64_t j = 0; j < group; j += HEADS_AT_ONCE) {
-            const float *ps[HEADS_AT_ONCE];
-            lanes acc[HEADS_AT_ONCE][VALUE_CHUNKS];
-            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
-                ps[h] = score + (j + h < group ? j + h : j) * width;
-                for (int k = 0; k < VALUE_CHUNKS; ++k) acc[h][k] = (lanes){0};
-            }
-            for (int64_t i = 0; i < n; ++i) {
-                const float *v = values + (base + slot[i]) * d;
-                if (c0 == 0 && j == 0 && i + AHEAD_ROWS < n)
-                    for (int64_t e = 0; e < d; e += 64 / sizeof(float))
-                        __builtin_prefetch(values + (base + slot[i + AHEAD_ROWS]) * d + e);
-                for (int k = 0; k < VALUE_CHUNKS; ++k) {
-                    const int64_t c = c0 + k * LANES;
-                    lanes vv;
-                    if (c + LANES <= d) vv = load(v + c);
-                    else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[c + l] : 0.0f;
-                    for (int h = 0; h < HEADS_AT_ONCE; ++h) acc[h][k] += ps[h][i] * vv;
-                }
-            }
-            for (int h = 0; h < HEADS_AT_ONCE && j + h < group; ++h)
-                for (int k = 0; k < VALUE_CHUNKS; ++k)
-                    for (int l = 0; l < LANES && c0 + k * LANES + l < d; ++l) o[(j + h) * d + c0 + k * LANES + l] = acc[h][k][l];
-        }
-    }
+    value_pass(L, L->v + g * L->capacity * d, slot, base, score, width, group, group, n, t, g, out);
 }
 
-#define SCORES_AT_ONCE 8   /* attend_rows: query vectors sharing each key load (more rows give more of them) */
-
 /* attend for rows t0 .. t1-1 of a plain causal call (no mask, no window: row t sees slots 0 .. start + t in
-   order) of kv head g: each key block and value row is read once for all of them, SCORES_AT_ONCE (values:
-   HEADS_AT_ONCE) of their (row, head) query vectors at a time, and each vector's sums are attend's, term by term in the same order
-   (a row's bits do not depend on the rows beside it). q: (t1 - t0)·group·head_dim floats; score: as many
-   rows of start + t1 + KEY_BLOCK floats. */
+   order) of kv head g, all of their query vectors in each pass. q: (t1 - t0)·group·head_dim floats; score: as
+   many rows of start + t1 + KEY_BLOCK floats, then start + t1 slots. */
 static void attend_rows(const spx_attn *L, const float *qkv, int64_t start, const int64_t *pos, int64_t t0,
                         int64_t t1, int64_t g, float *out, float *q, float *score) {
     const int64_t d = L->head_dim, group = L->heads / L->kv_heads, row = (L->heads + 2 * L->kv_heads) * d;
-    const int64_t nq = (t1 - t0) * group, width = start + t1 + KEY_BLOCK, last = start + t1 - 1;
+    const int64_t nq = (t1 - t0) * group, width = start + t1 + KEY_BLOCK;
     for (int64_t i = 0; i < nq; ++i) {   /* query vector i: row t0 + i / group, head i % group of the kv head */
         memcpy(q + i * d, qkv + (t0 + i / group) * row + (g * group + i % group) * d, sizeof(float) * d);
         prepare(q + i * d, L->q_norm, L, pos[t0 + i / group]);
     }
-    const float *keys = L->k + g * L->capacity * d;
-    for (int64_t b = 0; b <= last; b += KEY_BLOCK) {
-        const float *block = keys + b * d;
-        const int64_t first = b - start > t0 ? (b - start - t0) * group : 0;   /* rows that see some of the block */
-        for (int64_t i0 = first; i0 < nq; i0 += SCORES_AT_ONCE) {
-            const float *qs[SCORES_AT_ONCE];
-            lanes acc[SCORES_AT_ONCE];
-            for (int h = 0; h < SCORES_AT_ONCE; ++h) {
-                qs[h] = q + (i0 + h < nq ? i0 + h : i0) * d;
-                acc[h] = (lanes){0};
-            }
-            for (int64_t e = 0; e < d; ++e) {
-                if (i0 == first) __builtin_prefetch(block + (AHEAD_BLOCKS * d + e) * KEY_BLOCK);   /* no fault: a hint */
-                const lanes k = load(block + e * KEY_BLOCK);
-                for (int h = 0; h < SCORES_AT_ONCE; ++h) acc[h] += qs[h][e] * k;
-            }
-            for (int h = 0; h < SCORES_AT_ONCE && i0 + h < nq; ++h) {
-                const int64_t s = start + t0 + (i0 + h) / group;
-                for (int l = 0; l < KEY_BLOCK && b + l <= s; ++l) score[(i0 + h) * width + b + l] = acc[h][l] * L->scale;
-            }
-        }
-    }
-    int64_t *slot = (int64_t *)(score + nq * width);   /* row t's visible slots are 0 .. start + t */
-    for (int64_t j = 0; j <= last; ++j) slot[j] = j;
+    score_pass(L, L->k + g * L->capacity * d, q, nq, group, start + t0, 0, width, score);
+    int64_t *slot = (int64_t *)(score + nq * width);
+    for (int64_t j = 0; j < start + t1; ++j) slot[j] = j;
     for (int64_t i = 0; i < nq; ++i) softmax(score + i * width, slot, start + t0 + i / group + 1);
-    const float *values = L->v + g * L->capacity * d;
-    for (int64_t c0 = 0; c0 < d; c0 += VALUE_CHUNKS * LANES) {
-        for (int64_t i0 = 0; i0 < nq; i0 += HEADS_AT_ONCE) {
-            const float *ps[HEADS_AT_ONCE];
-            int64_t n[HEADS_AT_ONCE];
-            lanes acc[HEADS_AT_ONCE][VALUE_CHUNKS];
-            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
-                const int64_t i = i0 + h < nq ? i0 + h : i0;
-                ps[h] = score + i * width;
-                n[h] = i0 + h < nq ? start + t0 + i / group + 1 : 0;   /* a padding vector sums nothing */
-                for (int k = 0; k < VALUE_CHUNKS; ++k) acc[h][k] = (lanes){0};
-            }
-            int64_t most = 0;
-            for (int h = 0; h < HEADS_AT_ONCE; ++h) most = n[h] > most ? n[h] : most;
-            for (int64_t i = 0; i < most; ++i) {
-                const float *v = values + i * d;
-                if (c0 == 0 && i0 == 0 && i + AHEAD_ROWS < most)
-                    for (int64_t e = 0; e < d; e += 64 / sizeof(float)) __builtin_prefetch(values + (i + AHEAD_ROWS) * d + e);
-                for (int k = 0; k < VALUE_CHUNKS; ++k) {
-                    const int64_t c = c0 + k * LANES;
-                    lanes vv;
-                    if (c + LANES <= d) vv = load(v + c);
-                    else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[c + l] : 0.0f;
-                    for (int h = 0; h < HEADS_AT_ONCE; ++h)
-                        if (i < n[h]) acc[h][k] += ps[h][i] * vv;
-                }
-            }
-            for (int h = 0; h < HEADS_AT_ONCE && i0 + h < nq; ++h) {
-                float *o = out + (t0 + (i0 + h) / group) * L->heads * d + (g * group + (i0 + h) % group) * d;
-                for (int k = 0; k < VALUE_CHUNKS; ++k)
-                    for (int l = 0; l < LANES && c0 + k * LANES + l < d; ++l) o[c0 + k * LANES + l] = acc[h][k][l];
-            }
-        }
-    }
+    value_pass(L, L->v + g * L->capacity * d, NULL, 0, score, width, nq, group, start + t0 + 1, t0, g, out);
 }
 
 /* Whether plain causal calls of several rows take attend_rows (1) or attend row by row (0): the same bits
