@@ -289,17 +289,12 @@ static inline __attribute__((always_inline)) void q8_span(const int type, const 
                                                           int64_t nblocks, const uint8_t *wr, int last, int64_t s0,
                                                           int64_t s1, const uint8_t *next, __m256 (*acc)[2],
                                                           __m256 (*accb)[2]) {
-    const int bytes = block_bytes(type), kt = block_values(type) == QKK;
-    uint8_t pad[8 * 34];
+    const int64_t gbytes = block_values(type) == QKK ? block_bytes(type) : 8 * block_bytes(type);
+    uint8_t pad[Q8_PAD];
     for (int64_t s = s0; s < s1; ++s) {
-        const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
-        const int tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
-        if (tail && last) {   /* the call's last row: reading past it could leave the tensor */
-            memset(pad, 0, sizeof pad);
-            memcpy(pad, g, tail * bytes);
-            g = pad;
-        }
-        if (next) prefetch_at(next + (s - s0) * (kt ? bytes : 8 * bytes), kt ? bytes : 8 * bytes);
+        int tail;
+        const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, pad, &tail);
+        if (next) prefetch_at(next + (s - s0) * gbytes, gbytes);
         wq o;
         decode_q8(type, g, &o);
         if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */

@@ -287,21 +287,16 @@ static inline __attribute__((always_inline)) void q8_span(const int type, const 
                                                           int64_t nblocks, const uint8_t *wr, int last, int64_t s0,
                                                           int64_t s1, const uint8_t *next, const uint8_t *then,
                                                           __m512 *acc, __m256 *accb, __m512 *accb16) {
-    const int bytes = block_bytes(type), kt = block_values(type) == QKK;
-    uint8_t pad[8 * 34];
+    const int64_t gbytes = block_values(type) == QKK ? block_bytes(type) : 8 * block_bytes(type);
+    uint8_t pad[Q8_PAD];
     for (int64_t s = s0; s < s1; ++s) {
-        const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
-        const int tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
-        if (tail && last) {   /* the call's last row: reading past it could leave the tensor */
-            memset(pad, 0, sizeof pad);
-            memcpy(pad, g, tail * bytes);
-            g = pad;
-        }
+        int tail;
+        const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, pad, &tail);
         if (next) {
-            prefetch_at(next + (s - s0) * (kt ? bytes : 8 * bytes), kt ? bytes : 8 * bytes);
-            if (then) prefetch_l2_at(then + (s - s0) * (kt ? bytes : 8 * bytes), kt ? bytes : 8 * bytes);
+            prefetch_at(next + (s - s0) * gbytes, gbytes);
+            if (then) prefetch_l2_at(then + (s - s0) * gbytes, gbytes);
         } else
-            prefetch_ahead(g, kt ? bytes : 8 * bytes);
+            prefetch_ahead(g, gbytes);
         wq o;
         decode_q8(type, g, &o);
         if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
@@ -319,7 +314,7 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
                                                           int64_t ldy) {
     const int64_t groups = (K + QKK - 1) / QKK, stride = xq_stride(K), nblocks = K / QK;
     const int64_t span = xspan(R, groups);
-    const int bytes = block_bytes(type), kt = block_values(type) == QKK;
+    const int64_t gbytes = block_values(type) == QKK ? block_bytes(type) : 8 * block_bytes(type);
     if (span == groups) {   /* the rows' activations stay in L1: one output at a time, all its groups */
         for (int64_t c = 0; c < nout; ++c) {
             __m512 acc[RMAX], accb16[RMAX];
@@ -354,8 +349,8 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
                 __m256 b[RMAX];
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) a[r] = acc[c][r], a16[r] = accb16[c][r], b[r] = accb[c][r];
-                const uint8_t *next = span_at(w, rowbytes, kt ? bytes : 8 * bytes, c0, n, c + 1, s0, span, groups);
-                const uint8_t *then = span_at(w, rowbytes, kt ? bytes : 8 * bytes, c0, n, c + 2, s0, span, groups);
+                const uint8_t *next = span_at(w, rowbytes, gbytes, c0, n, c + 1, s0, span, groups);
+                const uint8_t *then = span_at(w, rowbytes, gbytes, c0, n, c + 2, s0, span, groups);
                 q8_span(type, R, xq, stride, nblocks, w + (c0 + c) * rowbytes, c0 + c == nout - 1, s0, s1, next, then,
                         a, b, a16);
 #pragma GCC unroll 8
