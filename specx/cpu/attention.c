@@ -197,25 +197,28 @@ static inline void prepare(float *x, const float *w, const spx_attn *L, int64_t 
 #define VALUE_CHUNKS 2
 #endif
 
-/* sc[slot[0..n)] → their softmax in sc[0..n) (slots ascending). The maximum is exact in any order; the sum
-   runs in LANES partial sums by index and a fixed tree. */
+/* sc[slot[0..n)] → their softmax in sc[0..n) (slots ascending; slot NULL: sc[0..n) as they are). The maximum is
+   exact in any order; the sum runs in LANES partial sums by index and a fixed tree. */
 static inline void softmax(float *sc, const int64_t *slot, int64_t n) {
-    float top[LANES];
-    for (int l = 0; l < LANES; ++l) top[l] = -INFINITY;
-    for (int64_t i = 0; i < n; ++i) {
-        sc[i] = sc[slot[i]];
-        top[i % LANES] = sc[i] > top[i % LANES] ? sc[i] : top[i % LANES];
+    if (slot)
+        for (int64_t i = 0; i < n; ++i) sc[i] = sc[slot[i]];
+    lanes top = (lanes){0} - INFINITY;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        const lanes x = load(sc + i);
+        top = pick(x > top, x, top);
     }
+    for (int l = 0; i + l < n; ++l) top[l] = sc[i + l] > top[l] ? sc[i + l] : top[l];
     float m = top[0];
     for (int l = 1; l < LANES; ++l) m = top[l] > m ? top[l] : m;
     lanes sum = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES) *(lanes_u *)(sc + i) = exp_lanes(load(sc + i) - m);   /* a lane: exp_approx's bits */
+    for (i = 0; i + LANES <= n; i += LANES) *(lanes_u *)(sc + i) = exp_lanes(load(sc + i) - m);   /* a lane: exp_approx's bits */
     for (; i < n; ++i) sc[i] = exp_approx(sc[i] - m);
     for (i = 0; i + LANES <= n; i += LANES) sum += load(sc + i);
     for (int l = 0; i + l < n; ++l) sum[l] += sc[i + l];
     const float total = lane_sum(sum);
-    for (i = 0; i < n; ++i) sc[i] = sc[i] / total;
+    for (i = 0; i + LANES <= n; i += LANES) *(lanes_u *)(sc + i) = load(sc + i) / total;
+    for (; i < n; ++i) sc[i] = sc[i] / total;
 }
 
 /* The two passes of attention over one kv head, for nq query vectors q (head_dim floats each) of rows that
@@ -261,9 +264,34 @@ static void score_pass(const spx_attn *L, const float *keys, const float *q, int
     else score_blocks(HEADS_AT_ONCE, L, keys, q, nq, group, s_first, base, width, score);
 }
 
-/* out = Σ p·v over the first n_first + i / group of the visible slots (slot order; slot NULL: slots 0, 1, …)
-   for vector i, whose probabilities are packed at the front of its score row; VALUE_CHUNKS × LANES dimensions of HEADS_AT_ONCE
-   vectors per pass over the values */
+/* Value rows [from, to) into the running sums of a pass's HEADS_AT_ONCE vectors, chunks VALUE_CHUNKS × LANES
+   dimensions from c0. `tested`: a vector h sums row i only below n[h], and a chunk may run past head_dim;
+   untested, every vector sums every row and the chunks are whole (the rows all vectors see, without a test per
+   row: the same operations on the same sums). Prefetches AHEAD_ROWS rows ahead (up to `most`) when `ahead`. */
+static inline __attribute__((always_inline)) void value_rows(const int tested, const spx_attn *L, const float *values,
+                                                             const int64_t *slot, int64_t base, const float *const *ps,
+                                                             const int64_t *n, int64_t c0, int64_t from, int64_t to,
+                                                             int64_t most, int ahead, lanes acc[][VALUE_CHUNKS]) {
+    const int64_t d = L->head_dim;
+    for (int64_t i = from; i < to; ++i) {
+        const float *v = values + (base + (slot ? slot[i] : i)) * d;
+        if (ahead && i + AHEAD_ROWS < most)
+            for (int64_t e = 0; e < d; e += 64 / sizeof(float))
+                __builtin_prefetch(values + (base + (slot ? slot[i + AHEAD_ROWS] : i + AHEAD_ROWS)) * d + e);
+        for (int k = 0; k < VALUE_CHUNKS; ++k) {
+            const int64_t c = c0 + k * LANES;
+            lanes vv;
+            if (!tested || c + LANES <= d) vv = load(v + c);
+            else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[c + l] : 0.0f;
+            for (int h = 0; h < HEADS_AT_ONCE; ++h)
+                if (!tested || i < n[h]) acc[h][k] += ps[h][i] * vv;
+        }
+    }
+}
+
+/* out = Σ p·v over the first n_first + i / group of the visible slots (slot order; slot NULL: slots base, base + 1, …)
+   for vector i, whose probabilities are packed at the front of its score row; VALUE_CHUNKS × LANES dimensions of
+   HEADS_AT_ONCE vectors per pass over the values */
 static void value_pass(const spx_attn *L, const float *values, const int64_t *slot, int64_t base, const float *score,
                        int64_t width, int64_t nq, int64_t group, int64_t n_first, int64_t first_row, int64_t g,
                        float *out) {
@@ -271,29 +299,20 @@ static void value_pass(const spx_attn *L, const float *values, const int64_t *sl
     for (int64_t c0 = 0; c0 < d; c0 += VALUE_CHUNKS * LANES) {
         for (int64_t i0 = 0; i0 < nq; i0 += HEADS_AT_ONCE) {
             const float *ps[HEADS_AT_ONCE];
-            int64_t n[HEADS_AT_ONCE], most = 0;
+            int64_t n[HEADS_AT_ONCE], most = 0, fewest = -1;
             lanes acc[HEADS_AT_ONCE][VALUE_CHUNKS];
             for (int h = 0; h < HEADS_AT_ONCE; ++h) {
                 const int64_t i = i0 + h < nq ? i0 + h : i0;
                 ps[h] = score + i * width;
                 n[h] = i0 + h < nq ? n_first + i / group : 0;   /* a padding vector sums nothing */
                 most = n[h] > most ? n[h] : most;
+                if (i0 + h < nq) fewest = fewest < 0 || n[h] < fewest ? n[h] : fewest;
                 for (int k = 0; k < VALUE_CHUNKS; ++k) acc[h][k] = (lanes){0};
             }
-            for (int64_t i = 0; i < most; ++i) {
-                const float *v = values + (slot ? base + slot[i] : i) * d;
-                if (c0 == 0 && i0 == 0 && i + AHEAD_ROWS < most)
-                    for (int64_t e = 0; e < d; e += 64 / sizeof(float))
-                        __builtin_prefetch(values + (slot ? base + slot[i + AHEAD_ROWS] : i + AHEAD_ROWS) * d + e);
-                for (int k = 0; k < VALUE_CHUNKS; ++k) {
-                    const int64_t c = c0 + k * LANES;
-                    lanes vv;
-                    if (c + LANES <= d) vv = load(v + c);
-                    else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[c + l] : 0.0f;
-                    for (int h = 0; h < HEADS_AT_ONCE; ++h)
-                        if (i < n[h]) acc[h][k] += ps[h][i] * vv;
-                }
-            }
+            const int ahead = c0 == 0 && i0 == 0;
+            if (c0 + VALUE_CHUNKS * LANES > d) fewest = 0;   /* a partial chunk: every row tested */
+            value_rows(0, L, values, slot, base, ps, n, c0, 0, fewest, most, ahead, acc);
+            value_rows(1, L, values, slot, base, ps, n, c0, fewest, most, most, ahead, acc);
             for (int h = 0; h < HEADS_AT_ONCE && i0 + h < nq; ++h) {
                 float *o = out + (first_row + (i0 + h) / group) * L->heads * d + (g * group + (i0 + h) % group) * d;
                 for (int k = 0; k < VALUE_CHUNKS; ++k)
@@ -325,15 +344,16 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
     for (int64_t j = lo; j < start - past; ++j) slot[n++] = j - base;
     for (int64_t u = -past; u <= t; ++u)
         if ((u == t || !mask || mask[t * W + past + u]) && pos[u] > far) slot[n++] = start + u - base;
+    const int64_t *order = n && slot[n - 1] == n - 1 ? NULL : slot;   /* ascending: all of them from base on */
     score_pass(L, L->k + g * L->capacity * d, q, group, group, s, base, width, score);
     for (int64_t j = 0; j < group; ++j)   /* softmax over the visible keys, packed to the front of the row */
-        softmax(score + j * width, slot, n);
-    value_pass(L, L->v + g * L->capacity * d, slot, base, score, width, group, group, n, t, g, out);
+        softmax(score + j * width, order, n);
+    value_pass(L, L->v + g * L->capacity * d, order, base, score, width, group, group, n, t, g, out);
 }
 
 /* attend for rows t0 .. t1-1 of a plain causal call (no mask, no window: row t sees slots 0 .. start + t in
    order) of kv head g, all of their query vectors in each pass. q: (t1 - t0)·group·head_dim floats; score: as
-   many rows of start + t1 + KEY_BLOCK floats, then start + t1 slots. */
+   many rows of start + t1 + KEY_BLOCK floats. */
 static void attend_rows(const spx_attn *L, const float *qkv, int64_t start, const int64_t *pos, int64_t t0,
                         int64_t t1, int64_t g, float *out, float *q, float *score) {
     const int64_t d = L->head_dim, group = L->heads / L->kv_heads, row = (L->heads + 2 * L->kv_heads) * d;
@@ -343,9 +363,7 @@ static void attend_rows(const spx_attn *L, const float *qkv, int64_t start, cons
         prepare(q + i * d, L->q_norm, L, pos[t0 + i / group]);
     }
     score_pass(L, L->k + g * L->capacity * d, q, nq, group, start + t0, 0, width, score);
-    int64_t *slot = (int64_t *)(score + nq * width);
-    for (int64_t j = 0; j < start + t1; ++j) slot[j] = j;
-    for (int64_t i = 0; i < nq; ++i) softmax(score + i * width, slot, start + t0 + i / group + 1);
+    for (int64_t i = 0; i < nq; ++i) softmax(score + i * width, NULL, start + t0 + i / group + 1);
     value_pass(L, L->v + g * L->capacity * d, NULL, 0, score, width, nq, group, start + t0 + 1, t0, g, out);
 }
 
@@ -410,7 +428,7 @@ int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start,
             const int64_t g = i / parts, t0 = i % parts * per, t1 = t0 + per < T ? t0 + per : T;
             if (t0 >= t1) continue;
             const int64_t nq = (t1 - t0) * group, width = start + t1 + KEY_BLOCK;
-            float *q = malloc(sizeof(float) * nq * d), *score = malloc(sizeof(float) * nq * width + sizeof(int64_t) * width);
+            float *q = malloc(sizeof(float) * nq * d), *score = malloc(sizeof(float) * nq * width);
             if (q && score) attend_rows(L, qkv, start, pos, t0, t1, g, out, q, score);
             else failed = 1;
             free(q);
