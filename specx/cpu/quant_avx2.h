@@ -293,7 +293,7 @@ static inline __attribute__((always_inline)) void q8_span(const int type, const 
     uint8_t pad[Q8_PAD];
     for (int64_t s = s0; s < s1; ++s) {
         int tail;
-        const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, pad, &tail);
+        const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, 0, pad, &tail);
         if (next) prefetch_at(next + (s - s0) * gbytes, gbytes);
         wq o;
         decode_q8(type, g, &o);

@@ -26,15 +26,95 @@
 #define IDX_SC2(l, k) (2 * J_(l) + H_(l))                          /* the lane's Q2_K sub-block */
 /* Q3_K: its qs as Q2_K's (IDX_Q2, SHR_Q2), its hmask as Q5_K's qh (IDX_QH5K, BIT_Q5K), its scales as IDX_SC2 */
 
+static inline __m512 twice(__m256 v) {
+    const __m512 z = _mm512_castps256_ps512(v);
+    return _mm512_shuffle_f32x4(z, z, 0x44);
+}
+
+/* The largest of each of 8 vectors' 16 lanes (unsigned 32-bit), as 8 lanes: a tree of maxima (exact in any order) */
+static inline __m256i max_of_8(const __m512i *m) {
+    __m512i a[4], b[2];
+    for (int i = 0; i < 4; ++i)   /* 128-bit quarters 0, 1 with 2, 3: [m_2i | m_2i+1] halves */
+        a[i] = _mm512_max_epu32(_mm512_shuffle_i32x4(m[2 * i], m[2 * i + 1], 0x44), _mm512_shuffle_i32x4(m[2 * i], m[2 * i + 1], 0xEE));
+    for (int i = 0; i < 2; ++i)   /* one 128-bit quarter per vector */
+        b[i] = _mm512_max_epu32(_mm512_shuffle_i32x4(a[2 * i], a[2 * i + 1], 0x88), _mm512_shuffle_i32x4(a[2 * i], a[2 * i + 1], 0xDD));
+    for (int i = 0; i < 2; ++i) {   /* within each quarter */
+        b[i] = _mm512_max_epu32(b[i], _mm512_shuffle_epi32(b[i], (_MM_PERM_ENUM)0x4E));
+        b[i] = _mm512_max_epu32(b[i], _mm512_shuffle_epi32(b[i], (_MM_PERM_ENUM)0xB1));
+    }
+    return _mm512_castsi512_si256(_mm512_permutex2var_epi32(b[0], _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0), b[1]));
+}
+
+/* One whole group of 256 values (8 blocks) in quantize_row's arithmetic, all 8 blocks at once: the same
+   operations on each value (a block's maximum, d = amax/127, id = 1/d, x·id clamped and rounded to nearest
+   even, exact integer sums), so the same bytes. A block's maximum is taken on the bit patterns of |x|, which
+   order as the floats do and put a NaN or an infinity (a "bad" block) above every finite value. The 16 half
+   blocks' bytes are moved into the layout by dword permutes (lane 8h + j of vector k: dword k of half h of
+   block j). */
+static inline void quantize_group_simd(const float *x, uint8_t *o) {
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+    __m512 v[16];
+    __m512i m[8];
+    for (int j = 0; j < 8; ++j) {
+        v[2 * j] = _mm512_loadu_ps(x + QK * j);
+        v[2 * j + 1] = _mm512_loadu_ps(x + QK * j + 16);
+        m[j] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v[2 * j]), absmask),
+                                _mm512_and_si512(_mm512_castps_si512(v[2 * j + 1]), absmask));
+    }
+    const __m256i amax = max_of_8(m);
+    const __mmask8 bad = _mm256_cmpge_epu32_mask(amax, _mm256_set1_epi32(0x7f800000));
+    const __m256 d = _mm256_mask_mov_ps(_mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f)), bad,
+                                        _mm256_set1_ps(NAN));
+    const __mmask8 inverse = ~bad & _mm256_cmp_ps_mask(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+    const __m256 id = _mm256_maskz_div_ps(inverse, _mm256_set1_ps(1.0f), d);
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f), id16 = _mm512_castps256_ps512(id);
+    __m512i z[4];   /* z[2h + (j >> 2)]: the bytes of half h of blocks 4(j >> 2) .. +3, a block per 128-bit lane */
+    for (int j = 0; j < 8; ++j) {
+        const __m512 idj = _mm512_permutexvar_ps(_mm512_set1_epi32(j), id16);
+        const __mmask16 keep = (bad >> j) & 1 ? 0 : 0xFFFF;
+        for (int h = 0; h < 2; ++h) {
+            const __m512i q = _mm512_maskz_cvtps_epi32(keep, _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v[2 * j + h], idj), lo), hi));
+            const __m128i bytes = _mm512_cvtsepi32_epi8(q);
+            const int at = 2 * h + (j >> 2);
+            z[at] = (j & 3) == 0 ? _mm512_castsi128_si512(bytes) : _mm512_inserti32x4(z[at], bytes, j & 3);
+        }
+    }
+    __m512i sums = _mm512_setzero_si512();   /* lane 8h + j: Σq of half h of block j */
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int k = 0; k < 4; ++k) {
+        const __m512i idx = _mm512_setr_epi32(k, 4 + k, 8 + k, 12 + k, 16 + k, 20 + k, 24 + k, 28 + k,
+                                              k, 4 + k, 8 + k, 12 + k, 16 + k, 20 + k, 24 + k, 28 + k);
+        const __m512i sk = _mm512_mask_blend_epi32(0xFF00, _mm512_permutex2var_epi32(z[0], idx, z[1]),
+                                                   _mm512_permutex2var_epi32(z[2], idx, z[3]));
+        _mm512_store_si512(o + XG_S + 64 * k, sk);
+        _mm512_store_si512(o + 64 * k, _mm512_xor_si512(sk, _mm512_set1_epi8((char)0x80)));
+#if SPX_VNNI
+        sums = _mm512_dpbusd_epi32(sums, ones, sk);
+#else
+        sums = _mm512_add_epi32(sums, _mm512_madd_epi16(_mm512_maddubs_epi16(ones, sk), _mm512_set1_epi16(1)));
+#endif
+    }
+    const __m512 d16 = twice(d);
+    const __m256i whole = _mm256_add_epi32(_mm512_castsi512_si256(sums), _mm512_extracti64x4_epi64(sums, 1));
+    _mm512_store_ps((float *)(o + XG_DX), d16);
+    _mm256_store_ps((float *)(o + XG_XS), _mm256_mul_ps(d, _mm256_cvtepi32_ps(whole)));
+    _mm256_store_si256((__m256i *)(o + XG_XS + 32), _mm256_setzero_si256());
+    _mm512_store_ps((float *)(o + XG_XH), _mm512_mul_ps(d16, _mm512_cvtepi32_ps(sums)));
+}
+
 /* quantize_row's arithmetic, 16 values at a time (the same operations: max, a division, a product, a clamp,
-   rounding to nearest even). */
+   rounding to nearest even): whole groups by quantize_group_simd, a partial last group block by block. */
 static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
     const int64_t groups = (K + QKK - 1) / QKK;
-    memset(out, 0, groups * XG);
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
     for (int64_t g = 0; g < groups; ++g) {
         uint8_t *o = out + g * XG;
-        if ((g + 1) * QKK > K) memset(o, 128, 256);
+        if ((g + 1) * QKK <= K) {
+            quantize_group_simd(x + g * QKK, o);
+            continue;
+        }
+        memset(o, 0, XG);
+        memset(o, 128, 256);
         for (int j = 0; j < 8 && g * QKK + QK * j < K; ++j) {
             const float *xb = x + g * QKK + QK * j;
             const __m512 a = _mm512_loadu_ps(xb), b = _mm512_loadu_ps(xb + 16);
@@ -82,11 +162,6 @@ typedef struct {
 #endif
 } wq;
 
-static inline __m512 twice(__m256 v) {
-    const __m512 z = _mm512_castps256_ps512(v);
-    return _mm512_shuffle_f32x4(z, z, 0x44);
-}
-
 static inline __attribute__((always_inline)) __m512i four16(const uint8_t *b, int64_t stride) {
     __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)b));
     z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(b + stride)), 1);
@@ -100,6 +175,57 @@ static inline __attribute__((always_inline)) __m512i dot4(__m512i acc, __m512i u
 #else
     return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, w), _mm512_set1_epi16(1)));
 #endif
+}
+
+/* The 16-bit fields of a group of 8 blocks of 32 values (block_bytes B) besides their values, gathered from the
+   WORDS_READ bytes at g by two word permutes instead of one load per block and field: words 0..7 the blocks'
+   scales d, 8..15 Q4_1's and Q5_1's mins m, 16..31 Q5_0's and Q5_1's high-bit dwords qh (2 words each). */
+#define WORDS_READ 192
+#define WD(B, off) ((off) / 2), ((B) + (off)) / 2, (2 * (B) + (off)) / 2, (3 * (B) + (off)) / 2, (4 * (B) + (off)) / 2, \
+                   (5 * (B) + (off)) / 2, (6 * (B) + (off)) / 2, (7 * (B) + (off)) / 2
+#define Q1(B, off, j) ((j) * (B) + (off)) / 2, ((j) * (B) + (off)) / 2 + 1
+#define WQ(B, off) Q1(B, off, 0), Q1(B, off, 1), Q1(B, off, 2), Q1(B, off, 3), Q1(B, off, 4), Q1(B, off, 5), \
+                   Q1(B, off, 6), Q1(B, off, 7)
+#define Z8 0, 0, 0, 0, 0, 0, 0, 0
+static const uint16_t WORD_TABLE[4][32] __attribute__((aligned(64))) = {
+    {WD(18, 0), Z8, Z8, Z8},                                   /* Q4_0 and IQ4_NL: d */
+    {WD(20, 0), WD(20, 2), Z8, Z8},                            /* Q4_1: d, m */
+    {WD(22, 0), Z8, WQ(22, 2)},                                /* Q5_0: d, qh */
+    {WD(24, 0), WD(24, 2), WQ(24, 4)},                         /* Q5_1: d, m, qh */
+};
+#undef WD
+#undef WQ
+#undef Q1
+#undef Z8
+
+static inline int words_row(int type) {
+    return type == T_Q4_1 ? 1 : type == T_Q5_0 ? 2 : type == T_Q5_1 ? 3 : 0;
+}
+
+/* bytes a decode reads beyond the group's end (q8_group_at pads the call's last row for them) */
+static inline int words_past(int type) {
+    const int gathered = type == T_Q4_0 || type == T_Q4_1 || type == T_Q5_0 || type == T_Q5_1 || type == T_IQ4_NL;
+    return gathered ? WORDS_READ - 8 * block_bytes(type) : 0;
+}
+
+static inline __attribute__((always_inline)) __m512i words_at(const int type, const uint8_t *g) {
+    const __m512i idx = _mm512_load_si512(WORD_TABLE[words_row(type)]);
+    const __m512i lo = _mm512_permutex2var_epi16(_mm512_loadu_si512(g), idx, _mm512_loadu_si512(g + 64));
+    const __m512i hi = _mm512_permutexvar_epi16(idx, _mm512_loadu_si512(g + 128));   /* words 64..95: idx & 31 */
+    return _mm512_mask_blend_epi16(_mm512_cmpge_epu16_mask(idx, _mm512_set1_epi16(64)), lo, hi);
+}
+
+/* −128·Σw per lane, the correction for x bytes that are q + 128: the narrow signed types' (|w| <= 32) four
+   vectors added bytewise first (four of them fit a byte) and summed by one dot product, the wide ones' one by one */
+static inline __attribute__((always_inline)) __m512i minus128_sums(const int type, const __m512i *w) {
+    const __m512i u = _mm512_set1_epi8((char)0x80);
+    __m512i c = _mm512_setzero_si512();
+    if (wide_weights(type)) {
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) c = dot4(c, u, w[k]);
+    } else
+        c = dot4(c, u, _mm512_add_epi8(_mm512_add_epi8(w[0], w[1]), _mm512_add_epi8(w[2], w[3])));
+    return _mm512_sub_epi32(_mm512_setzero_si512(), c);
 }
 
 static inline __attribute__((always_inline)) void decode_q8(const int type, const uint8_t *g, wq *o) {
@@ -190,17 +316,17 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             const __m512i q = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, idx, z1), shr), nib);
             o->w[k] = _mm512_shuffle_epi8(values, q);
         }
-        o->a = twice(xs ? iq4xs_scales(g) : halves8(g, stride));
+        o->a = twice(xs ? iq4xs_scales(g) : _mm256_cvtph_ps(_mm512_castsi512_si128(words_at(type, g))));
     } else {   /* Q4_0, Q4_1, Q5_0, Q5_1: 8 blocks */
         const int bytes = block_bytes(type), qs = type == T_Q4_0 ? 2 : type == T_Q4_1 ? 4 : type == T_Q5_0 ? 6 : 8;
         const __m512i z0 = four16(g + qs, bytes), z1 = four16(g + qs + 4 * bytes, bytes), shr = L16(SHR_B32, 0);
+        const __m512i fields = words_at(type, g);
         o->w[0] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 0), z1), shr), nib);
         o->w[1] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 1), z1), shr), nib);
         o->w[2] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 2), z1), shr), nib);
         o->w[3] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 3), z1), shr), nib);
         if (type == T_Q5_0 || type == T_Q5_1) {
-            const int off = qs - 4;
-            const __m256i h8 = dwords8(g + off, bytes);
+            const __m256i h8 = _mm512_extracti64x4_epi64(fields, 1);
             const __m512i qh = _mm512_inserti64x4(_mm512_castsi256_si512(h8), h8, 1), sixteen = _mm512_set1_epi8(16);
             const __m512i even = _mm512_set1_epi32(0x08040201), odd = _mm512_set1_epi32((int)0x80402010u);
 #pragma GCC unroll 4
@@ -215,31 +341,22 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) o->w[k] = _mm512_sub_epi8(o->w[k], off);
         }
-        o->a = twice(halves8(g, bytes));
-        if (type == T_Q4_1 || type == T_Q5_1) o->b = halves8(g + 2, bytes);
+        o->a = twice(_mm256_cvtph_ps(_mm512_castsi512_si128(fields)));
+        if (type == T_Q4_1 || type == T_Q5_1) o->b = _mm256_cvtph_ps(_mm512_extracti32x4_epi32(fields, 1));
     }
     o->corr = _mm512_setzero_si512();
     if (unsigned_weights(type)) return;
-#if SPX_VNNI
-    __m512i c = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) c = dot4(c, _mm512_set1_epi8((char)0x80), o->w[k]);
-    o->corr = _mm512_sub_epi32(_mm512_setzero_si512(), c);
-#else
+#if !SPX_VNNI
     if (wide_weights(type)) {   /* maddubs would saturate on (q + 128)·w: x is used signed, w as |w| */
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
             o->neg[k] = _mm512_movepi8_mask(o->w[k]);
             o->w[k] = _mm512_abs_epi8(o->w[k]);
         }
-        o->corr = _mm512_setzero_si512();
-    } else {
-        __m512i c = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) c = dot4(c, _mm512_set1_epi8((char)0x80), o->w[k]);
-        o->corr = _mm512_sub_epi32(_mm512_setzero_si512(), c);
+        return;
     }
 #endif
+    o->corr = minus128_sums(type, o->w);
 }
 
 /* One row's step of the q8 arithmetic for a decoded group: 16 exact half-block sums, then the fmas. */
@@ -291,7 +408,7 @@ static inline __attribute__((always_inline)) void q8_span(const int type, const 
     uint8_t pad[Q8_PAD];
     for (int64_t s = s0; s < s1; ++s) {
         int tail;
-        const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, pad, &tail);
+        const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, words_past(type), pad, &tail);
         if (next) {
             prefetch_at(next + (s - s0) * gbytes, gbytes);
             if (then) prefetch_l2_at(then + (s - s0) * gbytes, gbytes);

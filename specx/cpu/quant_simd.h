@@ -114,21 +114,23 @@ static inline __m256 iq4xs_scales(const uint8_t *g) {
 /* IQ4_VALUES in each 16-byte lane: one byte shuffle (vpshufb) of the nibbles looks 16 or 32 of them up */
 static inline __m128i iq4_values128(void) { return _mm_loadu_si128((const __m128i *)IQ4_VALUES); }
 
-#define Q8_PAD (8 * 34)   /* 8 blocks of the largest 32-value type (Q8_0: 34 bytes) */
+#define Q8_PAD (8 * 34)   /* 8 blocks of the largest 32-value type (Q8_0: 34 bytes); at least WORDS_READ */
 
 /* Group s of weight row wr for the q8 kernels: where its bytes are, and in *tail how many blocks a 32-value type's
-   partial last group holds (0: a whole group). Such a group is decoded 8 blocks at a time, reading on into the
-   next row of the call (TAIL in quant.c), except on the call's last row (`last`), whose blocks are copied into
-   the zero padding `pad` (Q8_PAD bytes) first: reading past it could leave the tensor. */
+   partial last group holds (0: a whole group). A 32-value type's group is decoded 8 blocks at a time, a partial
+   one reading on into the next row of the call (TAIL in quant.c), and a decoder may read `past` bytes beyond
+   the 8 blocks (AVX-512: words_at). Where those reads would pass the end of the next row (of this row, on the
+   call's last row: `last`), the group's blocks are copied into the zero padding `pad` (Q8_PAD bytes) first:
+   reading further could leave the tensor. */
 static inline __attribute__((always_inline)) const uint8_t *q8_group_at(int type, const uint8_t *wr, int64_t s,
-                                                                        int64_t nblocks, int last, uint8_t *pad,
-                                                                        int *tail) {
+                                                                        int64_t nblocks, int last, int past,
+                                                                        uint8_t *pad, int *tail) {
     const int bytes = block_bytes(type), kt = block_values(type) == QKK;
     const uint8_t *g = wr + (kt ? s : 8 * s) * bytes;
     *tail = !kt && nblocks - 8 * s < 8 ? (int)(nblocks - 8 * s) : 0;
-    if (*tail && last) {
+    if (!kt && 8 * bytes + past > (nblocks - 8 * s + (last ? 0 : nblocks)) * bytes) {
         memset(pad, 0, Q8_PAD);
-        memcpy(pad, g, *tail * bytes);
+        memcpy(pad, g, (*tail ? *tail : 8) * bytes);
         g = pad;
     }
     return g;

@@ -218,6 +218,60 @@ def test_a_partial_last_group_ignores_the_next_rows_bytes_in_every_build(name):
         assert torch.equal(y[:, :1], lib.matmul(x, [first], "q8")) and y[:, 0].isfinite().all(), lib.describe()
 
 
+GUARDED = """
+import ctypes, mmap, sys
+import numpy as np
+import torch
+from specx.cpu import quant_ref
+from specx.cpu import quant
+from specx.cpu.qweight import BLOCKS, QWeight
+libs = []
+for build in quant.variants():
+    for vnni in (True, False) if build in quant.VNNI_FLAGS and quant.VNNI_FLAGS[build][0] in quant.cpu_flags() else (False,):
+        try:
+            libs.append(quant.load(build, vnni, False))
+        except OSError:
+            pass
+libc = ctypes.CDLL(None)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+page = mmap.PAGESIZE
+for name in sys.argv[1].split(","):
+    shapes = ((13, 32), (5, 64), (3, 288), (2, 1536)) if BLOCKS[name][1] == 32 else ((3, 256), (2, 1536))
+    for rows, cols in shapes:
+        w = quant_ref.random_weight(name, rows, cols, np.random.default_rng(rows + cols))
+        size = w.data.size
+        room = (size + page - 1) // page * page
+        area = mmap.mmap(-1, room + page)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(area))
+        assert libc.mprotect(base + room, page, 0) == 0   # the page after the tensor: any read of it faults
+        data = np.frombuffer(area, np.uint8, size, room - size)
+        data[:] = w.data
+        guarded = QWeight(w.type, data, rows, cols)
+        for m in (1, 5):
+            x = torch.randn(m, cols, generator=torch.Generator().manual_seed(m))
+            want = quant_ref.reference_q8(x.numpy(), [w])
+            for lib in libs:
+                assert np.array_equal(lib.matmul(x, [guarded], "q8").numpy(), want), (name, rows, cols, m)
+                assert torch.equal(lib.matmul(x, [guarded]), lib.matmul(x, [w])), (name, rows, cols, m)
+        del data, guarded
+print("ok")
+"""
+
+
+@needs_kernels
+def test_no_kernel_reads_past_a_tensor_that_ends_at_a_page_boundary():
+    """Each type's last row ends where an unreadable page begins: every build computes the tensor in both modes
+    (q8: the reference's bits) without reading past it, rows of one block included (q8 decodes a 32-value type 8
+    blocks at a time and AVX-512 reads a few bytes more: where that would leave the row after, the blocks go
+    through zero padding). A fault kills only the child process this runs in."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", GUARDED, ",".join(QUANTIZED)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+
+
 @needs_kernels
 def test_spans_of_groups_change_no_result_in_every_build():
     """quant.c's XSPAN (several rows over long weight rows in spans of groups, the sums kept between spans) gives
