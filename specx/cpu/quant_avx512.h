@@ -228,9 +228,30 @@ static inline __attribute__((always_inline)) __m512i minus128_sums(const int typ
     return _mm512_sub_epi32(_mm512_setzero_si512(), c);
 }
 
+/* k4_scales' a = d·sc (lanes 0..7) and b = dmin·m (lanes 8..15) in one vector: the same integers and products,
+   the 8 scales and 8 mins extracted side by side */
+static inline __m512 k4_scales16(const uint8_t *g) {
+    const __m512i s = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(g + 4)));
+    const char z = (char)0x80;
+#define DW(i) z, z, z, (char)(i)   /* byte i into a dword (_mm512_set_epi8 lists the bytes from the last) */
+#define ZZ z, z, z, z
+    const __m512i uv = _mm512_shuffle_epi8(s, _mm512_set_epi8(DW(11), DW(10), DW(9), DW(8), DW(7), DW(6), DW(5), DW(4),
+                                                              DW(11), DW(10), DW(9), DW(8), DW(3), DW(2), DW(1), DW(0)));
+    const __m512i hi = _mm512_shuffle_epi8(s, _mm512_set_epi8(DW(7), DW(6), DW(5), DW(4), ZZ, ZZ, ZZ, ZZ,
+                                                              DW(3), DW(2), DW(1), DW(0), ZZ, ZZ, ZZ, ZZ));
+#undef DW
+#undef ZZ
+    const __m512i low = _mm512_setr_epi32(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15);
+    const __m512i shift = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4);
+    const __m512i sm = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(uv, shift), low),
+                                       _mm512_slli_epi32(_mm512_srli_epi32(hi, 6), 4));
+    const __m512 dd = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                            _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)rd32(g)))));
+    return _mm512_mul_ps(dd, _mm512_cvtepi32_ps(sm));
+}
+
 static inline __attribute__((always_inline)) void decode_q8(const int type, const uint8_t *g, wq *o) {
     const __m512i nib = _mm512_set1_epi8(15);
-    __m256 a;
     o->b = _mm256_setzero_ps();
     if (type == T_Q4_K || type == T_Q5_K) {
         const uint8_t *qs = g + (type == T_Q5_K ? 48 : 16);
@@ -250,8 +271,9 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
                 o->w[k] = _mm512_mask_add_epi8(o->w[k], m, o->w[k], sixteen);
             }
         }
-        k4_scales(g, &a, &o->b);
-        o->a = twice(a);
+        const __m512 ab = k4_scales16(g);
+        o->a = _mm512_shuffle_f32x4(ab, ab, 0x44);
+        o->b = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(ab), 1));
     } else if (type == T_Q2_K) {
         const __m512i qs = _mm512_loadu_si512(g + 16), shr = L16(SHR_Q2, 0), three = _mm512_set1_epi8(3);
         o->w[0] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 0), qs), shr), three);
@@ -699,10 +721,9 @@ static inline __attribute__((always_inline)) void super_scales(const int type, c
         _mm512_storeu_ps(sa, ds);
         _mm512_storeu_ps(sb, _mm512_mul_ps(ds, _mm512_set1_ps(32.0f)));
     } else {
-        __m256 a, b;
-        k4_scales(g, &a, &b);
-        _mm256_storeu_ps(sa, a);
-        _mm256_storeu_ps(sb, b);
+        const __m512 ab = k4_scales16(g);
+        _mm256_storeu_ps(sa, _mm512_castps512_ps256(ab));
+        _mm256_storeu_ps(sb, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(ab), 1)));
     }
 }
 
