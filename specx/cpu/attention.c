@@ -17,8 +17,10 @@
 #define LANES 16               /* partial sums per reduction (lane_sum's tree is written for 16): one AVX-512
                                   vector, two AVX2 vectors */
 /* Below these amounts of work a call stays on one thread: waking another (microseconds on an idle machine,
-   a scheduler tick when the cores are shared) costs more than it saves. */
-#define PARALLEL_WORK (1 << 18)     /* attention: multiply-adds, ~20 µs on one core */
+   a scheduler tick when the cores are shared) costs more than it saves. A token's attention reads its layer's
+   keys and values cold (the weights read since evicted them), so two threads pay from less arithmetic than
+   the values' passes do (benchmarks/results/2026-11-27-attention). */
+#define PARALLEL_WORK (1 << 15)     /* attention: multiply-adds, a few µs of arithmetic on one core */
 #define PARALLEL_VALUES (1 << 17)   /* norms and activations: values, ~30-60 µs on one core */
 
 typedef struct {
