@@ -72,12 +72,13 @@ static inline int64_t xq_stride(int64_t K) { return (K + QKK - 1) / QKK * XG; }
 /* XSPAN: a q8 pass of R rows over one weight row reads XG_READ activation bytes per row and group (the
    values for its weights' sign, the scales, one min term). Where a whole row's worth is more than L1 holds
    (K = 8960: 35 groups, 67 KB at 5 rows), every output would read them again from L2, which with several
-   rows costs more than the weights' own reads. Such calls (more than 1.5 xspan_bytes: more than the L1 data
-   cache itself) cut the groups into equal spans whose activations fit xspan_bytes (quant.py sets two thirds
-   of the machine's L1 data cache; this default is two thirds of the smallest, 32 KiB), and up to XSPAN_OUTS
-   outputs pass over each span in turn, keeping their sums in memory between spans. */
+   rows costs more than the weights' own reads. Such calls (more than 1.5 xspan_bytes: three quarters of the
+   L1 data cache, which the weights' stream shares) cut the groups into equal spans whose activations fit
+   xspan_bytes (quant.py sets half of the machine's L1 data cache; this default is half of the smallest,
+   32 KiB), and up to XSPAN_OUTS outputs pass over each span in turn, keeping their sums in memory between
+   spans. */
 #define XG_READ 384
-#define XSPAN_BYTES 21845
+#define XSPAN_BYTES 16384
 #define XSPAN_OUTS 16
 static int64_t xspan_bytes = XSPAN_BYTES;   /* spx_set_xspan: 0 never cuts (tests and benchmarks compare) */
 int64_t spx_set_xspan(int64_t bytes) {   /* returns the previous setting; bytes < 0: changes nothing */

@@ -314,11 +314,13 @@ def l1_data_bytes() -> int:
 
 
 def xspan_bytes(l1: int) -> int:
-    """quant.c's XSPAN for an L1 data cache of `l1` bytes: the activations of a span take two thirds of it, the
-    weights' stream and the sums the rest (on a 48 KiB L1, 32 KiB: the best of 16, 24 and 32 KiB for the
-    1.5B fixture's verify forwards, benchmarks/results/2026-11-27-xspan); unknown (0): quant.c's own, two
-    thirds of the smallest L1 data cache of a CPU that runs these builds (32 KiB)."""
-    return 2 * l1 // 3 if l1 else -1
+    """quant.c's XSPAN for an L1 data cache of `l1` bytes: the activations of a span take half of it, and a call
+    is cut where they would take more than three quarters (the weights' stream and the sums share the rest).
+    On a 48 KiB L1 the 1.5B fixture's 3-row forward then cuts its FFN down rows (40 KB of activations): 0.92×
+    its time uncut, the other row counts unchanged (benchmarks/results/2026-11-27-attention); 16, 24 and 32 KiB
+    spans gave the same 5-row forwards (2026-11-27-xspan). Unknown (0): quant.c's own, half of the smallest
+    L1 data cache of a CPU that runs these builds (32 KiB)."""
+    return l1 // 2 if l1 else -1
 
 
 def _default() -> Library:
