@@ -15,6 +15,7 @@
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
    This file: the rules in code (exact decoding, the q8 arithmetic, portable kernels) and the driver; the
    vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -97,6 +98,13 @@ static inline int64_t xspan(int64_t R, int64_t groups) {
 
 /* ---------------------------------------------------------------- q8: activations and the arithmetic */
 
+/* 1/d for a block's scale d, 0 where the block is bad or d is 0 or so small (below 2^-128) that 1/d overflows:
+   such a block's q are all 0 (x·inf would be NaN for a zero x), in every build and in quant_ref */
+static inline float inverse_scale(float d, int bad) {
+    const float inv = !bad && d != 0.0f ? 1.0f / d : 0.0f;
+    return inv <= FLT_MAX ? inv : 0.0f;
+}
+
 /* One row of X quantized into the layout above. amax/127 and 1/d are correctly rounded divisions, x·(1/d)
    is rounded to the nearest integer, ties to even (numpy's rint; the SIMD conversions do the same). A block
    holding a NaN or an infinity gets scale NaN and q = 0, in every build. */
@@ -117,7 +125,7 @@ static void quantize_row(const float *x, int64_t K, uint8_t *out) {
                 amax = fmaxf(amax, fabsf(xb[p]));
                 bad |= !(fabsf(xb[p]) < INFINITY);
             }
-            float d = bad ? NAN : amax / 127.0f, id = !bad && d != 0.0f ? 1.0f / d : 0.0f;
+            float d = bad ? NAN : amax / 127.0f, id = inverse_scale(d, bad);
             int sum = 0, half[2] = {0, 0};
             for (int p = 0; p < QK; ++p) {
                 float v = xb[p] * id;

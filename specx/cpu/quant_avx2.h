@@ -31,7 +31,7 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
             m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
             const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
-            const float d = bad ? NAN : amax / 127.0f, id = !bad && d != 0.0f ? 1.0f / d : 0.0f;
+            const float d = bad ? NAN : amax / 127.0f, id = inverse_scale(d, bad);
             __m256i q[4];
             for (int i = 0; i < 4; ++i)
                 q[i] = bad ? _mm256_setzero_si256()

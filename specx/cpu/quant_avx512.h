@@ -66,7 +66,8 @@ static inline void quantize_group_simd(const float *x, uint8_t *o) {
     const __m256 d = _mm256_mask_mov_ps(_mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f)), bad,
                                         _mm256_set1_ps(NAN));
     const __mmask8 inverse = ~bad & _mm256_cmp_ps_mask(d, _mm256_setzero_ps(), _CMP_NEQ_OQ);
-    const __m256 id = _mm256_maskz_div_ps(inverse, _mm256_set1_ps(1.0f), d);
+    const __m256 inv = _mm256_maskz_div_ps(inverse, _mm256_set1_ps(1.0f), d);   /* inverse_scale, 8 at once */
+    const __m256 id = _mm256_maskz_mov_ps(_mm256_cmp_ps_mask(inv, _mm256_set1_ps(FLT_MAX), _CMP_LE_OQ), inv);
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f), id16 = _mm512_castps256_ps512(id);
     __m512i z[4];   /* z[2h + (j >> 2)]: the bytes of half h of blocks 4(j >> 2) .. +3, a block per 128-bit lane */
     for (int j = 0; j < 8; ++j) {
@@ -122,7 +123,7 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             const __m512 inf = _mm512_set1_ps(INFINITY);
             const int bad = (_mm512_cmp_ps_mask(_mm512_abs_ps(a), inf, _CMP_NLT_UQ) |
                              _mm512_cmp_ps_mask(_mm512_abs_ps(b), inf, _CMP_NLT_UQ)) != 0;
-            const float d = bad ? NAN : amax / 127.0f, id = !bad && d != 0.0f ? 1.0f / d : 0.0f;
+            const float d = bad ? NAN : amax / 127.0f, id = inverse_scale(d, bad);
             const __m512i qa = bad ? _mm512_setzero_si512()
                                    : _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(a, _mm512_set1_ps(id)), lo), hi));
             const __m512i qb = bad ? _mm512_setzero_si512()

@@ -27,8 +27,9 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     blocks = np.where(bad[..., None], F32(0), blocks)
     amax = np.abs(blocks).max(axis=-1)
     d = (amax / F32(127)).astype(F32)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         inv = np.where(d != 0, F32(1) / d, F32(0)).astype(F32)
+    inv = np.where(np.isfinite(inv), inv, F32(0))   # 1/d overflowed (d below 2^-128): the block's q are 0
     v = (blocks * inv[..., None]).astype(F32)
     q = np.rint(np.clip(v, F32(-127), F32(127))).astype(np.int64)
     return q, np.where(bad, F32(np.nan), d).astype(F32)

@@ -200,6 +200,21 @@ def test_q8_rows_with_a_nan_or_infinity_come_out_nan_in_every_build():
 
 
 @needs_kernels
+def test_blocks_of_subnormal_activations_quantize_alike_in_every_build():
+    """A block whose scale is so small that its inverse overflows (all |x| below about 4e-37) quantizes to 0
+    in every build and in quant_ref (x·inf would be NaN for a zero x); a subnormal scale whose inverse is
+    finite keeps its values. Whole groups and a partial one, bit for bit."""
+    w = quant_ref.random_weight("Q4_0", 5, 288, np.random.default_rng(21))
+    x = torch.zeros(3, 288)   # nothing else in the rows: the tiny blocks' terms are their results
+    x[0, :32] = torch.tensor([1e-39] * 31 + [0.0])          # d subnormal, 1/d overflows
+    x[1, 32:64] = torch.tensor([3e-40] * 16 + [0.0] * 16)   # likewise, half zeros
+    x[2, 256:288] = torch.tensor([1e-36] * 8 + [-2e-37] * 24)   # the partial group: d subnormal, 1/d finite
+    want = quant_ref.reference_q8(x.numpy(), [w])
+    for lib in builds_here():
+        assert np.array_equal(lib.matmul(x, [w], "q8").numpy(), want), lib.describe()
+
+
+@needs_kernels
 @pytest.mark.parametrize("name", ["Q4_0", "Q4_1", "Q5_0", "Q8_0", "IQ4_NL"])
 def test_a_partial_last_group_ignores_the_next_rows_bytes_in_every_build(name):
     """q8 decodes a row's partial last group 8 blocks at a time, reading into the next row (quant.c, TAIL):
