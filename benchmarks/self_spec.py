@@ -8,9 +8,8 @@ on the same loaded weights, greedy, the auto draft policy; per prompt the two ru
 repeat to repeat. Reported per category and overall: the median of the per-prompt decode-speed ratios
 (bars: >= 1.3x overall, >= 1.0x per category), acceptance, and the perfect-foresight bound: the speedup a
 choice of shape (among those the search scored) and k made knowing which drafted tokens the target accepts
-would reach, at each shape's measured one-token cost and verify costs that grow per row as the search
-measured on this model (Search.slope, skipsearch.py), acceptance read teacher-forced from the target's own
-answer in chunks of 8 tokens.
+would reach, at each shape's measured one-token cost and the full model's measured forwards of 2..17 rows
+(verify_costs), acceptance read teacher-forced from the target's own answer in chunks of 8 tokens.
 Before timing, the shape is searched to the end on the warm-up answer (as `specx tune --drafter self`
 does; `--searching`: time the answers while the search runs, as a first use would).
 `--short`: one prompt per category, one repeat, 32 tokens (a check that it runs)."""
@@ -64,10 +63,29 @@ def one_step_costs(drafter, seq: list[int], shapes) -> dict:
     return {s: statistics.median(v) / unit for s, v in times.items() if s != full}
 
 
+def verify_costs(drafter, seq: list[int], most: int) -> dict:
+    """The full model's forward of n rows (n = 1..most) over its 1-row forward, after seq[:-1]: medians of 3
+    rounds, the row counts alternating within each."""
+    from specx.drafters.skipsearch import Shape
+
+    full, lm, base = Shape((), drafter.lm.model.mode), drafter.lm, len(seq) - 1
+    times = {n: [] for n in range(1, most + 1)}
+    for _ in range(3):
+        for n in times:
+            lm.crop(base - n + 1)
+            t = time.perf_counter()
+            drafter._forward(seq[base - n + 1:base + 1], full)
+            times[n].append(time.perf_counter() - t)
+    lm.crop(base)
+    unit = statistics.median(times[1])
+    return {n: statistics.median(v) / unit for n, v in times.items()}
+
+
 def bound(drafter, prompt_ids: list[int], answer: list[int], max_k: int = 16) -> tuple[float, dict]:
     """(perfect-foresight speedup over the answer, {shape: its one-token cost}), by dynamic programming:
     at each position, plain (cost 1) or a draft of the next k tokens in shape s, all accepted (k below the
-    run of s's teacher-forced matches there), costing k·cost(s) + 1 + slope·k, the slope measured by the search."""
+    run of s's teacher-forced matches there), costing k·cost(s) plus a verify of k + 1 rows as measured on this
+    model after the answer (verify_costs), not the search's straight line through one slope."""
     from specx.drafters.skipsearch import expected_speedup
 
     s = drafter.search
@@ -83,6 +101,7 @@ def bound(drafter, prompt_ids: list[int], answer: list[int], max_k: int = 16) ->
         for x in shapes:
             hits[x] += drafter.matches(seq[:stop], x, stop - end)[0].tolist()
     costs = one_step_costs(drafter, seq, shapes)
+    verify = verify_costs(drafter, seq, max_k + 1)
     n = len(answer)
     best = [0.0] * (n + 1)   # best[i]: the least cost of the answer's tokens from i on, in plain steps
     for i in range(n - 1, -1, -1):
@@ -91,7 +110,7 @@ def bound(drafter, prompt_ids: list[int], answer: list[int], max_k: int = 16) ->
             k = 0
             while k < max_k and i + k < n - 1 and hits[x][i + k]:
                 k += 1
-                best[i] = min(best[i], k * costs[x] + 1 + s.slope * k + best[i + k + 1])
+                best[i] = min(best[i], k * costs[x] + verify[k + 1] + best[i + k + 1])
     return n / best[0] if best[0] else 1.0, costs
 
 

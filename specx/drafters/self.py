@@ -26,11 +26,6 @@ SEARCH_SHARE = 0.1   # the most of an answer's time the search may take (scoring
                      # answer costs at most ~10% while the search runs; saved shapes cost nothing later
 TF_ROWS = 16         # context tokens a candidate is scored on (teacher-forced): one forward of 16 rows
 MIN_ROWS = 4         # fewer context tokens than this: nothing to score yet
-SLOPE_ROWS = 2       # the full model's forward timed against its one-row forward for the slope: the verify of a
-                     # one-token chain, what self-drafts mostly verify (0.4 drafted tokens a round on the 1.5B
-                     # fixture). A 16-row forward, bound by arithmetic where 1 and 2 rows are bound by memory,
-                     # priced that verify at over twice its cost on a Zen 5 (slope 0.19 against 0.08:
-                     # benchmarks/results/2026-11-27-attention)
 TIMINGS = 2          # timed forwards of each, full model and candidate, per search step (the fastest counts):
                      # one each let a loaded machine's noise pick the shape (0.19× for 21 of 30 layers)
 
@@ -132,19 +127,18 @@ class SelfDrafter(ModelDrafter):
         # the cost against the full model's forward over the same rows, timed alternately: a ratio of
         # back-to-back timings holds where a reference timed once drifts, and the fastest of TIMINGS
         # each where other processes share the cores (they only ever add time). At this drafter's first
-        # step the full model's forwards of 1 and SLOPE_ROWS rows, timed beside them, price each verified row
-        # (the slope).
-        full, full_s, one_s, few_s, seconds = Shape((), own_mode(self.lm)), [], [], [], []
+        # step the full model's one-row forward, timed beside them, prices each verified row (the slope).
+        full, full_s, one_s, seconds = Shape((), own_mode(self.lm)), [], [], []
         for _ in range(TIMINGS):
             if not self.sloped:
                 one_s.append(self.teacher_forced(seq, full, 1)[1])
-                few_s.append(self.teacher_forced(seq, full, SLOPE_ROWS)[1])
             full_s.append(self.teacher_forced(seq, full, rows)[1])
             alpha, took = self.teacher_forced(seq, shape, rows)
             seconds.append(took)
         slope = None
         if one_s:
-            slope = max(0.0, (min(few_s) / max(min(one_s), 1e-9) - 1) / (SLOPE_ROWS - 1))
+            full_rows = min(rows, len(seq) - 2)   # matches() reads at most the context before the last token
+            slope = max(0.0, (min(full_s) / max(min(one_s), 1e-9) - 1) / max(full_rows - 1, 1))
             self.sloped = True
         changed = self.search.record(shape, alpha, min(seconds) / max(min(full_s), 1e-9), slope)
         if changed or self.search.done or self.search.scored == 1:

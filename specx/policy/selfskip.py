@@ -13,7 +13,7 @@ from pathlib import Path
 from ..state.paths import config_dir
 
 FILE, LOCK = "selfdraft.json", "selfdraft.json.lock"
-VERSION = 2   # 2: the slope is timed on the verify of a one-token chain (drafters/self.py SLOPE_ROWS), not 16 rows
+VERSION = 1
 
 
 def path() -> Path:

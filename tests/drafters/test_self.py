@@ -295,7 +295,7 @@ def test_the_tune_search_runs_to_a_local_optimum_and_saves_it(tiny):
     assert d.search.done and sentence.startswith("self-draft: ") and "searched" in sentence
     entry = selfskip.load(key)
     assert Shape.from_dict(entry["shape"], 6, selfdraft.lean_modes(tiny)) == d.shape
-    # the slope was measured on this model (timed forwards of 1 and SLOPE_ROWS rows), saved, and is read back
+    # the slope was measured on this model (timed forwards of 1 and 16 rows), saved, and is read back
     assert d.search.slope != VERIFY_SLOPE and entry["slope"] == d.search.slope >= 0.0
     again, _ = selfdraft.for_target(tiny, VOCAB, key)
     assert again.search.slope == d.search.slope
