@@ -103,51 +103,15 @@ static inline void quantize_group_simd(const float *x, uint8_t *o) {
     _mm512_store_ps((float *)(o + XG_XH), _mm512_mul_ps(d16, _mm512_cvtepi32_ps(sums)));
 }
 
-/* quantize_row's arithmetic, 16 values at a time (the same operations: max, a division, a product, a clamp,
-   rounding to nearest even): whole groups by quantize_group_simd, a partial last group block by block. */
+/* quantize_row's arithmetic, 16 values at a time: whole groups by quantize_group_simd, a partial last group
+   from a zero-padded copy (a zero block quantizes to what quantize_row leaves there: q 0, scale 0, sums 0). */
 static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
-    const int64_t groups = (K + QKK - 1) / QKK;
-    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-    for (int64_t g = 0; g < groups; ++g) {
-        uint8_t *o = out + g * XG;
-        if ((g + 1) * QKK <= K) {
-            quantize_group_simd(x + g * QKK, o);
-            continue;
-        }
-        memset(o, 0, XG);
-        memset(o, 128, 256);
-        for (int j = 0; j < 8 && g * QKK + QK * j < K; ++j) {
-            const float *xb = x + g * QKK + QK * j;
-            const __m512 a = _mm512_loadu_ps(xb), b = _mm512_loadu_ps(xb + 16);
-            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
-            const __m512 inf = _mm512_set1_ps(INFINITY);
-            const int bad = (_mm512_cmp_ps_mask(_mm512_abs_ps(a), inf, _CMP_NLT_UQ) |
-                             _mm512_cmp_ps_mask(_mm512_abs_ps(b), inf, _CMP_NLT_UQ)) != 0;
-            const float d = bad ? NAN : amax / 127.0f, id = inverse_scale(d, bad);
-            const __m512i qa = bad ? _mm512_setzero_si512()
-                                   : _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(a, _mm512_set1_ps(id)), lo), hi));
-            const __m512i qb = bad ? _mm512_setzero_si512()
-                                   : _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(b, _mm512_set1_ps(id)), lo), hi));
-            const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
-            const __m128i bias = _mm_set1_epi8((char)0x80);
-            uint32_t ba[4], bb[4];
-            const __m128i sa = _mm512_cvtsepi32_epi8(qa), sb = _mm512_cvtsepi32_epi8(qb);
-            uint32_t ca[4], cb[4];
-            _mm_storeu_si128((__m128i *)ba, _mm_xor_si128(sa, bias));
-            _mm_storeu_si128((__m128i *)bb, _mm_xor_si128(sb, bias));
-            _mm_storeu_si128((__m128i *)ca, sa);
-            _mm_storeu_si128((__m128i *)cb, sb);
-            for (int k = 0; k < 4; ++k) {
-                memcpy(o + 64 * k + 4 * j, &ba[k], 4);
-                memcpy(o + 64 * k + 32 + 4 * j, &bb[k], 4);
-                memcpy(o + XG_S + 64 * k + 4 * j, &ca[k], 4);
-                memcpy(o + XG_S + 64 * k + 32 + 4 * j, &cb[k], 4);
-            }
-            ((float *)(o + XG_DX))[j] = ((float *)(o + XG_DX))[8 + j] = d;
-            ((float *)(o + XG_XS))[j] = d * (float)sum;
-            ((float *)(o + XG_XH))[j] = d * (float)_mm512_reduce_add_epi32(qa);
-            ((float *)(o + XG_XH))[8 + j] = d * (float)_mm512_reduce_add_epi32(qb);
-        }
+    const int64_t whole = K / QKK;
+    for (int64_t g = 0; g < whole; ++g) quantize_group_simd(x + g * QKK, out + g * XG);
+    if (K % QKK) {
+        float last[QKK] = {0};
+        memcpy(last, x + whole * QKK, sizeof(float) * (K % QKK));
+        quantize_group_simd(last, out + whole * XG);
     }
 }
 
