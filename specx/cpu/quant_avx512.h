@@ -146,6 +146,7 @@ static inline __attribute__((always_inline)) __m512i dot4(__m512i acc, __m512i u
    WORDS_READ bytes at g by two word permutes instead of one load per block and field: words 0..7 the blocks'
    scales d, 8..15 Q4_1's and Q5_1's mins m, 16..31 Q5_0's and Q5_1's high-bit dwords qh (2 words each). */
 #define WORDS_READ 192
+_Static_assert(Q8_PAD >= WORDS_READ, "q8_group_at's zero padding must hold a gather's reads");
 #define WD(B, off) ((off) / 2), ((B) + (off)) / 2, (2 * (B) + (off)) / 2, (3 * (B) + (off)) / 2, (4 * (B) + (off)) / 2, \
                    (5 * (B) + (off)) / 2, (6 * (B) + (off)) / 2, (7 * (B) + (off)) / 2
 #define Q1(B, off, j) ((j) * (B) + (off)) / 2, ((j) * (B) + (off)) / 2 + 1

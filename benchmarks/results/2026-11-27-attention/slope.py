@@ -1,5 +1,5 @@
 """What verifying one more row costs on the 1.5B fixture: the fastest of 8 forwards of n rows after 300 cached tokens,
-over the fastest 1-row forward (the self-draft search's slope, drafters/self.py SLOPE_ROWS).
+over the fastest 1-row forward (what the self-draft search's slope, drafters/self.py, prices per verified row).
 
     python slope.py"""
 import time, statistics, sys
