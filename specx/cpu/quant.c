@@ -206,11 +206,7 @@ static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
             scale_min_k4(j, s, &sc, &m);
             g->a[j] = g->a[8 + j] = d * (float)sc;
             g->b[j] = dmin * (float)m;
-            for (int p = 0; p < 32; ++p) {
-                int q = (qs[32 * (j / 2) + p] >> (4 * (j & 1))) & 15;
-                if (five) q |= ((qh[p] >> j) & 1) << 4;
-                g->q[32 * j + p] = (int8_t)q;
-            }
+            for (int p = 0; p < 32; ++p) g->q[32 * j + p] = (int8_t)q_k4(five, qs, qh, j, p);
         }
         return;
     }

@@ -31,6 +31,13 @@ static inline void scale_min_k4(int j, const uint8_t *s, int *sc, int *m) {
     }
 }
 
+/* Q4_K / Q5_K: the integer q (0..15; Q5_K 0..31) of value p of sub-block j of a superblock, from its qs (and,
+   for Q5_K, its qh): the float decoder and the q8 one read it alike. */
+static inline int q_k4(int five, const uint8_t *qs, const uint8_t *qh, int j, int p) {
+    const int q = (qs[32 * (j / 2) + p] >> (4 * (j & 1))) & 15;
+    return five ? q | (((qh[p] >> j) & 1) << 4) : q;
+}
+
 /* Q3_K: scale i (0..15) of a block, sc − 32 (−32..31): 16 six-bit values packed in scales[12], the low 4
    bits in the nibbles of bytes 0..7 (i % 8, high nibble for i ≥ 8), the high 2 bits in bytes 8..11 (i % 4,
    bits 2·(i / 4)): what ggml's dequantize_row_q3_K unpacks with kmask1/kmask2 over aux words. */
@@ -163,11 +170,7 @@ static void decode_block(int type, const uint8_t *b, float *w) {
                 int sc, m;
                 scale_min_k4(j, s, &sc, &m);
                 float ws = d * (float)sc, wm = dmin * (float)m;
-                for (int p = 0; p < 32; ++p) {
-                    int q = (qs[32 * (j / 2) + p] >> (4 * (j & 1))) & 15;
-                    if (five) q |= ((qh[p] >> j) & 1) << 4;
-                    w[32 * j + p] = ws * (float)q - wm;
-                }
+                for (int p = 0; p < 32; ++p) w[32 * j + p] = ws * (float)q_k4(five, qs, qh, j, p) - wm;
             }
             return;
         }

@@ -3,6 +3,7 @@ bit-identical whatever shares the call, fused groups, embeddings, refused inputs
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -238,15 +239,10 @@ import ctypes, mmap, sys
 import numpy as np
 import torch
 from specx.cpu import quant_ref
-from specx.cpu import quant
 from specx.cpu.qweight import BLOCKS, QWeight
-libs = []
-for build in quant.variants():
-    for vnni in (True, False) if build in quant.VNNI_FLAGS and quant.VNNI_FLAGS[build][0] in quant.cpu_flags() else (False,):
-        try:
-            libs.append(quant.load(build, vnni, False))
-        except OSError:
-            pass
+sys.path.insert(0, sys.argv[2])
+from test_quant_kernels import builds_here
+libs = builds_here()
 libc = ctypes.CDLL(None)
 libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 page = mmap.PAGESIZE
@@ -282,8 +278,8 @@ def test_no_kernel_reads_past_a_tensor_that_ends_at_a_page_boundary():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", GUARDED, ",".join(QUANTIZED)], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, "-c", GUARDED, ",".join(QUANTIZED), str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
 
 
