@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..cpu import attention
+from ..cpu import attention, layers
 from . import config as configs
 from . import linear
 from . import resident
@@ -123,7 +123,7 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     activations += f", {amx}" if amx else ""
     held = f", {resident.describe()}" if f.huge_pages else ""
     kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are{held}, {linear.describe()}, "
-               f"{activations}; {attention.describe()}")
+               f"{activations}; {attention.describe()}, {layers.describe()}")
     head = None
     if draft_vocab:
         from . import vocabtrim

@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 
 import torch
 
-from ..cpu import attention
+from ..cpu import attention, layers
 from . import linear
 from .config import DecoderConfig, Rope
 from ..cpu.qweight import QWeight
@@ -51,6 +51,7 @@ class Cache:
         self.k, self.v = attention.cache_tensors(c.num_key_value_heads, capacity, c.head_dim, c.num_hidden_layers)
         self.capacity, self.length = capacity, 0
         self.layers = [decoder.layer_attention(i, self.k[i], self.v[i]) for i in range(c.num_hidden_layers)]
+        self.addresses = [layer.address for layer in self.layers]
 
     def crop(self, length: int) -> None:
         """Forget slots from `length` on (nothing is copied)."""
@@ -90,6 +91,7 @@ class Decoder:
         ropes = {config.layer_rope(i) for i in range(config.num_hidden_layers)}
         self._tables = {rope: rotary_tables(rope, config.head_dim, self.context) for rope in ropes}
         self._positions = torch.arange(self.context, dtype=torch.int64)
+        self._plan = None   # the C layer loop's view of the weights (cpu/layers.Plan), built on first use
 
     def new_cache(self) -> Cache:
         return Cache(self, -(-self.context // attention.KEY_BLOCK) * attention.KEY_BLOCK)
@@ -126,7 +128,12 @@ class Decoder:
         active = [i for i in range(c.num_hidden_layers) if i not in skip]
         norms = [w.layers[i].attn_norm for i in active] + [w.norm]   # the norm in front of each next block
         h = attention.rmsnorm(x, norms[0], c.rms_norm_eps)
-        for n, i in enumerate(active):
+        in_c = layers.active()
+        if in_c:   # the loop below in one C call (cpu/layers.c): the same kernels in the same order, the same bits
+            if self._plan is None or self._plan.weights is not w:
+                self._plan = layers.Plan(w, c)
+            self._plan.run(cache.addresses, tuple(active), norms, x, h, start, positions, mask, mode)
+        for n, i in enumerate(() if in_c else active):   # call by call where it is not built (the references)
             lw = w.layers[i]
             qkv = linear.matmul(h, lw.qkv, mode)                                                        # (T, q+2kv)
             if lw.qkv_bias is not None:
