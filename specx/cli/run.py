@@ -84,7 +84,10 @@ class Sink:
 
     def round(self, event) -> None:
         if event.notice and not self.panel:   # auto turned drafting off or on: said, never silent
-            output.note(f"note: {event.notice}")   # (the live panel shows it in its line instead)
+            # (the live panel shows it in its line instead); on its own line where it shares a terminal or
+            # file with a line of text not yet ended
+            apart = self.last not in ("", "\n") and live.same_file(sys.stdout, sys.stderr)
+            output.note(("\n" if apart else "") + f"note: {event.notice}")
         if self.json_out:
             self._out([(output.round_json(event) + "\n", False, False)])
         else:

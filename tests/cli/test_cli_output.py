@@ -271,3 +271,29 @@ def test_shared_terminal_text_and_panel_do_not_overwrite(cli_models, term):
     text = rows[:next(i for i, row in enumerate(rows) if row.startswith("120 tokens ·"))]
     text = text[next(i for i, row in enumerate(text) if row.startswith("w")):]   # after the loading notes
     assert " ".join(text).split() == plain(cli_models, 120, "-d", target).split()
+
+
+def test_a_policy_note_starts_its_own_line_where_it_shares_a_file_with_unfinished_text(tmp_path, monkeypatch):
+    """stdout and stderr into one file (`2>&1`): a note that arrives mid-line goes on a line of its own; the text
+    is unchanged around it. Into different files, stdout holds the text alone."""
+    from specx.cli.run import Sink
+    from specx.engine.types import Round
+
+    rounds = [Round((5,), "Hello there", 0, 0, 0.0, 0.0, (False,), ("Hello there",)),
+              Round((6,), " friend", 0, 0, 0.0, 0.0, (False,), (" friend",), "speculation off: it does not pay")]
+    with open(tmp_path / "both", "w+") as both:
+        monkeypatch.setattr(sys, "stdout", both)
+        monkeypatch.setattr(sys, "stderr", both)
+        sink = Sink(False, False, False)
+        for r in rounds:
+            sink.round(r)
+        both.seek(0)
+        assert both.read() == "Hello there\nnote: speculation off: it does not pay\n friend"
+    with open(tmp_path / "out", "w+") as out, open(tmp_path / "err", "w+") as err:
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(sys, "stderr", err)
+        sink = Sink(False, False, False)
+        for r in rounds:
+            sink.round(r)
+        out.seek(0), err.seek(0)
+        assert out.read() == "Hello there friend" and err.read() == "note: speculation off: it does not pay\n"
