@@ -561,7 +561,7 @@ void spx_dequantize_rows(int32_t type, const uint8_t *data, int64_t K, const int
    has the AMX path (quant_amx.h). */
 int spx_build(void) {
 #if defined(SPX_AVX512)
-    return 2 + 4 * SPX_VNNI + 8 * SPX_AMX;
+    return 2 + 4 * SPX_VNNI + 8 * SPX_AMX + 16 * SPX_VBMI;
 #elif defined(SPX_AVX2)
     return 1 + 4 * SPX_VNNI;
 #else

@@ -48,6 +48,9 @@ BUILDS = {
     "portable": ((), ()),
 }
 VNNI_FLAGS = {"avx512": ("avx512_vnni", "-mavx512vnni"), "avx2": ("avx_vnni", "-mavxvnni")}
+# the AVX-512 VNNI build adds VBMI where the CPU has it (byte permutes gather the 32-value types' values; the
+# same bits), so the tests' builds with and without VNNI also run both gathers on such a CPU
+VBMI_FLAGS = ("avx512vbmi", "-mavx512vbmi")
 # the AVX-512 build adds AMX-INT8 (quant_amx.h: q8 calls of AMX_TYPES of many rows, the same bits) where the CPU
 # has it, the compiler takes these flags and the kernel grants the tile state
 AMX_FLAGS = (("amx_tile", "amx_int8"), ("-mamx-tile", "-mamx-int8"))
@@ -68,6 +71,7 @@ class Library:
     lib: ctypes.CDLL
     path: Path
     amx: bool = False   # built with AMX and granted the tile state here
+    vbmi: bool = False  # built with VBMI (the 32-value types' byte gathers)
 
     def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None):
         """See the module-level `matmul`."""
@@ -135,7 +139,8 @@ class Library:
         """The build and its weight prefetching; `detail`: with what the timing measured (specx env)."""
         prefetch = _state.get("prefetch") if _state.get("lib") is self else None
         ahead = f"; {prefetch.sentence() if detail else prefetch.short()}" if prefetch else ""
-        extras = " and ".join(name for name, on in (("VNNI", self.vnni), ("AMX-INT8", self.amx_on())) if on)
+        extras = " and ".join(name for name, on in (("VNNI", self.vnni), ("VBMI", self.vbmi), ("AMX-INT8", self.amx_on()))
+                              if on)
         return f"specx GGUF block kernels ({self.name} build{' with ' + extras if extras else ''}{ahead})"
 
 
@@ -201,8 +206,10 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
         vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
     if amx is None:
         amx = amx_cpu() and name == "avx512"
-    options = options + ((VNNI_FLAGS[name][1],) if vnni else ()) + (f"-DSPX_PARTS={parts_hash()}",)
-    tag = f"quant-{name}{'-vnni' if vnni else ''}"
+    vbmi = vnni and name == "avx512" and VBMI_FLAGS[0] in cpu_flags()
+    options = (options + ((VNNI_FLAGS[name][1],) if vnni else ()) + ((VBMI_FLAGS[1],) if vbmi else ())
+               + (f"-DSPX_PARTS={parts_hash()}",))
+    tag = f"quant-{name}{'-vnni' if vnni else ''}{'-vbmi' if vbmi else ''}"
     path = None
     if amx:
         try:
@@ -230,7 +237,7 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
     lib.spx_amx_init.restype = ctypes.c_int
     lib.spx_amx_min_rows.restype = ctypes.c_int
     granted = bool(lib.spx_build() & 8) and lib.spx_amx_init() == 0
-    out = Library(name, bool(lib.spx_build() & 4), lib, path, granted)
+    out = Library(name, bool(lib.spx_build() & 4), lib, path, granted, bool(lib.spx_build() & 16))
     out.use_amx(os.environ.get(AMX_ENV, "").strip() != "0")
     return out
 

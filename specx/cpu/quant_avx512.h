@@ -174,6 +174,30 @@ static inline int words_past(int type) {
     return gathered ? WORDS_READ - 8 * block_bytes(type) : 0;
 }
 
+#if SPX_VBMI
+/* The 32-value types' values (16 qs bytes a block) of the group's 8 blocks as four16 lays them out (blocks 0..3 in
+   z0's 128-bit lanes, 4..7 in z1's), by two byte permutes of the WORDS_READ bytes at g instead of eight 16-byte
+   loads: z0 from bytes 0..127, z1 from 64..191. QS_TABLE: each lane byte's source (qs offset in the block + block ·
+   block bytes + byte), for Q4_0 and IQ4_NL, Q4_1, Q5_0 and Q5_1 (words_row's rows). */
+#define R16(o) (o), (o) + 1, (o) + 2, (o) + 3, (o) + 4, (o) + 5, (o) + 6, (o) + 7, (o) + 8, (o) + 9, (o) + 10, \
+               (o) + 11, (o) + 12, (o) + 13, (o) + 14, (o) + 15
+#define R64(B, o) R16(o), R16((o) + (B)), R16((o) + 2 * (B)), R16((o) + 3 * (B))
+static const uint8_t QS_TABLE[4][2][64] __attribute__((aligned(64))) = {
+    {{R64(18, 2)}, {R64(18, 2 + 4 * 18 - 64)}},
+    {{R64(20, 4)}, {R64(20, 4 + 4 * 20 - 64)}},
+    {{R64(22, 6)}, {R64(22, 6 + 4 * 22 - 64)}},
+    {{R64(24, 8)}, {R64(24, 8 + 4 * 24 - 64)}},
+};
+#undef R64
+#undef R16
+
+static inline __attribute__((always_inline)) void qs_at(const int type, const uint8_t *g, __m512i *z0, __m512i *z1) {
+    const __m512i a = _mm512_loadu_si512(g), b = _mm512_loadu_si512(g + 64), c = _mm512_loadu_si512(g + 128);
+    *z0 = _mm512_permutex2var_epi8(a, _mm512_load_si512(QS_TABLE[words_row(type)][0]), b);
+    *z1 = _mm512_permutex2var_epi8(b, _mm512_load_si512(QS_TABLE[words_row(type)][1]), c);
+}
+#endif
+
 static inline __attribute__((always_inline)) __m512i words_at(const int type, const uint8_t *g) {
     const __m512i idx = _mm512_load_si512(WORD_TABLE[words_row(type)]);
     const __m512i lo = _mm512_permutex2var_epi16(_mm512_loadu_si512(g), idx, _mm512_loadu_si512(g + 64));
@@ -296,7 +320,19 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
                                                           each nibble looked up in IQ4_VALUES */
         const int xs = type == T_IQ4_XS, stride = xs ? 16 : block_bytes(type);
         const uint8_t *qs = g + (xs ? 8 : 2);
-        const __m512i z0 = four16(qs, stride), z1 = four16(qs + 4 * stride, stride), shr = L16(SHR_B32, 0);
+        __m512i z0, z1;
+        const __m512i shr = L16(SHR_B32, 0);
+        if (xs) {   /* the sub-blocks' qs lie end to end */
+            z0 = _mm512_loadu_si512(qs);
+            z1 = _mm512_loadu_si512(qs + 64);
+        } else {
+#if SPX_VBMI
+            qs_at(type, g, &z0, &z1);
+#else
+            z0 = four16(qs, stride);
+            z1 = four16(qs + 4 * stride, stride);
+#endif
+        }
         const __m512i values = _mm512_broadcast_i32x4(iq4_values128());
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
@@ -307,7 +343,14 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         o->a = twice(xs ? iq4xs_scales(g) : _mm256_cvtph_ps(_mm512_castsi512_si128(words_at(type, g))));
     } else {   /* Q4_0, Q4_1, Q5_0, Q5_1: 8 blocks */
         const int bytes = block_bytes(type), qs = type == T_Q4_0 ? 2 : type == T_Q4_1 ? 4 : type == T_Q5_0 ? 6 : 8;
-        const __m512i z0 = four16(g + qs, bytes), z1 = four16(g + qs + 4 * bytes, bytes), shr = L16(SHR_B32, 0);
+#if SPX_VBMI
+        __m512i z0, z1;
+        qs_at(type, g, &z0, &z1);
+        (void)qs;
+#else
+        const __m512i z0 = four16(g + qs, bytes), z1 = four16(g + qs + 4 * bytes, bytes);
+#endif
+        const __m512i shr = L16(SHR_B32, 0);
         const __m512i fields = words_at(type, g);
         o->w[0] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 0), z1), shr), nib);
         o->w[1] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(z0, L16(IDX_B32, 1), z1), shr), nib);
@@ -320,12 +363,15 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) {
                 const __m512i ctl = k == 0 ? L16(SHUF_Q5, 0) : k == 1 ? L16(SHUF_Q5, 1) : k == 2 ? L16(SHUF_Q5, 2) : L16(SHUF_Q5, 3);
-                const __mmask64 m = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, ctl), k & 1 ? odd : even);
-                o->w[k] = _mm512_mask_add_epi8(o->w[k], m, o->w[k], sixteen);
+                const __m512i bits = _mm512_shuffle_epi8(qh, ctl);
+                if (type == T_Q5_0)   /* q + 16·bit − 16 in one step: − 16 where the bit is clear */
+                    o->w[k] = _mm512_mask_sub_epi8(o->w[k], _mm512_testn_epi8_mask(bits, k & 1 ? odd : even), o->w[k], sixteen);
+                else
+                    o->w[k] = _mm512_mask_add_epi8(o->w[k], _mm512_test_epi8_mask(bits, k & 1 ? odd : even), o->w[k], sixteen);
             }
         }
-        if (type == T_Q4_0 || type == T_Q5_0) {
-            const __m512i off = _mm512_set1_epi8(type == T_Q4_0 ? 8 : 16);
+        if (type == T_Q4_0) {
+            const __m512i off = _mm512_set1_epi8(8);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) o->w[k] = _mm512_sub_epi8(o->w[k], off);
         }

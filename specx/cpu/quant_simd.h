@@ -10,6 +10,11 @@
 #ifndef SPX_VNNI
 #define SPX_VNNI 0
 #endif
+#if defined(SPX_AVX512) && defined(__AVX512VBMI__)   /* byte permutes gather the 32-value types' qs (qs_at) */
+#define SPX_VBMI 1
+#else
+#define SPX_VBMI 0
+#endif
 #if defined(SPX_AVX512) || defined(SPX_AVX2)
 
 static inline float f16at(const uint8_t *p) { return _cvtsh_ss(rd16(p)); }

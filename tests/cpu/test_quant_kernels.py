@@ -457,3 +457,13 @@ def test_the_kernels_line_names_amx_for_q8_prompt_passes_of_its_types():
     assert "AMX" in linear.prompt_note("Q4_K/Q6_K", "q8") and "Q6_K" in linear.prompt_note("Q6_K/F32", "q8")
     assert "Q8_0/Q5_0" in linear.prompt_note("Q5_0/Q8_0/Q4_K", "q8")
     assert linear.prompt_note("Q4_K/Q6_K", "f32") == "" and linear.prompt_note("Q4_1/Q2_K", "q8") == ""
+
+
+def test_the_vnni_build_gathers_with_vbmi_where_the_cpu_has_it():
+    """On a CPU with AVX-512 VNNI and VBMI the VNNI build takes VBMI's byte gathers and the build without VNNI
+    keeps the 16-byte loads, so test_every_build_that_runs_here_agrees holds the two gathers together."""
+    flags = quant.cpu_flags()
+    if "avx512" not in quant.variants() or not {"avx512_vnni", quant.VBMI_FLAGS[0]} <= flags:
+        pytest.skip("no AVX-512 VNNI and VBMI here")
+    assert quant.load("avx512", True, False).vbmi
+    assert not quant.load("avx512", False, False).vbmi
