@@ -86,9 +86,9 @@ def kernels() -> str:
     from ..cpu import rowgemm
     from ..cpu import fastpath
 
-    from ..cpu import attention, quant
+    from ..cpu import attention, layers, quant
 
-    gguf = f"{quant.describe(detail=True)}; {attention.describe()}"
+    gguf = f"{quant.describe(detail=True)}; {attention.describe()}, {layers.describe()}"
     if not rowgemm.available():
         return f"{gguf}; specx rowgemm off: {rowgemm.why_not()}"
     fp16 = fastpath.fp16_choice()
