@@ -47,6 +47,11 @@ static void add_bias(float *y, const float *b, int64_t rows, int64_t n) {
         for (int64_t j = 0; j < n; ++j) y[t * n + j] += b[j];
 }
 
+static int matmul(const spx_kernels *k, const float *in, int64_t T, int64_t K, const spx_group *g, float *y,
+                  int32_t mode, int32_t threads) {
+    return k->matmul(in, T, K, g->nseg, g->types, g->data, g->rows, y, mode, threads);
+}
+
 /* The layers layer[0..count) in turn over T rows: x (T × hidden) is the residual stream (updated in place),
    h (T × hidden) holds RMSNorm(x) by the norm in front of layer[0] and ends holding RMSNorm(x) by
    next_norm[count - 1]; next_norm[i] is the norm in front of whatever follows layer[i]; attn[i] its
@@ -57,25 +62,21 @@ int spx_layers(const spx_kernels *k, const spx_layer *const *layer, const void *
                const float *const *next_norm, int32_t count, float *x, float *h, int64_t T, int64_t hidden,
                int64_t start, const int64_t *positions, int64_t past, const uint8_t *mask, int32_t mode,
                float eps, int32_t act, const spx_scratch *s, int32_t threads) {
-#define MATMUL(in, K, g, y)                                                                                      \
-    do {                                                                                                         \
-        const int st = k->matmul(in, T, K, (g).nseg, (g).types, (g).data, (g).rows, y, mode, threads);           \
-        if (st) return 16 * (i + 1) + st;                                                                        \
-    } while (0)
     for (int32_t i = 0; i < count; ++i) {
         const spx_layer *L = layer[i];
-        MATMUL(h, hidden, L->qkv, s->qkv);
+        const int fail = 16 * (i + 1);
+        int st;
+        if ((st = matmul(k, h, T, hidden, &L->qkv, s->qkv, mode, threads))) return fail + st;
         if (L->qkv_bias) add_bias(s->qkv, L->qkv_bias, T, L->qkv.n);
-        const int st = k->attention(attn[i], s->qkv, T, start, positions, past, mask, s->attn, threads);
-        if (st) return 16 * (i + 1) + 2 + st;
-        MATMUL(s->attn, L->attn_width, L->o, s->out);
+        if ((st = k->attention(attn[i], s->qkv, T, start, positions, past, mask, s->attn, threads)))
+            return fail + 2 + st;
+        if ((st = matmul(k, s->attn, T, L->attn_width, &L->o, s->out, mode, threads))) return fail + st;
         if (L->o_bias) add_bias(s->out, L->o_bias, T, L->o.n);
         k->residual_norm(x, s->out, L->post_attn_norm, L->ffn_norm, T, hidden, eps, h, threads);
-        MATMUL(h, hidden, L->gate_up, s->gu);
+        if ((st = matmul(k, h, T, hidden, &L->gate_up, s->gu, mode, threads))) return fail + st;
         k->glu(s->gu, T, L->gate_up.n / 2, act, s->act, threads);
-        MATMUL(s->act, L->gate_up.n / 2, L->down, s->out);
+        if ((st = matmul(k, s->act, T, L->gate_up.n / 2, &L->down, s->out, mode, threads))) return fail + st;
         k->residual_norm(x, s->out, L->post_ffn_norm, next_norm[i], T, hidden, eps, h, threads);
     }
-#undef MATMUL
     return 0;
 }

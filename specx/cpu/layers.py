@@ -57,7 +57,7 @@ def _library():
         compiler = build.c_compiler()
         if _libraries() is not None and compiler:
             try:
-                lib = build.load(build.build("layers", SOURCE, compiler, OPTIONS))
+                lib, _ = build.library("layers", SOURCE, compiler, OPTIONS)
             except (OSError, subprocess.SubprocessError):
                 return None
             lib.spx_layers.restype = ctypes.c_int
@@ -88,7 +88,9 @@ def _kernels(libs) -> Kernels:
 
 def describe() -> str:
     """How a forward runs its layers, in a few words (the kernels line)."""
-    return "layer loop in C" if active() else "layer loop in Python (layers.c not built)"
+    if active():
+        return "layer loop in C"
+    return "layer loop in Python (" + ("turned off" if not _state["on"] else "layers.c not built") + ")"
 
 
 def active() -> bool:
