@@ -38,7 +38,8 @@ typedef struct {               /* one layer's weights (layers.py LayerWeights); 
     int64_t attn_width;        /* the attention's output: heads × head_dim, the o projection's inputs */
 } spx_layer;
 
-typedef struct {               /* per-forward buffers, each at least rows × its width floats */
+typedef struct {               /* per-forward buffers, each at least rows × its width floats; out may be qkv
+                                  (the attention has read qkv before the output projection writes out) */
     float *qkv, *attn, *out, *gu, *act;
 } spx_scratch;
 

@@ -119,9 +119,12 @@ class Plan:
                 groups.append(Group(len(ws), ctypes.cast(types, P), ctypes.cast(data, P), ctypes.cast(rows, P), n))
             self.layers.append(LayerWeights(*groups, _ptr(lw.qkv_bias), _ptr(lw.o_bias), _ptr(lw.post_attn_norm),
                                             _ptr(lw.ffn_norm), _ptr(lw.post_ffn_norm), lw.o[0].cols))
-        self.widths = dict(qkv=max(g.qkv.n for g in self.layers), attn=max(g.attn_width for g in self.layers),
-                           out=max(config.hidden_size, max(g.o.n for g in self.layers)),
-                           gu=max(g.gate_up.n for g in self.layers))
+        # floats a row of each buffer holds: the projections' outputs share one (qkv is read by the attention
+        # before the output projection writes there), so a prompt pass holds what the Python loop's held
+        self.widths = (max(max(g.qkv.n, g.o.n, g.down.n) for g in self.layers),   # qkv, then o's and down's outputs
+                       max(g.attn_width for g in self.layers),                     # the attention's output
+                       max(g.gate_up.n for g in self.layers),                      # gate | up
+                       max(g.gate_up.n // 2 for g in self.layers))                 # the activation
         self._orders: dict[tuple[int, ...], tuple] = {}
 
     def order(self, active: tuple[int, ...], norms: Sequence[torch.Tensor]):
@@ -146,11 +149,10 @@ class Plan:
         lib, kernels = _library(), _kernels(_libraries())
         layer_ptrs, next_norms, _ = self.order(active, norms)
         attn = (P * len(active))(*(cache_addresses[i] for i in active))
-        rows, names = x.shape[0], ("qkv", "attn", "out", "gu", "act")
-        widths = [self.widths[name] for name in names[:4]] + [self.widths["gu"] // 2]
-        buffer = torch.empty(rows * sum(widths))   # one allocation for the five (T × width) buffers
-        offsets = [rows * sum(widths[:i]) for i in range(len(widths))]
-        scratch = Scratch(*(buffer.data_ptr() + 4 * offset for offset in offsets))
+        rows = x.shape[0]
+        buffer = torch.empty(rows * sum(self.widths))   # one allocation for the (T × width) buffers
+        qkv, heads, gu, act = (buffer.data_ptr() + 4 * rows * sum(self.widths[:i]) for i in range(4))
+        scratch = Scratch(qkv, heads, qkv, gu, act)
         past = 0 if mask is None else mask.shape[1] - rows
         if (mask is not None and (mask.dim() != 2 or mask.shape[0] != rows or not 0 <= past <= start)) or \
                 positions.dim() != 1 or positions.shape[0] != past + rows or positions.dtype != torch.int64:
