@@ -13,6 +13,12 @@ from typing import Mapping
 
 from ..errors import ModelUnavailable
 
+# Rows a forward runs through the layers at once: a longer prompt's pass runs in chunks of this many, so its
+# buffers (and attention's score rows) are those of a chunk, not of the whole prompt. A row's logits are the
+# same bits whatever rows share its call, so chunks change nothing else; 512 rows keep the kernels' weight
+# reads a small share of a chunk's arithmetic.
+PROMPT_CHUNK = 512
+
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma3")
 HF_TYPES = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3_text": "gemma3"}
 GGUF_ARCHS = ("llama", "qwen2", "qwen3", "gemma3")

@@ -18,7 +18,7 @@ import torch
 
 from ..cpu import attention, layers
 from . import linear
-from .config import DecoderConfig, Rope
+from .config import PROMPT_CHUNK, DecoderConfig, Rope
 from ..cpu.qweight import QWeight
 from .weights import Weights
 
@@ -119,6 +119,10 @@ class Decoder:
         c, w, start, rows, mode = self.config, self.weights, cache.length, len(ids), mode or self.mode
         if start + rows > min(cache.capacity, self.context):
             raise ContextFull(f"{start + rows} positions do not fit a context of {self.context}")
+        if rows > PROMPT_CHUNK and positions is None and mask is None:   # a long prompt: a chunk at a time
+            outs = [self.forward(cache, ids[a:a + PROMPT_CHUNK], skip=skip, last_only=last_only, mode=mode,
+                                 head=head) for a in range(0, rows, PROMPT_CHUNK)]
+            return outs[-1] if last_only else torch.cat(outs)
         if positions is None:
             positions = self._positions[start:start + rows]
         table, at = w.rows(ids)

@@ -50,10 +50,13 @@ class Request:
 def activation_bytes(shape: Shape, tokens: int, act: int, native: bool = False) -> int:
     """Transient memory of one forward over `tokens` (the prompt): hidden states and MLP intermediates.
     `native`: specx's lean decoder, which at its peak (the MLP's activation) holds the residual stream and its
-    norm, the gate/up rows and their product: two hidden and three MLP rows a token, in float32."""
+    norm, the gate/up rows and their product: two hidden and three MLP rows a token, in float32, for at most
+    PROMPT_CHUNK tokens (it runs a longer prompt a chunk at a time)."""
     inter = shape.intermediate * max(1, shape.experts_per_token)
     if native:
-        return tokens * (2 * shape.hidden + 3 * inter) * 4
+        from ..decoder.config import PROMPT_CHUNK
+
+        return min(tokens, PROMPT_CHUNK) * (2 * shape.hidden + 3 * inter) * 4
     return tokens * (4 * shape.hidden + 3 * inter) * act
 
 
