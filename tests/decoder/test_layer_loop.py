@@ -1,6 +1,7 @@
-"""The lean decoder's layer loop in C (cpu/layers.c) against model.py's Python loop on the same kernels: the same
-bits for every forward the engine makes (prompt, cached decode, token trees in one call and grown over calls,
-skipped layers, both activation modes), on tiny random models of each family and on a GGUF of mixed types."""
+"""How the lean decoder runs a forward's rows through its layers changes no bit: the C layer loop (cpu/layers.c)
+against model.py's Python loop on the same kernels for every forward the engine makes (prompt, cached decode,
+token trees in one call and grown over calls, skipped layers, both activation modes), on tiny random models of
+each family and on a GGUF of mixed types; and a long prompt in chunks against one call."""
 from __future__ import annotations
 
 import pytest
@@ -83,3 +84,24 @@ def test_a_mask_that_does_not_fit_is_refused_before_the_c_loop(pair):  # noqa: F
         lm.model.forward(lm.cache, ids(21, 3), positions=torch.arange(5, 7), mask=torch.ones(3, 3, dtype=torch.bool))
     with pytest.raises(ValueError):
         lm.model.forward(lm.cache, ids(21, 3), positions=torch.arange(5, 15), mask=torch.ones(3, 10, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("last_only", [False, True])
+def test_a_long_prompt_in_chunks_gives_the_bits_of_one_call(pair, monkeypatch, last_only):  # noqa: F811
+    """A prompt longer than PROMPT_CHUNK runs a chunk at a time: the logits (all rows, or the last) and the cache
+    it leaves are those of one call over the whole prompt."""
+    from specx.decoder import model as decoder_model
+
+    _, lm, _ = pair
+    prompt = ids(30, 30)
+    outs, caches = [], []
+    for chunk in (10_000, 7):
+        monkeypatch.setattr(decoder_model, "PROMPT_CHUNK", chunk)
+        lm.reset()
+        outs.append(lm.model.forward(lm.cache, prompt, last_only=last_only))
+        k = lm.cache.k.permute(0, 1, 2, 4, 3).reshape(*lm.cache.k.shape[:2], -1, lm.cache.k.shape[3])   # by slot
+        caches.append((lm.cached, k[:, :, :30].clone(), lm.cache.v[:, :, :30].clone()))
+    assert outs[0].shape == outs[1].shape == ((1 if last_only else 30), outs[0].shape[1])
+    assert torch.equal(outs[0], outs[1])
+    assert caches[0][0] == caches[1][0] == 30
+    assert torch.equal(caches[0][1], caches[1][1]) and torch.equal(caches[0][2], caches[1][2])
