@@ -102,8 +102,10 @@ def test_the_plan_predicts_a_peak_rss_with_the_process_itself(tmp_path):
 @pytest.mark.slow
 def test_a_gguf_on_the_lean_decoder_is_priced_by_how_that_decoder_runs():
     """A GGUF target on specx's decoder: its prompt pass is priced as that decoder holds it (float32, two
-    hidden and three MLP rows a token), not as transformers' modules (four and three), and it is the CPU
-    headroom; its tokenizer grows its runtime bytes by RUNTIME_PER_ENTRY a vocabulary entry."""
+    hidden and three MLP rows a token, for a chunk of PROMPT_CHUNK tokens at most), not as transformers'
+    modules (four and three for the whole prompt), and it is the CPU headroom; its tokenizer grows its runtime
+    bytes by RUNTIME_PER_ENTRY a vocabulary entry."""
+    from specx.decoder.config import PROMPT_CHUNK
     from specx.memory.footprint import RUNTIME_BASE, RUNTIME_PER_ENTRY
 
     path = fixture_model("smollm2-135m")
@@ -111,7 +113,8 @@ def test_a_gguf_on_the_lean_decoder_is_priced_by_how_that_decoder_runs():
     assert result.exit_code == 0, result.stderr
     plan = json.loads(result.stdout)
     hidden, inter, vocab = 576, 1536, 49152   # SmolLM2-135M's config
-    assert plan["target"]["activation_bytes"] == plan["context"] * (2 * hidden + 3 * inter) * 4
+    assert plan["context"] > PROMPT_CHUNK
+    assert plan["target"]["activation_bytes"] == PROMPT_CHUNK * (2 * hidden + 3 * inter) * 4
     assert plan["headroom_bytes"]["cpu"] == plan["target"]["activation_bytes"]
     assert plan["target"]["runtime_bytes"] == RUNTIME_BASE + RUNTIME_PER_ENTRY * vocab
 
