@@ -58,6 +58,7 @@ class Shape:
     file_bytes: tuple = ()    # ((kind, layer), bytes) per group as the file holds them, when specx's lean
                               # decoder runs the file as it is (decoder/support.py); () otherwise
     file_format: str = ""     # how that file holds its matrices, e.g. "Q4_K/Q6_K"
+    heads: int = 0            # query heads (0: unknown, taken as kv_heads)
 
     @property
     def params(self) -> int:

@@ -9,6 +9,7 @@ Order of concessions under pressure, each stated in `reasons`:
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from ..errors import InsufficientResources
@@ -49,14 +50,19 @@ class Request:
 
 def activation_bytes(shape: Shape, tokens: int, act: int, native: bool = False) -> int:
     """Transient memory of one forward over `tokens` (the prompt): hidden states and MLP intermediates.
-    `native`: specx's lean decoder, which at its peak (the MLP's activation) holds the residual stream and its
-    norm, the gate/up rows and their product: two hidden and three MLP rows a token, in float32, for at most
-    PROMPT_CHUNK tokens (it runs a longer prompt a chunk at a time)."""
+    `native`: specx's lean decoder, which runs a longer prompt PROMPT_CHUNK tokens at a time; at its peak (the
+    MLP's activation) it holds the residual stream and its norm, the gate/up rows and their product: two hidden
+    and three MLP rows a token, in float32, for a chunk's tokens, and while it attends, beside them, the running
+    kv-head tasks' score rows: a float for every query head of the chunk's tokens and every slot they see, times
+    the share of kv heads that run at once (one a CPU, cpu/attention.c)."""
     inter = shape.intermediate * max(1, shape.experts_per_token)
     if native:
         from ..decoder.config import PROMPT_CHUNK
 
-        return min(tokens, PROMPT_CHUNK) * (2 * shape.hidden + 3 * inter) * 4
+        chunk, kv = min(tokens, PROMPT_CHUNK), max(1, shape.kv_heads)
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        scores = chunk * (shape.heads or kv) * tokens * 4 * min(kv, cpus) // kv
+        return chunk * (2 * shape.hidden + 3 * inter) * 4 + scores   # the buffers stay while it attends
     return tokens * (4 * shape.hidden + 3 * inter) * act
 
 

@@ -71,7 +71,7 @@ def shape_of(config, name: str = "") -> Shape:
                  text.vocab_size, int(getattr(text, "max_position_embeddings", None) or 2048),
                  any(g.kind == "head" and g.params == 0 for g in groups), n_experts,
                  int(getattr(text, "num_experts_per_tok", 0) or 0) if n_experts else 0,
-                 _head_weight(model))
+                 _head_weight(model), heads=heads)
 
 
 def _head_weight(model) -> int:
@@ -130,7 +130,7 @@ def shape_of_file(info, name: str = "") -> Shape:
     model_type = HF_MODEL_TYPE.get(c.family, c.family)
     return Shape(name or model_type, model_type, tuple(groups), c.num_hidden_layers, c.num_key_value_heads,
                  head_dim, c.hidden_size, c.intermediate_size, c.vocab_size, c.max_position_embeddings, tied,
-                 head_weight=c.vocab_size * c.hidden_size)
+                 head_weight=c.vocab_size * c.hidden_size, heads=c.num_attention_heads)
 
 
 def _layers_list(model):
