@@ -70,6 +70,16 @@ def _say(notify: Callable[[str], None] | None, text: str) -> None:
 
 
 def prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) -> Pair:
+    """Resolve, plan memory for, and load the target and the drafter (_prepare), then give the heap what loading
+    freed back to the system (the memory plan does not count it)."""
+    from .memory.probe import release_freed_heap
+
+    pair = _prepare(options, notify)
+    release_freed_heap()
+    return pair
+
+
+def _prepare(options: ModelOptions, notify: Callable[[str], None] | None = None) -> Pair:
     """Resolve, plan memory for, and load the target and the drafter; the drafter's tokenizer is checked first.
 
     The memory plan (placement.py) sets the target's precision and placement: `quant` = auto keeps

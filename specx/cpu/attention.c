@@ -6,13 +6,18 @@
    fixed order written out here (LANES partial sums indexed by position mod LANES, then a fixed tree;
    score and value sums over the visible keys in slot order), each (token, kv head) of the attention is
    computed whole by one thread, and element-wise code uses only IEEE operations (built with
-   -ffp-contract=off, no -ffast-math), which a vector lane and a scalar tail compute alike. The code is
-   plain C with GCC/Clang vector types; built with or without AVX2/AVX-512 flags it gives the same bits.
+   -ffp-contract=off, no -ffast-math), which a vector lane and a scalar tail compute alike; where a product
+   and a sum are fused (fma_lanes, attention's score and value sums) every build fuses them, as C's fmaf does.
+   The code is plain C with GCC/Clang vector types; built with or without AVX2/AVX-512 flags it gives the same
+   bits.
    Built and loaded by attention.py. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__AVX512F__) || defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 #define LANES 16               /* partial sums per reduction (lane_sum's tree is written for 16): one AVX-512
                                   vector, two AVX2 vectors */
@@ -40,6 +45,27 @@ typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
 typedef float lanes_u __attribute__((vector_size(LANES * sizeof(float)), aligned(sizeof(float))));
 
 static inline lanes load(const float *p) { return *(const lanes_u *)p; }
+
+static inline lanes splat(float x) { return (lanes){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }   /* LANES 16 */
+
+/* a·b + c per lane, rounded once: one instruction where the build has FMA, else C's fmaf (which also rounds
+   once), so every build gives the same bits. Attention's score and value sums take it: a multiply and an add
+   apiece cost the several-row passes over a long context twice the arithmetic
+   (benchmarks/results/2026-11-27-attention-tiles). */
+static inline lanes fma_lanes(lanes a, lanes b, lanes c) {
+#if defined(__AVX512F__)
+    return (lanes)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__)
+    union { lanes v; __m256 h[2]; } x = {a}, y = {b}, z = {c}, r;
+    r.h[0] = _mm256_fmadd_ps(x.h[0], y.h[0], z.h[0]);
+    r.h[1] = _mm256_fmadd_ps(x.h[1], y.h[1], z.h[1]);
+    return r.v;
+#else
+    lanes r;
+    for (int l = 0; l < LANES; ++l) r[l] = fmaf(a[l], b[l], c[l]);
+    return r;
+#endif
+}
 
 static inline float lane_sum(lanes a) {
     float s8[8], s4[4];
@@ -248,7 +274,7 @@ static inline __attribute__((always_inline)) void score_blocks(const int AT, con
             for (int64_t e = 0; e < d; ++e) {
                 if (i0 == first) __builtin_prefetch(block + (AHEAD_BLOCKS * d + e) * KEY_BLOCK);   /* no fault: a hint */
                 const lanes k = load(block + e * KEY_BLOCK);
-                for (int h = 0; h < AT; ++h) acc[h] += qs[h][e] * k;
+                for (int h = 0; h < AT; ++h) acc[h] = fma_lanes(splat(qs[h][e]), k, acc[h]);
             }
             for (int h = 0; h < AT && i0 + h < nq; ++h) {
                 const int64_t s = s_first + (i0 + h) / group;
@@ -266,62 +292,93 @@ static void score_pass(const spx_attn *L, const float *keys, const float *q, int
     else score_blocks(HEADS_AT_ONCE, L, keys, q, nq, group, s_first, base, width, score);
 }
 
-/* Value rows [from, to) into the running sums of a pass's HEADS_AT_ONCE vectors, chunks VALUE_CHUNKS × LANES
-   dimensions from c0. `tested`: a vector h sums row i only below n[h], and a chunk may run past head_dim;
-   untested, every vector sums every row and the chunks are whole (the rows all vectors see, without a test per
-   row: the same operations on the same sums). Prefetches AHEAD_ROWS rows ahead (up to `most`) when `ahead`. */
-static inline __attribute__((always_inline)) void value_rows(const int tested, const spx_attn *L, const float *values,
+/* Value rows [from, to) into the running sums of a pass's VH vectors, VC chunks of LANES dimensions from c0.
+   `tested`: a vector h sums row i only below n[h], and a chunk may run past head_dim; untested, every vector sums
+   every row and the chunks are whole (the rows all vectors see, without a test per row: the same operations on
+   the same sums). Prefetches AHEAD_ROWS rows ahead (up to `most`) when `ahead`. */
+#define MAX_VH 8
+#define MAX_VC 4
+static inline __attribute__((always_inline)) void value_rows(const int VH, const int VC, const int tested,
+                                                             const spx_attn *L, const float *values,
                                                              const int64_t *slot, int64_t base, const float *const *ps,
                                                              const int64_t *n, int64_t c0, int64_t from, int64_t to,
-                                                             int64_t most, int ahead, lanes acc[][VALUE_CHUNKS]) {
+                                                             int64_t most, int ahead, lanes acc[][MAX_VC]) {
     const int64_t d = L->head_dim;
     for (int64_t i = from; i < to; ++i) {
         const float *v = values + (base + (slot ? slot[i] : i)) * d;
         if (ahead && i + AHEAD_ROWS < most)
             for (int64_t e = 0; e < d; e += 64 / sizeof(float))
                 __builtin_prefetch(values + (base + (slot ? slot[i + AHEAD_ROWS] : i + AHEAD_ROWS)) * d + e);
-        for (int k = 0; k < VALUE_CHUNKS; ++k) {
+#pragma GCC unroll 4
+        for (int k = 0; k < VC; ++k) {
             const int64_t c = c0 + k * LANES;
             lanes vv;
             if (!tested || c + LANES <= d) vv = load(v + c);
             else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[c + l] : 0.0f;
-            for (int h = 0; h < HEADS_AT_ONCE; ++h)
-                if (!tested || i < n[h]) acc[h][k] += ps[h][i] * vv;
+#pragma GCC unroll 16
+            for (int h = 0; h < VH; ++h)
+                if (!tested || i < n[h]) acc[h][k] = fma_lanes(splat(ps[h][i]), vv, acc[h][k]);
         }
     }
 }
 
-/* out = Σ p·v over the first n_first + i / group of the visible slots (slot order; slot NULL: slots base, base + 1, …)
-   for vector i, whose probabilities are packed at the front of its score row; VALUE_CHUNKS × LANES dimensions of
-   HEADS_AT_ONCE vectors per pass over the values */
-static void value_pass(const spx_attn *L, const float *values, const int64_t *slot, int64_t base, const float *score,
-                       int64_t width, int64_t nq, int64_t group, int64_t n_first, int64_t first_row, int64_t g,
-                       float *out) {
+/* value_pass with VH vectors and VC × LANES dimensions per pass over the values */
+static inline __attribute__((always_inline)) void value_passes(const int VH, const int VC, const spx_attn *L,
+                                                               const float *values, const int64_t *slot, int64_t base,
+                                                               const float *score, int64_t width, int64_t nq,
+                                                               int64_t group, int64_t n_first, int64_t first_row,
+                                                               int64_t g, float *out) {
     const int64_t d = L->head_dim;
-    for (int64_t c0 = 0; c0 < d; c0 += VALUE_CHUNKS * LANES) {
-        for (int64_t i0 = 0; i0 < nq; i0 += HEADS_AT_ONCE) {
-            const float *ps[HEADS_AT_ONCE];
-            int64_t n[HEADS_AT_ONCE], most = 0, fewest = -1;
-            lanes acc[HEADS_AT_ONCE][VALUE_CHUNKS];
-            for (int h = 0; h < HEADS_AT_ONCE; ++h) {
+    for (int64_t c0 = 0; c0 < d; c0 += VC * LANES) {
+        for (int64_t i0 = 0; i0 < nq; i0 += VH) {
+            const float *ps[MAX_VH];
+            int64_t n[MAX_VH], most = 0, fewest = -1;
+            lanes acc[MAX_VH][MAX_VC];
+#pragma GCC unroll 16
+            for (int h = 0; h < VH; ++h) {
                 const int64_t i = i0 + h < nq ? i0 + h : i0;
                 ps[h] = score + i * width;
                 n[h] = i0 + h < nq ? n_first + i / group : 0;   /* a padding vector sums nothing */
                 most = n[h] > most ? n[h] : most;
                 if (i0 + h < nq) fewest = fewest < 0 || n[h] < fewest ? n[h] : fewest;
-                for (int k = 0; k < VALUE_CHUNKS; ++k) acc[h][k] = (lanes){0};
+#pragma GCC unroll 4
+                for (int k = 0; k < VC; ++k) acc[h][k] = (lanes){0};
             }
             const int ahead = c0 == 0 && i0 == 0;
-            if (c0 + VALUE_CHUNKS * LANES > d) fewest = 0;   /* a partial chunk: every row tested */
-            value_rows(0, L, values, slot, base, ps, n, c0, 0, fewest, most, ahead, acc);
-            value_rows(1, L, values, slot, base, ps, n, c0, fewest, most, most, ahead, acc);
-            for (int h = 0; h < HEADS_AT_ONCE && i0 + h < nq; ++h) {
+            if (c0 + VC * LANES > d) fewest = 0;   /* a partial chunk: every row tested */
+            value_rows(VH, VC, 0, L, values, slot, base, ps, n, c0, 0, fewest, most, ahead, acc);
+            value_rows(VH, VC, 1, L, values, slot, base, ps, n, c0, fewest, most, most, ahead, acc);
+            for (int h = 0; h < VH && i0 + h < nq; ++h) {
                 float *o = out + (first_row + (i0 + h) / group) * L->heads * d + (g * group + (i0 + h) % group) * d;
-                for (int k = 0; k < VALUE_CHUNKS; ++k)
+                for (int k = 0; k < VC; ++k)
                     for (int l = 0; l < LANES && c0 + k * LANES + l < d; ++l) o[c0 + k * LANES + l] = acc[h][k][l];
             }
         }
     }
+}
+
+/* out = Σ p·v over the first n_first + i / group of the visible slots (slot order; slot NULL: slots base, base + 1, …)
+   for vector i, whose probabilities are packed at the front of its score row. Each pass over the values reads a
+   slice of every visible row for several vectors at once: the more vectors a pass serves, the fewer times the
+   values are read (from L3 once a long context's outgrow L2), as many as the registers hold. Each vector's sums
+   run term by term in slot order whatever shares its pass. */
+static int value_shape = 0;   /* spx_set_value_shape: 0 by the vectors' count, else 4 or 8 vectors a pass */
+int spx_set_value_shape(int32_t vectors) {
+    const int was = value_shape;
+    if (vectors >= 0) value_shape = vectors;
+    return was;
+}
+
+static void value_pass(const spx_attn *L, const float *values, const int64_t *slot, int64_t base, const float *score,
+                       int64_t width, int64_t nq, int64_t group, int64_t n_first, int64_t first_row, int64_t g,
+                       float *out) {
+#if defined(__AVX512F__)
+    const int vh = value_shape ? value_shape : nq > 4 ? 8 : 4;   /* 16 a pass: slower (2026-11-27-attention-tiles) */
+    if (vh == 8) value_passes(8, 2, L, values, slot, base, score, width, nq, group, n_first, first_row, g, out);
+    else value_passes(4, 4, L, values, slot, base, score, width, nq, group, n_first, first_row, g, out);
+#else
+    value_passes(HEADS_AT_ONCE, VALUE_CHUNKS, L, values, slot, base, score, width, nq, group, n_first, first_row, g, out);
+#endif
 }
 
 /* The queries of row t that share kv head g (heads g·group .. g·group + group − 1) against the keys row t
@@ -353,8 +410,8 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
     value_pass(L, L->v + g * L->capacity * d, order, base, score, width, group, group, n, t, g, out);
 }
 
-/* attend for rows t0 .. t1-1 of a plain causal call (no mask, no window: row t sees slots 0 .. start + t in
-   order) of kv head g, all of their query vectors in each pass. q: (t1 - t0)·group·head_dim floats; score: as
+/* attend for rows t0 .. t1-1 of a plain causal call (no mask, and no window that hides a key: row t sees slots
+   0 .. start + t in order) of kv head g, all of their query vectors in each pass. q: (t1 - t0)·group·head_dim floats; score: as
    many rows of start + t1 + KEY_BLOCK floats. */
 static void attend_rows(const spx_attn *L, const float *qkv, int64_t start, const int64_t *pos, int64_t t0,
                         int64_t t1, int64_t g, float *out, float *q, float *score) {
@@ -367,6 +424,43 @@ static void attend_rows(const spx_attn *L, const float *qkv, int64_t start, cons
     score_pass(L, L->k + g * L->capacity * d, q, nq, group, start + t0, 0, width, score);
     for (int64_t i = 0; i < nq; ++i) softmax(score + i * width, NULL, start + t0 + i / group + 1);
     value_pass(L, L->v + g * L->capacity * d, NULL, 0, score, width, nq, group, start + t0 + 1, t0, g, out);
+}
+
+/* Rows attend_rows takes at once: as many as keep their score rows within score_tile_bytes (at least one). The
+   scores of a whole long prompt chunk (512 rows x the group's heads x the context) outgrow the caches, and each
+   of attention's three passes over them then streams them through memory; a tile's stay in L2 while the keys and
+   values are read again per tile. Which rows share a tile never changes a row's bits. */
+#define SCORE_TILE_BYTES (512 * 1024)
+static int64_t score_tile_bytes = SCORE_TILE_BYTES;
+int64_t spx_set_score_tile(int64_t bytes) {   /* returns the previous setting; bytes < 0: changes nothing */
+    const int64_t was = score_tile_bytes;
+    if (bytes >= 0) score_tile_bytes = bytes;
+    return was;
+}
+
+static int64_t tile_rows(int64_t group, int64_t width) {
+    const int64_t rows = score_tile_bytes / ((int64_t)sizeof(float) * group * width);
+    return rows > 0 ? rows : 1;
+}
+
+static int64_t gcd(int64_t a, int64_t b) { return b ? gcd(b, a % b) : a; }
+
+/* Rows 0..T (after `start` cached slots) in `parts` runs of about equal work (row t reads start + t + 1 keys):
+   run j is cut[j] .. cut[j + 1]. With kv heads × parts a multiple of the threads, each thread gets the same work
+   (3 kv heads on 2 threads: each thread 1.5 heads' rows, not 2 and 1). */
+static void split_rows(int64_t T, int64_t start, int64_t parts, int64_t *cut) {
+    const double total = (double)T * start + (double)T * (T + 1) / 2;
+    int64_t t = 0;
+    double done = 0;
+    cut[0] = 0;
+    for (int64_t j = 1; j < parts; ++j) {
+        while (t < T && done + (start + t + 1) / 2.0 < total * j / parts) {   /* done: rows 0 .. t-1's work */
+            done += start + t + 1;
+            ++t;
+        }
+        cut[j] = t;
+    }
+    cut[parts] = T;
 }
 
 /* Whether plain causal calls of several rows take attend_rows (1) or attend row by row (0): the same bits
@@ -396,7 +490,9 @@ int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start,
     for (int64_t t = -past; t < T; ++t)
         if (pos[t] < 0 || pos[t] >= L->table_rows) return 2;
     const int many = T * L->heads * end * d > PARALLEL_WORK;
-    const int shared = share_rows && T > 1 && !mask && L->window <= 0;   /* attend_rows' case */
+    int64_t last = -1;   /* the rows' furthest position: below the window, a windowed layer sees every key */
+    for (int64_t t = 0; t < T; ++t) last = pos[t] > last ? pos[t] : last;
+    const int shared = share_rows && T > 1 && !mask && (L->window <= 0 || last < L->window);   /* attend_rows' case */
     int failed = 0;
 #pragma omp parallel num_threads(threads) if (many) reduction(| : failed)
     {
@@ -423,16 +519,20 @@ int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start,
         free(slot);
     }
     if (shared && !failed) {   /* rows share key and value reads: tasks of (kv head, a part of the rows) */
-        const int64_t parts = threads > L->kv_heads && many ? (threads + L->kv_heads - 1) / L->kv_heads : 1;
-        const int64_t per = (T + parts - 1) / parts;
+        const int64_t parts = many ? threads / gcd(threads, L->kv_heads) : 1;
+        int64_t cut[parts + 1];
+        split_rows(T, start, parts, cut);
 #pragma omp parallel for num_threads(threads) if (many) reduction(| : failed) schedule(static)
         for (int64_t i = 0; i < L->kv_heads * parts; ++i) {
-            const int64_t g = i / parts, t0 = i % parts * per, t1 = t0 + per < T ? t0 + per : T;
+            const int64_t g = i / parts, t0 = cut[i % parts], t1 = cut[i % parts + 1];
             if (t0 >= t1) continue;
-            const int64_t nq = (t1 - t0) * group, width = start + t1 + KEY_BLOCK;
-            float *q = malloc(sizeof(float) * nq * d), *score = malloc(sizeof(float) * nq * width);
-            if (q && score) attend_rows(L, qkv, start, pos, t0, t1, g, out, q, score);
-            else failed = 1;
+            const int64_t step = tile_rows(group, start + t1 + KEY_BLOCK), most = step < t1 - t0 ? step : t1 - t0;
+            float *q = malloc(sizeof(float) * most * group * d);
+            float *score = malloc(sizeof(float) * most * group * (start + t1 + KEY_BLOCK));
+            if (q && score)
+                for (int64_t a = t0; a < t1; a += step) attend_rows(L, qkv, start, pos, a, a + step < t1 ? a + step : t1, g, out, q, score);
+            else
+                failed = 1;
             free(q);
             free(score);
         }

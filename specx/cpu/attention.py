@@ -18,7 +18,9 @@ from . import build
 SOURCE = Path(__file__).with_name("attention.c")
 COMMON = ("-O3", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC")
 # Same bits from every build (attention.c): the flags only let GCC use wider vectors.
-BUILDS = {"avx512": ("-mavx512f", "-mavx512vl", "-mprefer-vector-width=512"), "avx2": ("-mavx2",), "portable": ()}
+# The AVX2 build takes FMA too: every CPU torch calls AVX2-capable has it (ATen's check asks for both).
+BUILDS = {"avx512": ("-mavx512f", "-mavx512vl", "-mfma", "-mprefer-vector-width=512"), "avx2": ("-mavx2", "-mfma"),
+          "portable": ()}
 ACTS = {"silu": 0, "gelu_tanh": 1}
 KEY_BLOCK = 16   # attention.c keeps keys in blocks of 16 slots, transposed: (kv_heads, capacity/16, head_dim, 16)
 _state: dict[str, object] = {}
@@ -127,6 +129,17 @@ def share_rows(on: bool | None = None) -> bool:
     previous setting."""
     lib = _library()
     return bool(lib.spx_set_attention_share(-1 if on is None else int(on))) if lib else False
+
+
+def passes(tile_bytes: int | None = None, value_vectors: int | None = None) -> tuple[int, int]:
+    """How attend_rows cuts its work (attention.c; the same bits whatever the setting): the score bytes of the
+    rows it takes at once (SCORE_TILE_BYTES; 0 or 1: a row at a time), and the query vectors each pass over the
+    values serves (0: by their count; 4 or 8). None changes nothing. Returns the previous (tile, vectors)."""
+    lib = _library()
+    if lib is None:
+        return (0, 0)
+    return (int(lib.spx_set_score_tile(-1 if tile_bytes is None else tile_bytes)),
+            int(lib.spx_set_value_shape(-1 if value_vectors is None else value_vectors)))
 
 
 def residual_norm(x: torch.Tensor, a: torch.Tensor, post: torch.Tensor | None, w: torch.Tensor,
@@ -259,6 +272,9 @@ def load_build(name: str) -> ctypes.CDLL:
     lib.spx_attention.restype = i32
     lib.spx_set_attention_share.argtypes = [i32]
     lib.spx_set_attention_share.restype = i32
+    if hasattr(lib, "spx_set_score_tile"):   # (a benchmark may load an older attention.c, without the two)
+        lib.spx_set_score_tile.argtypes, lib.spx_set_score_tile.restype = [i64], i64
+        lib.spx_set_value_shape.argtypes, lib.spx_set_value_shape.restype = [i32], i32
     lib.spx_residual_norm.argtypes = [p, p, p, p, i64, i64, f32, p, i32]
     lib.spx_rmsnorm.argtypes = [p, p, i64, i64, f32, p, i32]
     lib.spx_glu.argtypes = [p, i64, i64, i32, p, i32]

@@ -18,6 +18,9 @@ from ..errors import ModelUnavailable
 # same bits whatever rows share its call, so chunks change nothing else; 512 rows keep the kernels' weight
 # reads a small share of a chunk's arithmetic.
 PROMPT_CHUNK = 512
+# attention.c's SCORE_TILE_BYTES (tests hold the two equal): the score rows a kv-head task of a prompt chunk holds
+# at once, for the memory plan.
+SCORE_TILE_BYTES = 512 * 1024
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma3")
 HF_TYPES = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3_text": "gemma3"}

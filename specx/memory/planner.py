@@ -52,16 +52,17 @@ def activation_bytes(shape: Shape, tokens: int, act: int, native: bool = False) 
     """Transient memory of one forward over `tokens` (the prompt): hidden states and MLP intermediates.
     `native`: specx's lean decoder, which runs a longer prompt PROMPT_CHUNK tokens at a time; at its peak (the
     MLP's activation) it holds the residual stream and its norm, the gate/up rows and their product: two hidden
-    and three MLP rows a token, in float32, for a chunk's tokens, and while it attends, beside them, the running
-    kv-head tasks' score rows: a float for every query head of the chunk's tokens and every slot they see, times
-    the share of kv heads that run at once (one a CPU, cpu/attention.c)."""
+    and three MLP rows a token, in float32, for a chunk's tokens, and while it attends, beside them, the score
+    rows of the tasks running at once (one a CPU, cpu/attention.c): a float for every query head of a kv head and
+    every slot they see, for as many of the chunk's rows as fit SCORE_TILE_BYTES (at least one)."""
     inter = shape.intermediate * max(1, shape.experts_per_token)
     if native:
-        from ..decoder.config import PROMPT_CHUNK
+        from ..decoder.config import PROMPT_CHUNK, SCORE_TILE_BYTES
 
         chunk, kv = min(tokens, PROMPT_CHUNK), max(1, shape.kv_heads)
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        scores = chunk * (shape.heads or kv) * tokens * 4 * min(kv, cpus) // kv
+        row = (shape.heads or kv) // kv * tokens * 4   # one row's scores in a task
+        scores = min(chunk * row, max(row, SCORE_TILE_BYTES)) * cpus
         return chunk * (2 * shape.hidden + 3 * inter) * 4 + scores   # the buffers stay while it attends
     return tokens * (4 * shape.hidden + 3 * inter) * act
 

@@ -4,6 +4,7 @@ The parsers are pure functions over file contents (tested on samples); `detect()
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
@@ -217,3 +218,16 @@ def peak_rss_bytes() -> int:
     import sys
     scale = 1 if sys.platform == "darwin" else 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def release_freed_heap() -> None:
+    """Give the heap pages this process has freed back to the system (glibc's malloc_trim; elsewhere nothing).
+    Loading frees much of what it allocates (a GGUF tokenizer's conversion above all: 130 MB for Gemma-3-270M's
+    262,144 entries), and glibc keeps such pages resident, so a run's KV cache and buffers grew the peak RSS up to
+    190 MB past what the memory plan counts (benchmarks/results/2026-11-27-attention-tiles)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    trim(0)

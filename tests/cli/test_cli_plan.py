@@ -103,10 +103,10 @@ def test_the_plan_predicts_a_peak_rss_with_the_process_itself(tmp_path):
 @pytest.mark.slow
 def test_a_gguf_on_the_lean_decoder_is_priced_by_how_that_decoder_runs():
     """A GGUF target on specx's decoder: its prompt pass is priced as that decoder holds it (float32, two
-    hidden and three MLP rows a token for a chunk of PROMPT_CHUNK tokens, and the score rows of the kv heads
-    that attend at once), not as transformers' modules (four and three for the whole prompt), and it is the CPU
+    hidden and three MLP rows a token for a chunk of PROMPT_CHUNK tokens, and a score tile for each task that
+    attends at once), not as transformers' modules (four and three for the whole prompt), and it is the CPU
     headroom; its tokenizer grows its runtime bytes by RUNTIME_PER_ENTRY a vocabulary entry."""
-    from specx.decoder.config import PROMPT_CHUNK
+    from specx.decoder.config import PROMPT_CHUNK, SCORE_TILE_BYTES
     from specx.memory.footprint import RUNTIME_BASE, RUNTIME_PER_ENTRY
 
     path = fixture_model("smollm2-135m")
@@ -116,7 +116,8 @@ def test_a_gguf_on_the_lean_decoder_is_priced_by_how_that_decoder_runs():
     hidden, inter, vocab, heads, kv = 576, 1536, 49152, 9, 3   # SmolLM2-135M's config
     ctx, cpus = plan["context"], len(os.sched_getaffinity(0))
     assert ctx > PROMPT_CHUNK
-    scores = PROMPT_CHUNK * heads * ctx * 4 * min(kv, cpus) // kv   # the running kv heads' score rows
+    assert PROMPT_CHUNK * heads // kv * ctx * 4 > SCORE_TILE_BYTES   # a chunk's scores take several tiles
+    scores = SCORE_TILE_BYTES * cpus   # a tile of score rows for each running task
     assert plan["target"]["activation_bytes"] == PROMPT_CHUNK * (2 * hidden + 3 * inter) * 4 + scores
     assert plan["headroom_bytes"]["cpu"] == plan["target"]["activation_bytes"]
     assert plan["target"]["runtime_bytes"] == RUNTIME_BASE + RUNTIME_PER_ENTRY * vocab

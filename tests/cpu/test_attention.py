@@ -67,10 +67,12 @@ def test_attention_rows_do_not_depend_on_the_batch_or_threads(kw):
         torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("kw", [{}, {"kv": 3, "heads": 3, "dim": 24}, {"kv": 1, "heads": 7, "norms": False}])
+@pytest.mark.parametrize("kw", [{}, {"kv": 3, "heads": 3, "dim": 24}, {"kv": 1, "heads": 7, "norms": False},
+                                {"window": 7}, {"window": 215}, {"window": 216}, {"window": 300}])
 def test_rows_sharing_key_reads_give_the_bits_of_rows_read_one_by_one(kw):
-    """A plain causal call of several rows reads each key and value once for all of them (attend_rows): every
-    row equals what the row-by-row path gives, on 1 and 2 threads, for 2 to 16 rows after 0 and 200 tokens."""
+    """A plain causal call of several rows reads each key and value once for all of them (attend_rows; a windowed
+    layer too while its window hides no key): every row equals what the row-by-row path gives, on 1 and 2
+    threads, for 2 to 16 rows after 0 and 200 tokens."""
     prefix = qkv_rows(layer(**kw), 200, 0)
     threads, was = torch.get_num_threads(), A.share_rows()
     try:
@@ -88,6 +90,37 @@ def test_rows_sharing_key_reads_give_the_bits_of_rows_read_one_by_one(kw):
     finally:
         A.share_rows(was)
         torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("kw", [{}, {"kv": 3, "heads": 9, "dim": 32}, {"kv": 1, "heads": 4, "dim": 80}])
+def test_tiles_value_passes_and_thread_splits_never_change_a_rows_bits(kw):
+    """A long call's rows taken a tile at a time (score rows that fit L2), 4 or 8 query vectors a pass over the
+    values, and the rows cut into parts of equal work on 1-3 threads: every row keeps the bits it has alone."""
+    prefix, new = qkv_rows(layer(**kw), 120, 0), qkv_rows(layer(**kw), 37, 3)
+    threads, was = torch.get_num_threads(), A.passes()
+    try:
+        for start in (0, 120):
+            def run(tile, vectors, n_threads):
+                att = layer(**kw)
+                A.passes(0, 0)
+                A.attention(att, prefix[:start], 0, torch.arange(start))
+                A.passes(tile, vectors)
+                torch.set_num_threads(n_threads)
+                return A.attention(att, new, start, torch.arange(start, start + 37))
+            base = run(1, 4, 1)   # every row a tile of its own, 4 vectors a pass, one thread
+            for tile, vectors, n_threads in ((1 << 20, 0, 1), (1 << 20, 8, 2), (4096, 4, 2), (4096, 8, 3),
+                                             (1, 0, 3), (20_000, 0, 2)):
+                assert torch.equal(run(tile, vectors, n_threads), base), (start, tile, vectors, n_threads)
+    finally:
+        A.passes(*was)
+        torch.set_num_threads(threads)
+
+
+def test_the_memory_plan_prices_the_score_tile_attention_c_uses():
+    from specx.decoder.config import SCORE_TILE_BYTES
+
+    was = A.passes()
+    assert was[0] == SCORE_TILE_BYTES
 
 
 def test_a_tree_row_equals_the_same_branch_fed_in_a_line():

@@ -1,6 +1,9 @@
 """Budget probing: pure parsers over sample file contents, and --mem-budget parsing."""
 from __future__ import annotations
 
+import platform
+from pathlib import Path
+
 import pytest
 
 from specx.errors import UsageError
@@ -88,3 +91,23 @@ def test_peak_memory_is_this_process_s_own_not_a_parent_s():
           "print(peak_rss_bytes())'], capture_output=True, text=True, check=True).stdout)"
     child = int(subprocess.run([sys.executable, "-c", big], capture_output=True, text=True, check=True).stdout)
     assert 0 < child < 400 * 2**20
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc" or not Path("/proc/self/status").exists(),
+                    reason="glibc's malloc_trim and /proc")
+def test_heap_pages_freed_in_the_middle_of_the_heap_go_back_to_the_system():
+    """Blocks freed between blocks still in use stay resident under glibc until release_freed_heap."""
+    import re
+
+    from specx.memory.probe import release_freed_heap
+
+    def rss() -> int:
+        return int(re.search(r"^VmRSS:\s+(\d+)", Path("/proc/self/status").read_text(), re.M).group(1)) * 1024
+
+    blocks = [bytes(4000) + i.to_bytes(4, "little") for i in range(40_000)]   # 160 MB through malloc
+    kept = blocks[::16]
+    del blocks
+    before = rss()
+    release_freed_heap()
+    assert before - rss() > 80 * 2**20
+    assert len(kept) == 2500
