@@ -278,7 +278,11 @@ static inline __attribute__((always_inline)) void score_blocks(const int AT, con
             }
             for (int h = 0; h < AT && i0 + h < nq; ++h) {
                 const int64_t s = s_first + (i0 + h) / group;
-                for (int l = 0; l < KEY_BLOCK && b + l <= s; ++l) score[(i0 + h) * width + (b - base) + l] = acc[h][l] * L->scale;
+                float *row = score + (i0 + h) * width + (b - base);
+                if (b + KEY_BLOCK - 1 <= s)   /* the whole block seen: one vector product (the same products) */
+                    *(lanes_u *)row = acc[h] * splat(L->scale);
+                else
+                    for (int l = 0; b + l <= s; ++l) row[l] = acc[h][l] * L->scale;
             }
         }
     }

@@ -116,13 +116,21 @@ class Decoder:
         leave out (their cache slots for these ids stay unwritten: crop them before a full forward reads them).
         mode: the linear kernels' activation mode for this call (default the decoder's; a self-draft's "q8").
         head: the output rows to score instead of the whole output layer (a drafter's, vocabtrim.DraftHead)."""
-        c, w, start, rows, mode = self.config, self.weights, cache.length, len(ids), mode or self.mode
+        start, rows, mode = cache.length, len(ids), mode or self.mode
         if start + rows > min(cache.capacity, self.context):
             raise ContextFull(f"{start + rows} positions do not fit a context of {self.context}")
         if rows > PROMPT_CHUNK and positions is None and mask is None:   # a long prompt: a chunk at a time
-            outs = [self.forward(cache, ids[a:a + PROMPT_CHUNK], skip=skip, last_only=last_only, mode=mode,
-                                 head=head) for a in range(0, rows, PROMPT_CHUNK)]
+            outs = [self._layers(cache, ids[a:a + PROMPT_CHUNK], None, None, skip, "last" if last_only and
+                                 a + PROMPT_CHUNK >= rows else "none" if last_only else "all", mode, head)
+                    for a in range(0, rows, PROMPT_CHUNK)]
             return outs[-1] if last_only else torch.cat(outs)
+        return self._layers(cache, ids, positions, mask, skip, "last" if last_only else "all", mode, head)
+
+    def _layers(self, cache: Cache, ids: Sequence[int], positions: torch.Tensor | None, mask: torch.Tensor | None,
+                skip: Collection[int], rows_out: str, mode: str, head: Sequence[QWeight] | None) -> torch.Tensor | None:
+        """forward's pass through the layers, then the output layer for "all" rows, the "last", or "none" (a long
+        prompt's earlier chunks, whose logits nobody reads)."""
+        c, w, start, rows = self.config, self.weights, cache.length, len(ids)
         if positions is None:
             positions = self._positions[start:start + rows]
         table, at = w.rows(ids)
@@ -149,7 +157,9 @@ class Decoder:
             out = linear.matmul(attention.glu(linear.matmul(h, lw.gate_up, mode), c.hidden_act), lw.down, mode)
             h = attention.residual_norm(x, out, lw.post_ffn_norm, norms[n + 1], c.rms_norm_eps)
         cache.length = start + rows
-        return linear.matmul(h[-1:] if last_only else h, head or [w.output], mode)
+        if rows_out == "none":
+            return None
+        return linear.matmul(h[-1:] if rows_out == "last" else h, head or [w.output], mode)
 
     # what code written for a transformers model reads from `lm.model`
     def parameters(self):

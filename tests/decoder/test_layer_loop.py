@@ -105,3 +105,17 @@ def test_a_long_prompt_in_chunks_gives_the_bits_of_one_call(pair, monkeypatch, l
     assert torch.equal(outs[0], outs[1])
     assert caches[0][0] == caches[1][0] == 30
     assert torch.equal(caches[0][1], caches[1][1]) and torch.equal(caches[0][2], caches[1][2])
+
+
+def test_a_long_prompt_scores_only_its_last_chunk_for_its_last_row(pair, monkeypatch):  # noqa: F811
+    """With last_only, the chunks before the last leave the output layer alone: one output-layer call, of one row."""
+    from specx.decoder import linear, model as decoder_model
+
+    _, lm, _ = pair
+    monkeypatch.setattr(decoder_model, "PROMPT_CHUNK", 7)
+    scored, matmul = [], linear.matmul
+    monkeypatch.setattr(linear, "matmul", lambda x, ws, mode: (scored.append(len(x)) if ws[0] is
+                                                              lm.model.weights.output else None) or matmul(x, ws, mode))
+    lm.reset()
+    lm.model.forward(lm.cache, ids(30, 30), last_only=True)
+    assert scored == [1]
