@@ -48,6 +48,9 @@ static inline lanes load(const float *p) { return *(const lanes_u *)p; }
 
 static inline lanes splat(float x) { return (lanes){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }   /* LANES 16 */
 
+/* the first slot a query at slot s sees: s − window + 1 with a window (window > 0; slots holding their positions) */
+static inline int64_t first_seen(int64_t s, int64_t window) { return window > 0 && s - window + 1 > 0 ? s - window + 1 : 0; }
+
 /* a·b + c per lane, rounded once: one instruction where the build has FMA, else C's fmaf (which also rounds
    once), so every build gives the same bits. Attention's score and value sums take it: a multiply and an add
    apiece cost the several-row passes over a long context twice the arithmetic
@@ -297,16 +300,17 @@ static void score_pass(const spx_attn *L, const float *keys, const float *q, int
 }
 
 /* Value rows [from, to) into the running sums of a pass's VH vectors, VC chunks of LANES dimensions from c0.
-   `tested`: a vector h sums row i only below n[h], and a chunk may run past head_dim; untested, every vector sums
-   every row and the chunks are whole (the rows all vectors see, without a test per row: the same operations on
+   `tested`: a vector h sums row i only from lo[h] and below n[h], and a chunk may run past head_dim; untested, every
+   vector sums every row and the chunks are whole (the rows all vectors see, without a test per row: the same operations on
    the same sums). Prefetches AHEAD_ROWS rows ahead (up to `most`) when `ahead`. */
 #define MAX_VH 8
 #define MAX_VC 4
 static inline __attribute__((always_inline)) void value_rows(const int VH, const int VC, const int tested,
                                                              const spx_attn *L, const float *values,
                                                              const int64_t *slot, int64_t base, const float *const *ps,
-                                                             const int64_t *n, int64_t c0, int64_t from, int64_t to,
-                                                             int64_t most, int ahead, lanes acc[][MAX_VC]) {
+                                                             const int64_t *lo, const int64_t *n, int64_t c0,
+                                                             int64_t from, int64_t to, int64_t most, int ahead,
+                                                             lanes acc[][MAX_VC]) {
     const int64_t d = L->head_dim;
     for (int64_t i = from; i < to; ++i) {
         const float *v = values + (base + (slot ? slot[i] : i)) * d;
@@ -321,7 +325,7 @@ static inline __attribute__((always_inline)) void value_rows(const int VH, const
             else for (int l = 0; l < LANES; ++l) vv[l] = c + l < d ? v[c + l] : 0.0f;
 #pragma GCC unroll 16
             for (int h = 0; h < VH; ++h)
-                if (!tested || i < n[h]) acc[h][k] = fma_lanes(splat(ps[h][i]), vv, acc[h][k]);
+                if (!tested || (i >= lo[h] && i < n[h])) acc[h][k] = fma_lanes(splat(ps[h][i]), vv, acc[h][k]);
         }
     }
 }
@@ -330,28 +334,35 @@ static inline __attribute__((always_inline)) void value_rows(const int VH, const
 static inline __attribute__((always_inline)) void value_passes(const int VH, const int VC, const spx_attn *L,
                                                                const float *values, const int64_t *slot, int64_t base,
                                                                const float *score, int64_t width, int64_t nq,
-                                                               int64_t group, int64_t n_first, int64_t first_row,
-                                                               int64_t g, float *out) {
+                                                               int64_t group, int64_t n_first, int64_t window,
+                                                               int64_t first_row, int64_t g, float *out) {
     const int64_t d = L->head_dim;
     for (int64_t c0 = 0; c0 < d; c0 += VC * LANES) {
         for (int64_t i0 = 0; i0 < nq; i0 += VH) {
             const float *ps[MAX_VH];
-            int64_t n[MAX_VH], most = 0, fewest = -1;
+            int64_t lo[MAX_VH], n[MAX_VH], most = 0, fewest = -1, first = -1, last = 0;
             lanes acc[MAX_VH][MAX_VC];
 #pragma GCC unroll 16
             for (int h = 0; h < VH; ++h) {
                 const int64_t i = i0 + h < nq ? i0 + h : i0;
                 ps[h] = score + i * width;
                 n[h] = i0 + h < nq ? n_first + i / group : 0;   /* a padding vector sums nothing */
+                lo[h] = window > 0 ? first_seen(base + n[h] - 1, window) - base : 0;   /* its first visible row */
                 most = n[h] > most ? n[h] : most;
-                if (i0 + h < nq) fewest = fewest < 0 || n[h] < fewest ? n[h] : fewest;
+                if (i0 + h < nq) {
+                    fewest = fewest < 0 || n[h] < fewest ? n[h] : fewest;
+                    first = first < 0 || lo[h] < first ? lo[h] : first;
+                    last = lo[h] > last ? lo[h] : last;
+                }
 #pragma GCC unroll 4
                 for (int k = 0; k < VC; ++k) acc[h][k] = (lanes){0};
             }
             const int ahead = c0 == 0 && i0 == 0;
             if (c0 + VC * LANES > d) fewest = 0;   /* a partial chunk: every row tested */
-            value_rows(VH, VC, 0, L, values, slot, base, ps, n, c0, 0, fewest, most, ahead, acc);
-            value_rows(VH, VC, 1, L, values, slot, base, ps, n, c0, fewest, most, most, ahead, acc);
+            const int64_t every = fewest > last ? fewest : last;   /* rows [last, every) every vector sums */
+            value_rows(VH, VC, 1, L, values, slot, base, ps, lo, n, c0, first, last, most, ahead, acc);
+            value_rows(VH, VC, 0, L, values, slot, base, ps, lo, n, c0, last, every, most, ahead, acc);
+            value_rows(VH, VC, 1, L, values, slot, base, ps, lo, n, c0, every, most, most, ahead, acc);
             for (int h = 0; h < VH && i0 + h < nq; ++h) {
                 float *o = out + (first_row + (i0 + h) / group) * L->heads * d + (g * group + (i0 + h) % group) * d;
                 for (int k = 0; k < VC; ++k)
@@ -362,7 +373,8 @@ static inline __attribute__((always_inline)) void value_passes(const int VH, con
 }
 
 /* out = Σ p·v over the first n_first + i / group of the visible slots (slot order; slot NULL: slots base, base + 1, …)
-   for vector i, whose probabilities are packed at the front of its score row. Each pass over the values reads a
+   for vector i, whose probabilities are packed at the front of its score row; with a window (slot NULL), over those
+   of them its last `window` slots hold, their probabilities at the same offsets from base. Each pass over the values reads a
    slice of every visible row for several vectors at once: the more vectors a pass serves, the fewer times the
    values are read (from L3 once a long context's outgrow L2), as many as the registers hold. Each vector's sums
    run term by term in slot order whatever shares its pass. */
@@ -374,14 +386,15 @@ int spx_set_value_shape(int32_t vectors) {
 }
 
 static void value_pass(const spx_attn *L, const float *values, const int64_t *slot, int64_t base, const float *score,
-                       int64_t width, int64_t nq, int64_t group, int64_t n_first, int64_t first_row, int64_t g,
-                       float *out) {
+                       int64_t width, int64_t nq, int64_t group, int64_t n_first, int64_t window, int64_t first_row,
+                       int64_t g, float *out) {
 #if defined(__AVX512F__)
     const int vh = value_shape ? value_shape : nq > 4 ? 8 : 4;   /* 16 a pass: slower (2026-11-27-attention-tiles) */
-    if (vh == 8) value_passes(8, 2, L, values, slot, base, score, width, nq, group, n_first, first_row, g, out);
-    else value_passes(4, 4, L, values, slot, base, score, width, nq, group, n_first, first_row, g, out);
+    if (vh == 8) value_passes(8, 2, L, values, slot, base, score, width, nq, group, n_first, window, first_row, g, out);
+    else value_passes(4, 4, L, values, slot, base, score, width, nq, group, n_first, window, first_row, g, out);
 #else
-    value_passes(HEADS_AT_ONCE, VALUE_CHUNKS, L, values, slot, base, score, width, nq, group, n_first, first_row, g, out);
+    value_passes(HEADS_AT_ONCE, VALUE_CHUNKS, L, values, slot, base, score, width, nq, group, n_first, window,
+                 first_row, g, out);
 #endif
 }
 
@@ -411,23 +424,34 @@ static void attend(const spx_attn *L, const float *qkv, int64_t T, int64_t start
     score_pass(L, L->k + g * L->capacity * d, q, group, group, s, base, width, score);
     for (int64_t j = 0; j < group; ++j)   /* softmax over the visible keys, packed to the front of the row */
         softmax(score + j * width, order, n);
-    value_pass(L, L->v + g * L->capacity * d, order, base, score, width, group, group, n, t, g, out);
+    value_pass(L, L->v + g * L->capacity * d, order, base, score, width, group, group, n, 0, t, g, out);
 }
 
-/* attend for rows t0 .. t1-1 of a plain causal call (no mask, and no window that hides a key: row t sees slots
-   0 .. start + t in order) of kv head g, all of their query vectors in each pass. q: (t1 - t0)·group·head_dim floats; score: as
-   many rows of start + t1 + KEY_BLOCK floats. */
+/* attend for rows t0 .. t1-1 of a plain causal call (no mask; row t sees slots 0 .. start + t in order, or with a
+   window W > 0 (slots holding their positions) those from start + t − W + 1 on) of kv head g, all of their query
+   vectors in each pass. q: (t1 - t0)·group·head_dim floats; score: as many rows of window_width(...) floats. The
+   scores are computed from the first row's first visible key block on (a later row's earlier keys too, unread), and
+   each row's softmax and value sums run over its own visible slots, as attend's do. */
+static int64_t rows_width(int64_t start, int64_t t0, int64_t t1, int64_t window) {
+    return start + t1 - first_seen(start + t0, window) / KEY_BLOCK * KEY_BLOCK + KEY_BLOCK;
+}
+
 static void attend_rows(const spx_attn *L, const float *qkv, int64_t start, const int64_t *pos, int64_t t0,
-                        int64_t t1, int64_t g, float *out, float *q, float *score) {
+                        int64_t t1, int64_t window, int64_t g, float *out, float *q, float *score) {
     const int64_t d = L->head_dim, group = L->heads / L->kv_heads, row = (L->heads + 2 * L->kv_heads) * d;
-    const int64_t nq = (t1 - t0) * group, width = start + t1 + KEY_BLOCK;
+    const int64_t nq = (t1 - t0) * group, base = first_seen(start + t0, window) / KEY_BLOCK * KEY_BLOCK;
+    const int64_t width = rows_width(start, t0, t1, window);
     for (int64_t i = 0; i < nq; ++i) {   /* query vector i: row t0 + i / group, head i % group of the kv head */
         memcpy(q + i * d, qkv + (t0 + i / group) * row + (g * group + i % group) * d, sizeof(float) * d);
         prepare(q + i * d, L->q_norm, L, pos[t0 + i / group]);
     }
-    score_pass(L, L->k + g * L->capacity * d, q, nq, group, start + t0, 0, width, score);
-    for (int64_t i = 0; i < nq; ++i) softmax(score + i * width, NULL, start + t0 + i / group + 1);
-    value_pass(L, L->v + g * L->capacity * d, NULL, 0, score, width, nq, group, start + t0 + 1, t0, g, out);
+    score_pass(L, L->k + g * L->capacity * d, q, nq, group, start + t0, base, width, score);
+    for (int64_t i = 0; i < nq; ++i) {
+        const int64_t s = start + t0 + i / group, lo = first_seen(s, window);
+        softmax(score + i * width + (lo - base), NULL, s - lo + 1);
+    }
+    value_pass(L, L->v + g * L->capacity * d, NULL, base, score, width, nq, group, start + t0 + 1 - base, window, t0,
+               g, out);
 }
 
 /* Rows attend_rows takes at once: as many as keep their score rows within score_tile_bytes (at least one). The
@@ -496,7 +520,11 @@ int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start,
     const int many = T * L->heads * end * d > PARALLEL_WORK;
     int64_t last = -1;   /* the rows' furthest position: below the window, a windowed layer sees every key */
     for (int64_t t = 0; t < T; ++t) last = pos[t] > last ? pos[t] : last;
-    const int shared = share_rows && T > 1 && !mask && (L->window <= 0 || last < L->window);   /* attend_rows' case */
+    int plain = 1;   /* the rows at the positions of their slots: a window then hides the same keys by slot */
+    for (int64_t t = 0; t < T; ++t) plain = plain && pos[t] == start + t;
+    const int hides = L->window > 0 && last >= L->window;   /* some row's window leaves out a key */
+    const int shared = share_rows && T > 1 && !mask && (!hides || plain);   /* attend_rows' case */
+    const int64_t window = hides ? L->window : 0;
     int failed = 0;
 #pragma omp parallel num_threads(threads) if (many) reduction(| : failed)
     {
@@ -530,11 +558,17 @@ int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start,
         for (int64_t i = 0; i < L->kv_heads * parts; ++i) {
             const int64_t g = i / parts, t0 = cut[i % parts], t1 = cut[i % parts + 1];
             if (t0 >= t1) continue;
-            const int64_t step = tile_rows(group, start + t1 + KEY_BLOCK), most = step < t1 - t0 ? step : t1 - t0;
-            float *q = malloc(sizeof(float) * most * group * d);
-            float *score = malloc(sizeof(float) * most * group * (start + t1 + KEY_BLOCK));
+            const int64_t seen = window > 0 && window < start + t1 ? window : start + t1;   /* a row's keys at most */
+            const int64_t step = tile_rows(group, seen + KEY_BLOCK), most = step < t1 - t0 ? step : t1 - t0;
+            int64_t width = 0;   /* the widest tile's score rows */
+            for (int64_t a = t0; a < t1; a += step) {
+                const int64_t w = rows_width(start, a, a + step < t1 ? a + step : t1, window);
+                width = w > width ? w : width;
+            }
+            float *q = malloc(sizeof(float) * most * group * d), *score = malloc(sizeof(float) * most * group * width);
             if (q && score)
-                for (int64_t a = t0; a < t1; a += step) attend_rows(L, qkv, start, pos, a, a + step < t1 ? a + step : t1, g, out, q, score);
+                for (int64_t a = t0; a < t1; a += step)
+                    attend_rows(L, qkv, start, pos, a, a + step < t1 ? a + step : t1, window, g, out, q, score);
             else
                 failed = 1;
             free(q);

@@ -71,7 +71,7 @@ def test_attention_rows_do_not_depend_on_the_batch_or_threads(kw):
                                 {"window": 7}, {"window": 215}, {"window": 216}, {"window": 300}])
 def test_rows_sharing_key_reads_give_the_bits_of_rows_read_one_by_one(kw):
     """A plain causal call of several rows reads each key and value once for all of them (attend_rows; a windowed
-    layer too while its window hides no key): every row equals what the row-by-row path gives, on 1 and 2
+    layer's rows each over their own window): every row equals what the row-by-row path gives, on 1 and 2
     threads, for 2 to 16 rows after 0 and 200 tokens."""
     prefix = qkv_rows(layer(**kw), 200, 0)
     threads, was = torch.get_num_threads(), A.share_rows()
@@ -92,10 +92,12 @@ def test_rows_sharing_key_reads_give_the_bits_of_rows_read_one_by_one(kw):
         torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("kw", [{}, {"kv": 3, "heads": 9, "dim": 32}, {"kv": 1, "heads": 4, "dim": 80}])
+@pytest.mark.parametrize("kw", [{}, {"kv": 3, "heads": 9, "dim": 32}, {"kv": 1, "heads": 4, "dim": 80},
+                                {"kv": 2, "heads": 6, "dim": 48, "window": 50}])
 def test_tiles_value_passes_and_thread_splits_never_change_a_rows_bits(kw):
     """A long call's rows taken a tile at a time (score rows that fit L2), 4 or 8 query vectors a pass over the
-    values, and the rows cut into parts of equal work on 1-3 threads: every row keeps the bits it has alone."""
+    values, and the rows cut into parts of equal work on 1-3 threads, a windowed layer's too: every row keeps the
+    bits it has alone."""
     prefix, new = qkv_rows(layer(**kw), 120, 0), qkv_rows(layer(**kw), 37, 3)
     threads, was = torch.get_num_threads(), A.passes()
     try:
@@ -114,6 +116,23 @@ def test_tiles_value_passes_and_thread_splits_never_change_a_rows_bits(kw):
     finally:
         A.passes(*was)
         torch.set_num_threads(threads)
+
+
+def test_a_windowed_call_whose_rows_are_not_at_their_slots_positions_keeps_the_row_by_row_bits():
+    """The shared path cuts a window by slots; rows at other positions (the window counts positions) must not take
+    it: shared or row by row, the same bits."""
+    prefix = qkv_rows(layer(window=7), 40, 0)
+    outs = []
+    was = A.share_rows()
+    try:
+        for share in (False, True):
+            att = layer(window=7)
+            A.attention(att, prefix, 0, torch.arange(40))
+            A.share_rows(share)
+            outs.append(A.attention(att, qkv_rows(att, 6, 5), 40, torch.arange(40, 46) + 3))
+    finally:
+        A.share_rows(was)
+    assert torch.equal(*outs)
 
 
 def test_the_memory_plan_prices_the_score_tile_attention_c_uses():
