@@ -227,7 +227,7 @@ def release_freed_heap() -> None:
     190 MB past what the memory plan counts (benchmarks/results/2026-11-27-attention-tiles)."""
     try:
         trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):   # no malloc_trim (not glibc), or no process handle (Windows)
         return
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     trim(0)
