@@ -1,5 +1,5 @@
-"""Experiment (not adopted): auto's k cap (policy.AUTO_K_MAX) 16 against 32 on the default pair, rewrite and code prompts,
-3 alternating repeats.  python kmax.py rewrite,code"""
+"""Experiment (not adopted): auto's k cap (policy.AUTO_K_MAX) 16 against 32 on the default pair,
+rewrite and code prompts, 3 alternating repeats.  python kmax.py rewrite,code"""
 import sys, time, tomllib, statistics
 from pathlib import Path
 import specx

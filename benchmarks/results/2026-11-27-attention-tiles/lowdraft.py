@@ -1,5 +1,5 @@
-"""Experiment (dropped): the drafter with its layers and trimmed output rows requantized (Q4_0 via gguf, or Q2_K), against
-its own formats, default pair, bench prompts x 2 repeats, 128 tokens.  python lowdraft.py Q4_0+Q4_0 Q2_K+Q4_0"""
+"""Experiment (dropped): the drafter with its layers and trimmed output rows requantized (Q4_0 via gguf,
+or Q2_K), against its own formats, default pair, bench prompts x 2 repeats, 128 tokens.  python lowdraft.py Q4_0+Q4_0 Q2_K+Q4_0"""
 """Experiment: the 0.5B drafter's layers (and its trimmed output rows) requantized to a lower-bit type."""
 import sys, time, tomllib, statistics
 from pathlib import Path
@@ -30,7 +30,6 @@ def lower(pair, kind, outkind):
             setattr(l, f, [requant(w, kind) if w.cols % 256 == 0 or kind != "Q2_K" else requant(w, "Q4_0") for w in getattr(l, f)])
     if outkind and d.head is not None:
         d.head.static = requant(d.head.static, outkind)
-        d.head.full = d.head.full  # extra rows stay in own format
     print("drafter now", W.types(), file=sys.stderr)
 
 pairs = {"own": specx.load(str(M/"qwen2.5-coder-1.5b.gguf"), f"{M}/qwen2.5-coder-0.5b.gguf+ngram")}

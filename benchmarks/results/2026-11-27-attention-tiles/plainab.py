@@ -1,5 +1,5 @@
-"""Plain decoding of three bench prompts (128 tokens) through specx.stream; run with PYTHONPATH set to one tree or another
-to compare builds process by process."""
+"""Plain decoding of three bench prompts (128 tokens) through specx.stream; run with PYTHONPATH set to one
+tree or another to compare builds process by process."""
 import sys, tomllib, statistics
 from pathlib import Path
 import specx
