@@ -515,13 +515,16 @@ int spx_attention(const spx_attn *L, const float *qkv, int64_t T, int64_t start,
     const int64_t group = L->heads / L->kv_heads, end = start + T, *pos = pos_all + past;
     if (start < 0 || T < 0 || end > L->capacity || L->capacity % KEY_BLOCK || L->heads % L->kv_heads) return 2;
     if (past < 0 || past > start || (past && !mask)) return 2;
-    for (int64_t t = -past; t < T; ++t)
-        if (pos[t] < 0 || pos[t] >= L->table_rows) return 2;
-    const int many = T * L->heads * end * d > PARALLEL_WORK;
     int64_t last = -1;   /* the rows' furthest position: below the window, a windowed layer sees every key */
-    for (int64_t t = 0; t < T; ++t) last = pos[t] > last ? pos[t] : last;
-    int plain = 1;   /* the rows at the positions of their slots: a window then hides the same keys by slot */
-    for (int64_t t = 0; t < T; ++t) plain = plain && pos[t] == start + t;
+    int plain = 1;       /* the rows at the positions of their slots: a window then hides the same keys by slot */
+    for (int64_t t = -past; t < T; ++t) {
+        if (pos[t] < 0 || pos[t] >= L->table_rows) return 2;
+        if (t >= 0) {
+            last = pos[t] > last ? pos[t] : last;
+            plain = plain && pos[t] == start + t;
+        }
+    }
+    const int many = T * L->heads * end * d > PARALLEL_WORK;
     const int hides = L->window > 0 && last >= L->window;   /* some row's window leaves out a key */
     const int shared = share_rows && T > 1 && !mask && (!hides || plain);   /* attend_rows' case */
     const int64_t window = hides ? L->window : 0;

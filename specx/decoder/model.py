@@ -119,12 +119,13 @@ class Decoder:
         start, rows, mode = cache.length, len(ids), mode or self.mode
         if start + rows > min(cache.capacity, self.context):
             raise ContextFull(f"{start + rows} positions do not fit a context of {self.context}")
+        want = "last" if last_only else "all"
         if rows > PROMPT_CHUNK and positions is None and mask is None:   # a long prompt: a chunk at a time
-            outs = [self._layers(cache, ids[a:a + PROMPT_CHUNK], None, None, skip, "last" if last_only and
-                                 a + PROMPT_CHUNK >= rows else "none" if last_only else "all", mode, head)
-                    for a in range(0, rows, PROMPT_CHUNK)]
+            starts = range(0, rows, PROMPT_CHUNK)   # with last_only, the earlier chunks' logits go unread
+            outs = [self._layers(cache, ids[a:a + PROMPT_CHUNK], None, None, skip,
+                                 "none" if last_only and a != starts[-1] else want, mode, head) for a in starts]
             return outs[-1] if last_only else torch.cat(outs)
-        return self._layers(cache, ids, positions, mask, skip, "last" if last_only else "all", mode, head)
+        return self._layers(cache, ids, positions, mask, skip, want, mode, head)
 
     def _layers(self, cache: Cache, ids: Sequence[int], positions: torch.Tensor | None, mask: torch.Tensor | None,
                 skip: Collection[int], rows_out: str, mode: str, head: Sequence[QWeight] | None) -> torch.Tensor | None:
