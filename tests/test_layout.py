@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "specx"
 # lowest first; modules of one layer may import each other and anything lower
-LAYERS = [("errors", "terminal", "progress"), ("state",), ("presets",), ("cpu",), ("decoder",), ("models",),
+LAYERS = [("errors", "terminal", "progress"), ("state",), ("presets",), ("cpu", "gpu"), ("decoder",), ("models",),
           ("memory",), ("policy",), ("engine",), ("drafters",), ("api", "options"), ("bench",), ("serve",), ("cli",), ("__init__", "__main__")]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 

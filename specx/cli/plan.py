@@ -99,8 +99,12 @@ def render(p, asked: dict[str, str] | None = None) -> str:
             continue
         lossy = " (lossy: the output is the quantized model's own)" if m.lossy else ""
         mode = ACTIVATIONS[native_mode(m.role, (asked or {}).get(m.role, "auto"))]
-        weights = (f"{m.native} as the file holds it (specx's lean decoder), {mode}" if m.native
-                   else f"{m.dtype}, quant {m.quant}{lossy}")
+        if m.native.endswith(" blocks"):
+            weights = (f"{m.native.removesuffix(' blocks')} as the file holds it (specx's GPU block kernels), "
+                       f"{m.dtype} activations")
+        else:
+            weights = (f"{m.native} as the file holds it (specx's lean decoder), {mode}" if m.native
+                       else f"{m.dtype}, quant {m.quant}{lossy}")
         lines.append(f"{m.role} {m.name}: {weights}; {m.share()}; "
                      f"KV {_b(m.kv_bytes_per_token)}/token")
         lines += _rows(m)

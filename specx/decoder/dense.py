@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..gpu.blocks import FORMATS
+from ..gpu.qmatmul import BlockMatrix, dense_matrix, from_file
 from .config import DecoderConfig
 from .model import DEFAULT_CONTEXT, ContextFull, rotary_tables
 from .weights import Weights
@@ -51,21 +53,28 @@ class DenseWeights:
     norm: torch.Tensor
     output: torch.Tensor              # the embedding itself when tied
 
-    def matrices(self) -> list[torch.Tensor]:
+    def matrices(self) -> list:
         mats = [self.embed] + [m for l in self.layers for m in (l.qkv, l.o, l.gate_up, l.down)]
         return mats + ([self.output] if self.output is not self.embed else [])
 
     @property
     def nbytes(self) -> int:
-        return sum(m.numel() * m.element_size() for m in self.matrices())
+        return sum(m.nbytes if isinstance(m, BlockMatrix) else m.numel() * m.element_size() for m in self.matrices())
+
+    def formats(self) -> set[str]:
+        """The file types of the block matrices' parts (those without planes run dense); empty for dense weights."""
+        return {f for m in self.matrices() if isinstance(m, BlockMatrix) for f in m.formats()}
 
 
-def from_weights(w: Weights, dtype: torch.dtype, device) -> DenseWeights:
+def from_weights(w: Weights, dtype: torch.dtype, device, blocks: bool = False) -> DenseWeights:
     """Each QWeight dequantized once (cpu/qweight.dequantize; F16/BF16 rows read as they are) to `dtype` on
-    `device`, biases too (the matrix multiply adds them); norms stay float32 there."""
-    def mat(group) -> torch.Tensor:
-        return torch.cat([_dense(q, dtype, device) for q in group]) if len(group) > 1 else _dense(group[0], dtype,
-                                                                                                   device)
+    `device`, biases too (the matrix multiply adds them); norms stay float32 there. `blocks`: a GGUF's matrices
+    keep their blocks instead, as gpu/blocks.py's planes run by gpu/qmatmul.py (a type without planes dense)."""
+    def mat(group):
+        if blocks:
+            return from_file(group, dtype, device)
+        return torch.cat([dense_matrix(q, dtype, device) for q in group]) if len(group) > 1 else \
+            dense_matrix(group[0], dtype, device)
 
     def vec(t, as_dtype=torch.float32):
         return None if t is None else t.to(device=device, dtype=as_dtype)
@@ -74,21 +83,9 @@ def from_weights(w: Weights, dtype: torch.dtype, device) -> DenseWeights:
                          vec(l.ffn_norm),
                          mat(l.gate_up), mat(l.down), vec(l.q_norm), vec(l.k_norm), vec(l.post_attn_norm),
                          vec(l.post_ffn_norm)) for l in w.layers]
-    embed = _dense(w.embed, dtype, device)
-    output = embed if w.output is w.embed else _dense(w.output, dtype, device)
+    embed = mat([w.embed])
+    output = embed if w.output is w.embed else mat([w.output])
     return DenseWeights(embed, layers, vec(w.norm), output)
-
-
-def _dense(q, dtype: torch.dtype, device) -> torch.Tensor:
-    import numpy as np
-
-    from ..cpu.qweight import BLOCKS, dequantize
-
-    raw = {BLOCKS["BF16"][0]: torch.bfloat16, BLOCKS["F16"][0]: torch.float16}.get(q.type)
-    if raw is not None:   # no float32 copy of a half-precision file on the host
-        t = torch.from_numpy(np.ascontiguousarray(q.data).view(np.int16)).view(raw).view(q.rows, q.cols)
-        return t.to(device=device).to(dtype)
-    return torch.from_numpy(dequantize(q)).to(device=device, dtype=dtype)
 
 
 def random_weights(c: DecoderConfig, dtype: torch.dtype, device, seed: int = 0) -> DenseWeights:
@@ -113,6 +110,39 @@ def random_weights(c: DecoderConfig, dtype: torch.dtype, device, seed: int = 0) 
                          ones(h) if c.sandwich_norms else None) for _ in range(c.num_hidden_layers)]
     embed = mat(c.vocab_size, h)
     return DenseWeights(embed, layers, ones(h), embed if c.tie_word_embeddings else mat(c.vocab_size, h))
+
+
+def random_block_weights(c: DecoderConfig, types, dtype: torch.dtype, device, seed: int = 0) -> DenseWeights:
+    """random_weights in a GGUF's blocks (gpu/blocks.random_planes): `types(role, layer)` names each matrix's
+    block type (role "embed", "head", or a layer matrix's transformers name, e.g. "self_attn.v_proj"; layer None
+    outside the layers), as a GGUF file type's mixture gives them (memory/gguf_price.tensor_type)."""
+    from ..gpu.blocks import random_planes
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    h, q, kv, inter = c.hidden_size, c.q_size, c.kv_size, c.intermediate_size
+
+    def mat(parts, layer=None):
+        return BlockMatrix([random_planes(types(role, layer), rows, cols, device, g) for role, rows, cols in parts],
+                           dtype)
+
+    def ones(n):
+        return torch.ones(n, device=device)
+
+    def bias():
+        return torch.zeros(q + 2 * kv, device=device, dtype=dtype) if c.family == "qwen2" else None
+
+    layers = [DenseLayer(ones(h), mat((("self_attn.q_proj", q, h), ("self_attn.k_proj", kv, h),
+                                       ("self_attn.v_proj", kv, h)), i), bias(),
+                         mat((("self_attn.o_proj", h, q),), i), None, ones(h),
+                         mat((("mlp.gate_proj", inter, h), ("mlp.up_proj", inter, h)), i),
+                         mat((("mlp.down_proj", h, inter),), i), ones(c.head_dim) if c.qk_norm else None,
+                         ones(c.head_dim) if c.qk_norm else None, ones(h) if c.sandwich_norms else None,
+                         ones(h) if c.sandwich_norms else None) for i in range(c.num_hidden_layers)]
+    if c.tie_word_embeddings:
+        embed = output = mat((("head", c.vocab_size, h),))
+    else:
+        embed, output = mat((("embed", c.vocab_size, h),)), mat((("head", c.vocab_size, h),))
+    return DenseWeights(embed, layers, ones(h), output)
 
 
 class DenseCache:
@@ -188,7 +218,7 @@ class DenseDecoder:
         (1,) int64, tree (T, m + T) bool: which of the last m cached slots and of this call's rows each row sees,
         the positions theirs; m is 0 but for a tree grown over calls) or a Python constant (span, skip)."""
         c, w = self.config, self.weights
-        x = torch.nn.functional.embedding(ids, w.embed)
+        x = w.embed.embed(ids) if isinstance(w.embed, BlockMatrix) else torch.nn.functional.embedding(ids, w.embed)
         if self.embed_scale != 1.0:
             x = x * self.embed_scale
         slots = start + torch.arange(ids.shape[0], device=ids.device)
@@ -205,16 +235,17 @@ class DenseDecoder:
             a = self._attention(i, lw, h, cache, slots, rotary[c.layer_rope(i)], masks[self._window(i)], span)
             x = x + (a if lw.post_attn_norm is None else rmsnorm(a, lw.post_attn_norm, c.rms_norm_eps))
             h = rmsnorm(x, lw.ffn_norm, c.rms_norm_eps)
-            gate, up = torch.nn.functional.linear(h, lw.gate_up).chunk(2, dim=-1)   # views
-            m = torch.nn.functional.linear(_act(gate, c.hidden_act) * up, lw.down)
+            gate, up = linear(h, lw.gate_up).chunk(2, dim=-1)   # views
+            m = linear(_act(gate, c.hidden_act) * up, lw.down)
             x = x + (m if lw.post_ffn_norm is None else rmsnorm(m, lw.post_ffn_norm, c.rms_norm_eps))
-        return torch.nn.functional.linear(rmsnorm(x, w.norm, c.rms_norm_eps), w.output)
+        return linear(rmsnorm(x, w.norm, c.rms_norm_eps), w.output)
 
     # what code written for a transformers model reads from `lm.model` (bench/peers.py)
     def parameters(self):
-        """Every tensor the decoder holds, once (a tied output layer is the embedding)."""
+        """Every tensor the decoder holds, once (a tied output layer is the embedding); block matrices are not
+        tensors: `precision` and `weight_bytes` say what they are (as specx's packed CPU linears do)."""
         w = self.weights
-        yield from w.matrices()
+        yield from (m for m in w.matrices() if not isinstance(m, BlockMatrix))
         for lw in w.layers:
             yield from (t for t in (lw.attn_norm, lw.qkv_bias, lw.o_bias, lw.ffn_norm, lw.q_norm, lw.k_norm,
                                     lw.post_attn_norm, lw.post_ffn_norm) if t is not None)
@@ -222,6 +253,17 @@ class DenseDecoder:
 
     def modules(self):
         yield self
+
+    @property
+    def precision(self) -> str:
+        """The block matrices' formats ("Q4_K/Q6_K blocks"), "" for dense weights."""
+        formats = sorted(t for t in self.weights.formats() if t in FORMATS)
+        return f"{'/'.join(formats)} blocks" if formats else ""
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of the block matrices (their planes and dense parts)."""
+        return sum(m.nbytes for m in self.weights.matrices() if isinstance(m, BlockMatrix))
 
     def _window(self, i: int) -> int:
         return (self.config.sliding_window or 0) if self.config.is_sliding(i) else 0
@@ -232,7 +274,7 @@ class DenseDecoder:
         (group·T, span) additive."""
         c, rows, d = self.config, h.shape[0], self.config.head_dim
         heads, kv_heads = c.num_attention_heads, c.num_key_value_heads
-        qkv = torch.nn.functional.linear(h, lw.qkv, lw.qkv_bias).view(rows, -1, d)
+        qkv = linear(h, lw.qkv, lw.qkv_bias).view(rows, -1, d)
         qk = qkv[:, :heads + kv_heads]            # q and k heads, adjacent: normalised and rotated together
         f = qk.float()
         if self._qk_norms[i] is not None:
@@ -246,7 +288,12 @@ class DenseDecoder:
         out = torch.nn.functional.scaled_dot_product_attention(
             q[None], cache.k[i, :, :span][None], cache.v[i, :, :span][None], attn_mask=mask, scale=c.scale)
         out = out[0].view(kv_heads, group, rows, d).permute(2, 0, 1, 3).reshape(rows, -1)
-        return torch.nn.functional.linear(out, lw.o, lw.o_bias)
+        return linear(out, lw.o, lw.o_bias)
+
+
+def linear(x: torch.Tensor, w, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x @ wᵀ (+ bias): cuBLAS on a dense matrix, the block kernels on a BlockMatrix."""
+    return w.linear(x, bias) if isinstance(w, BlockMatrix) else torch.nn.functional.linear(x, w, bias)
 
 
 def check_room(decoder: DenseDecoder, cache: DenseCache, rows: int) -> None:

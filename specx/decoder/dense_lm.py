@@ -57,11 +57,12 @@ class DenseLM(LeanLM):
 
 
 def load(path: str | Path, device, dtype: str = "bfloat16", *, context: int | None = None,
-         draft_vocab: int = 0, use_graphs: bool = True) -> DenseLM:
-    """A GGUF file or safetensors folder as a DenseLM on `device`, its matrices dequantized once to `dtype`."""
+         draft_vocab: int = 0, use_graphs: bool = True, blocks: bool = False) -> DenseLM:
+    """A GGUF file or safetensors folder as a DenseLM on `device`, its matrices dequantized once to `dtype`, or
+    with `blocks` (a GGUF) kept in their blocks (gpu/blocks.py) and run by the block kernels (gpu/qmatmul.py)."""
     f = read(path, draft_vocab)
     formats = f.weights.types()
-    dense = from_weights(f.weights, DTYPES[dtype], torch.device(device))
+    dense = from_weights(f.weights, DTYPES[dtype], torch.device(device), blocks=blocks)
     lm = DenseLM(DenseDecoder(f.config, dense, context), f.tokenizer, f.name, eos=f.eos, vocab=f.config.vocab_size,
                  trim=f.keep, weights=formats, use_graphs=use_graphs)
     lm.kernels = describe(lm, formats) + f.trimmed()
@@ -80,4 +81,11 @@ def describe(lm: DenseLM, formats: str) -> str:
         graphs = f", CUDA graphs for T=1..{MAX_ROWS} (each captured on first use)" if lm.use_graphs else \
             ", no CUDA graphs (eager)"
     name = "CUDA" if lm.device.type == "cuda" else "dense"
+    held = lm.model.weights.formats()
+    if held:
+        from ..gpu.qmatmul import describe as blocks
+
+        kernels = blocks(held, lm.device.type == "cuda")
+        return f"kernels: specx {name} decoder {where}, the file's {formats} as they are: {kernels}, {dtype} " \
+               f"activations{graphs}"
     return f"kernels: specx {name} decoder, {dtype} weights {where} (the file's {formats} dequantized once){graphs}"

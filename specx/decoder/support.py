@@ -30,6 +30,8 @@ class FileInfo:
     counts: tuple[tuple[tuple[str, int | None], tuple[int, int, int]], ...] = ()   # (params, matrix params,
     #   matrix rows) per group: the elements of its tensors, of its 2-D ones, and their output rows
     config: configs.DecoderConfig | None = None   # a GGUF's, read from its metadata
+    gpu_groups: tuple[tuple[tuple[str, int | None], int], ...] = ()   # a GGUF's bytes per group on a GPU, its
+    #   matrices as gpu/blocks.py's planes (a type without planes in bfloat16), vectors in float32
 
     def group_bytes(self) -> dict[tuple[str, int | None], int]:
         """Keys ("embed", None), ("layer", i), ("norm", None), ("head", None), ("other", None)."""
@@ -54,6 +56,8 @@ def reason(path: Path) -> str:
 
 @functools.lru_cache(maxsize=16)
 def _inspect(path: str, size: int, mtime: int) -> FileInfo:
+    from ..gpu.blocks import device_bytes
+
     path = Path(path)
     try:
         config = None
@@ -67,6 +71,7 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
     except SpecxError as e:
         return FileInfo(e.message, (), "?")
     groups: dict[tuple[str, int | None], int] = {}
+    on_gpu: dict[tuple[str, int | None], int] = {}
     counts: dict[tuple[str, int | None], tuple[int, int, int]] = {}
     kinds: dict[str, int] = {}
     for name, (kind, shape, nbytes) in tensors.items():
@@ -74,13 +79,15 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
         groups[key] = groups.get(key, 0) + nbytes
         elements, matrix = math.prod(shape), len(shape) == 2
         rows = (shape[0] if path.is_dir() else shape[1]) if matrix else 0   # a GGUF lists ne0 (columns) first
+        if not path.is_dir():
+            on_gpu[key] = on_gpu.get(key, 0) + (device_bytes(kind, rows, shape[0]) if matrix else 4 * elements)
         params, linear, out = counts.get(key, (0, 0, 0))
         counts[key] = (params + elements, linear + elements * matrix, out + rows)
         if matrix:
             said = TORCH_NAMES.get(kind, kind) if path.is_dir() else kind
             kinds[said] = kinds.get(said, 0) + nbytes
     fmt = "/".join(k for k, _ in sorted(kinds.items(), key=lambda kv: -kv[1])) or "?"
-    return FileInfo(why, tuple(groups.items()), fmt, tuple(counts.items()), config)
+    return FileInfo(why, tuple(groups.items()), fmt, tuple(counts.items()), config, tuple(on_gpu.items()))
 
 
 def _gguf(path: Path) -> tuple[dict[str, tuple[str, tuple[int, ...], int]], dict]:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from . import backends as bk
-from .footprint import (DTYPE_BYTES, NATIVE_QUANTS, Scheme, Shape, fastpath_copy, file_scheme,
-                        int8dyn_scheme, is_native, plain, runtime_overhead)
+from .footprint import (BLOCKS as BLOCKS_SUFFIX, DTYPE_BYTES, NATIVE_QUANTS, Scheme, Shape, blocks_scheme,
+                        fastpath_copy, file_scheme, int8dyn_scheme, is_blocks, is_native, plain, runtime_overhead)
 from .plan import MemoryPlan, Placement
 from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, self_copy_bytes, speculation_bytes)
 from .probe import Budgets, fmt_bytes
@@ -51,9 +51,32 @@ def native(shape: Shape, fast: str, dtype: str, quant: str) -> bool:
     return fast == CPU and bool(shape.file_bytes) and dtype == "auto" and quant in NATIVE_QUANTS
 
 
+def on_blocks(shape: Shape, fast: str, dtype: str, quant: str, simulated: bool) -> bool:
+    """Whether a GGUF runs on a GPU in its own blocks (gpu/blocks.py, on specx's CUDA decoder): a file that
+    decoder runs (Shape.gpu_bytes), no other weight precision asked for, a half-precision compute dtype, and
+    Triton there to compile the block kernels for an Ampere or newer GPU (a simulated GPU budget assumes it)."""
+    if fast != GPU or not shape.gpu_bytes or quant not in ("auto", "none"):
+        return False
+    if dtype not in ("auto", "bfloat16", "float16"):
+        return False
+    from ..gpu.qmatmul import available
+
+    return simulated or not available(0)
+
+
 def _ladder(req: Request, fast: str, compute: str, simulated: bool, reasons: list[str],
             target: Shape | None = None) -> list[Scheme]:
-    """Target weight schemes to try on the fast device, most faithful first."""
+    """Target weight schemes to try on the fast device, most faithful first. On a GPU a GGUF's own blocks
+    come right after the compute dtype: the dense decoder in bfloat16 is the path measured on a GPU (issue 38),
+    the blocks keep the file's 4-bit form where a bfloat16 copy does not fit, before bitsandbytes' conversions
+    (blocks cannot spill: the CUDA decoder runs a model wholly on one GPU)."""
+    ladder = _others(req, fast, compute, simulated, target)
+    if target is not None and on_blocks(target, fast, req.dtype, req.quant, simulated):
+        ladder.insert(1 if ladder and ladder[0].name == compute else 0, blocks_scheme(target, compute))
+    return ladder
+
+
+def _others(req: Request, fast: str, compute: str, simulated: bool, target: Shape | None) -> list[Scheme]:
     device = "cuda" if fast == GPU else "cpu"
     if target is not None and native(target, fast, req.dtype, req.quant):
         own = file_scheme(target)   # the file's own model, no conversion; a float file may still fall back to
@@ -92,6 +115,30 @@ def _levels(k: int, ctx: int, model_drafter: bool) -> list[tuple[int, int]]:
 
 
 def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request, simulated: bool) -> MemoryPlan:
+    """The plan; on a GPU, a GGUF target that the drafter placed first (in the compute dtype) would push off the
+    GPU or into bitsandbytes' conversion is planned again with the drafter in its blocks, then on the CPU: the
+    first plan that keeps the target whole on the GPU as the file holds it (or in the compute dtype) wins."""
+    plan = _decide(target, drafter, budgets, req, simulated)
+    if drafter is None or budgets.gpu is None or _whole(plan) or not on_blocks(target, GPU, req.dtype, req.quant,
+                                                                               simulated):
+        return plan
+    for place in ("blocks", "cpu"):
+        try:
+            other = _decide(target, drafter, budgets, req, simulated, place)
+        except PlanRefused:
+            continue
+        if _whole(other):
+            return other
+    return plan
+
+
+def _whole(plan: MemoryPlan) -> bool:
+    """The target wholly on the GPU, unconverted: in its blocks or the compute dtype."""
+    return plan.target.devices == (GPU,) and plan.target.quant == "none"
+
+
+def _decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request, simulated: bool,
+            draft_place: str = "first") -> MemoryPlan:
     reasons: list[str] = []
     ctx = _context(target, drafter, req, reasons)
     fast = GPU if budgets.gpu is not None else CPU
@@ -103,7 +150,7 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     room[CPU] -= runtime_overhead(target.vocab)   # the target's tokenizer and objects live in CPU memory
     if drafter is not None:
         drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom,
-                                                 req.draft_quant, req.dtype)
+                                                 req.draft_quant, req.dtype, simulated, draft_place)
     ladder = _ladder(req, fast, compute, simulated, reasons, target)
     _check_largest(target, ladder, budget, fast)
     k = req.k
@@ -165,20 +212,32 @@ def _check_largest(target: Shape, ladder: list[Scheme], budget: dict, fast: str)
 
 
 def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str, reasons: list[str],
-                   headroom: dict, draft_quant: str = "auto", dtype: str = "auto") -> tuple:
+                   headroom: dict, draft_quant: str = "auto", dtype: str = "auto", simulated: bool = False,
+                   place: str = "first") -> tuple:
     """The drafter goes first onto the fastest device (it runs k times a round), whole or not at all;
-    on the CPU in the weights it will run in (`draft_quant`, resolved as loading resolves it)."""
+    on the CPU in the weights it will run in (`draft_quant`, resolved as loading resolves it); on a GPU in the
+    compute dtype, or a GGUF drafter in its own blocks where that does not fit. `place` (decide's second
+    tries): "blocks" a GGUF drafter's blocks on the GPU, "cpu" the CPU."""
     act = DTYPE_BYTES[compute]
     need = lambda s: sum(s.group_bytes(g) for g in drafter.groups)  # noqa: E731
     dev, scheme = fast, plain(compute)
     head = activation_bytes(drafter, ctx, act)
     minimum = need(scheme) + head + MIN_DRAFT_CONTEXT * drafter.kv_elems_per_token() * act
-    gpu_short = fast == GPU and minimum > room[GPU]
+    blocks = on_blocks(drafter, fast, dtype, draft_quant, simulated)
+    if place == "blocks" and not blocks:
+        raise refuse(f"the drafter {drafter.name} has no GPU blocks", [], "")
+    if blocks and (place == "blocks" or fast == GPU and minimum > room[GPU]):
+        scheme = blocks_scheme(drafter, compute)   # the file's blocks where a bfloat16 copy does not fit
+        minimum = need(scheme) + head + MIN_DRAFT_CONTEXT * drafter.kv_elems_per_token() * act
+    gpu_short = fast == GPU and (minimum > room[GPU] or place == "cpu")
     if fast == CPU or gpu_short:
         dev = CPU
         scheme = file_scheme(drafter) if native(drafter, CPU, dtype, draft_quant) else \
             _cpu_drafter_scheme(drafter, draft_quant)
-    if gpu_short:
+    if place != "first":
+        reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {_weights(scheme)}, so that the "
+                       "target fits whole on the GPU (placed first in bfloat16, it would not)")
+    elif gpu_short:
         reasons.append(f"drafter: on the CPU in {_weights(scheme)}, since it needs {fmt_bytes(minimum)} and the "
                        f"GPU budget is {fmt_bytes(room[GPU])}")
     else:
@@ -193,7 +252,8 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     room[dev] -= need(scheme)
     room[CPU] -= runtime
     headroom[dev] = max(headroom[dev], head)
-    quant = "none" if scheme.name == scheme.other_dtype or is_native(scheme.name) else scheme.name
+    quant = "none" if scheme.name == scheme.other_dtype or is_native(scheme.name) or is_blocks(scheme.name) \
+        else scheme.name
     plan = make_model_plan("drafter", drafter, scheme.other_dtype, quant, placed, ctx, False, ctx, reasons)
     return plan, dev
 
@@ -210,6 +270,8 @@ def _cpu_drafter_scheme(drafter: Shape, draft_quant: str) -> Scheme:
 
 
 def _weights(scheme: Scheme) -> str:
+    if is_blocks(scheme.name):
+        return f"{scheme.name.removesuffix(BLOCKS_SUFFIX)} as the file holds them (specx's GPU block kernels)"
     if is_native(scheme.name):
         return f"{scheme.name.removesuffix(' (file)')} as the file holds it (specx's lean decoder)"
     if scheme.name == "int8dyn":
@@ -223,6 +285,8 @@ def _best_spill(target, drafter, ladder, compute, ctx, levels, room, budget, hea
     device (the more faithful one on a tie); the last refusal if none works."""
     best, error = None, None
     for scheme in ladder:
+        if is_blocks(scheme.name):   # the CUDA decoder runs a model wholly on one GPU
+            continue
         try:
             found = _spill(target, drafter, scheme, compute, ctx, levels, room, budget, headroom, fast,
                            spec_dev, d_act, req)
@@ -303,6 +367,9 @@ def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, lad
             + " and this is the most faithful precision that does")
         if is_native(scheme.name):
             reasons.append(f"target: whole {where}, {_weights(scheme)}: {_native_source(fast)}, no converted copy")
+        elif is_blocks(scheme.name):
+            reasons.append(f"target: whole {where}, {_weights(scheme)}: the file's blocks copied to the GPU once, "
+                           "no converted copy" + ("" if scheme is first else f", as {first.name} does not fit"))
         else:
             reasons.append(f"target: whole {where} in {scheme.name}, because {why}")
     else:

@@ -58,6 +58,7 @@ class Shape:
     file_bytes: tuple = ()    # ((kind, layer), bytes) per group as the file holds them, when specx's lean
                               # decoder runs the file as it is (decoder/support.py); () otherwise
     file_format: str = ""     # how that file holds its matrices, e.g. "Q4_K/Q6_K"
+    gpu_bytes: tuple = ()     # ((kind, layer), bytes) per group as specx's GPU block kernels hold a GGUF's blocks
     heads: int = 0            # query heads (0: unknown, taken as kv_heads)
 
     @property
@@ -113,6 +114,19 @@ def file_scheme(shape: Shape) -> Scheme:
 
 def is_native(name: str) -> bool:
     return name.endswith(NATIVE)
+
+
+BLOCKS = " (blocks)"   # a scheme name ending so holds a GGUF's blocks on a GPU (gpu/blocks.py, specx's CUDA decoder)
+
+
+def blocks_scheme(shape: Shape, compute: str) -> Scheme:
+    """A GGUF's matrices kept in their blocks on a GPU (gpu/blocks.py's planes: the file's bytes, plus a byte per
+    32 weights for the K-quants' scales), activations and the KV cache in the compute dtype."""
+    return Scheme(shape.file_format + BLOCKS, 0.0, compute, device="cuda", exact=shape.gpu_bytes)
+
+
+def is_blocks(name: str) -> bool:
+    return name.endswith(BLOCKS)
 
 
 def bnb_scheme(quant: str, compute: str) -> Scheme:

@@ -36,7 +36,8 @@ class ModelPlan:
     activation_bytes: int
     lossy: bool = False
     runtime_bytes: int = 0     # CPU memory beyond the tensors: tokenizer and objects, the fast path's packed copy
-    native: str = ""           # the file's own format (e.g. "Q4_K/Q6_K") when specx's lean decoder runs it as it is
+    native: str = ""           # the file's own format (e.g. "Q4_K/Q6_K") when specx's lean decoder runs it as it is;
+                               # "Q4_K/Q6_K blocks" when its GPU block kernels do (gpu/blocks.py)
 
     def bytes_on(self, device: str) -> int:
         runtime = self.runtime_bytes if device == "cpu" else 0

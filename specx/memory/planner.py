@@ -186,11 +186,15 @@ def draft_head_bytes(shape: Shape, scheme_name: str) -> int:
 def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements: list[Placement],
                     context: int, lossy: bool, prompt: int, reasons: list[str] | None = None,
                     drafts_itself: bool = False) -> ModelPlan:
-    from .footprint import NATIVE, is_native
+    from .footprint import BLOCKS, NATIVE, is_blocks, is_native
 
     act = act_bytes(dtype)
     on_cpu = bool(placements) and all(p.device == "cpu" for p in placements)
     native = placements[0].scheme if placements and all(is_native(p.scheme) for p in placements) else ""
+    if placements and all(is_blocks(p.scheme) for p in placements):   # a GGUF's blocks on a GPU
+        return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context, shape.kv_bytes_per_token(dtype),
+                         activation_bytes(shape, prompt, act), lossy, runtime_bytes(shape, dtype, on_cpu),
+                         placements[0].scheme.removesuffix(BLOCKS) + " blocks")
     placements = _mapped(role, shape, dtype, native or quant, placements, context, on_cpu, reasons)
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
                      shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act, bool(native)), lossy,

@@ -204,9 +204,9 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
 
     if weights.startswith("native"):   # the lean decoder, on the file's own weights (memory/placement.py)
         return _load_lean(source, weights.split()[-1], draft_vocab)
-    if weights.startswith("dense"):    # the CUDA decoder: "dense DEVICE DTYPE CONTEXT" (memory/placement.py)
-        _, device, dense_dtype, context = weights.split()
-        return _load_dense(source, device, dense_dtype, int(context), draft_vocab)
+    if weights.startswith("dense"):    # the CUDA decoder: "dense DEVICE DTYPE CONTEXT [blocks]" (memory/placement.py)
+        _, device, dense_dtype, context, *blocks = weights.split()
+        return _load_dense(source, device, dense_dtype, int(context), draft_vocab, blocks == ["blocks"])
     dispatched = placement is not None and placement.dispatched
     key = (str(source.path), dtype_name(dtype), weights, draft_vocab,   # "auto" and "float32" are one model
            placement.kwargs if dispatched else ())
@@ -243,15 +243,16 @@ def _load_lean(source: Source, mode: str, draft_vocab: int):
     return _LOADED[key].fresh()
 
 
-def _load_dense(source: Source, device: str, dtype: str, context: int, draft_vocab: int):
-    """specx's CUDA decoder (decoder/dense_lm.py) on a GGUF file or safetensors folder, memoised per process."""
+def _load_dense(source: Source, device: str, dtype: str, context: int, draft_vocab: int, blocks: bool = False):
+    """specx's CUDA decoder (decoder/dense_lm.py) on a GGUF file or safetensors folder, memoised per process;
+    `blocks`: a GGUF's matrices kept in their blocks (gpu/blocks.py)."""
     from ..decoder.dense_lm import load
     from ..progress import library_calls
 
-    key = (str(source.path), "dense", device, dtype, context, draft_vocab)
+    key = (str(source.path), "dense", device, dtype, context, draft_vocab, blocks)
     if key not in _LOADED:
         with library_calls():
-            lm = load(source.path, device, dtype, context=context, draft_vocab=draft_vocab)
+            lm = load(source.path, device, dtype, context=context, draft_vocab=draft_vocab, blocks=blocks)
         lm.name = source.name
         _LOADED[key] = lm
     return _LOADED[key].fresh()

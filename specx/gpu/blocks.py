@@ -1,0 +1,314 @@
+"""GGUF blocks on a GPU: each matrix kept in its file's quantization, re-laid as planes that a GPU kernel reads
+with plain strided loads (qmatmul.py), and the reference that holds them to the `gguf` package's values.
+
+A GGUF block interleaves its scales and quants in 18- to 210-byte structs (Q8_0 34 bytes, Q6_K 210), which no
+GPU load reads aligned. `repack` splits each block type into planes over the whole matrix, row by row, keeping
+every bit the file has and adding none but one byte per group of 32 for the K-quants' packed 6-bit scales:
+
+- `lo`   uint8 (rows, cols/2): every weight's low 4 code bits; byte j of each 64-value chunk holds value j (low
+         nibble) and value 32 + j (high nibble), as Q4_K's own quants are laid out;
+- `hi`   uint8 (rows, cols·HB/8): the code bits above 4 (HB = 1 for Q5_*, 2 for Q6_K, 4 for Q8_0), value j of
+         a chunk at bit j·HB of the chunk's HB·8 bytes;
+- `d`    float16 (rows, cols/S): the block's scale (S = 256 for K-quants and IQ4_XS, 32 for the others);
+- `sc`   int8 (rows, cols/G): a K-quant's integer group scale (G = 16 for Q6_K, else 32); IQ4_XS's ls − 32;
+- `dmin` float16 (rows, cols/S) and `m` uint8 (rows, cols/G): Q4_K/Q5_K's minimum, d_min·m subtracted;
+- `m`    float16 (rows, cols/32): Q4_1/Q5_1's additive minimum.
+
+A weight is then (d·sc)·v + o, where v is the code less the type's zero point (Q4_0 8, Q5_0 16, Q6_K 32,
+Q8_0 128), or IQ4's grid value at the code, or the code itself for the types with a minimum; o is −d_min·m, m
+or 0. Both products are exact in float32 (an 11-bit d by a ≤ 8-bit scale by a ≤ 8-bit value), so `dequantize`
+gives gguf's float32 values bit for bit (tests/gpu/test_blocks.py) and the kernel factors d·sc out of each
+group's sum. Repacking runs as torch operations on the device the weights go to: the file's bytes cross to a
+GPU once, as they are, and no float copy of a matrix is ever made. Q2_K, Q3_K and the float types have no
+planes here: they run dense (qmatmul.BlockMatrix says which)."""
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+
+from ..cpu.qweight import BLOCKS, NAMES, QWeight
+
+CHUNK = 64   # values per lo-plane chunk: a row's columns must be a whole number of them
+
+ZERO, LUT, KMIN, MIN = "zero point", "grid", "k-min", "min"
+# ggml's kvalues_iq4nl: the non-uniform grid an IQ4 code indexes (cpu/quant_blocks.h IQ4_VALUES)
+IQ4_VALUES = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
+
+
+@dataclass(frozen=True)
+class Format:
+    """How one block type maps to the planes: scale span S, group G, code bits above 4, integer group scales,
+    the value rule (ZERO: code − z; LUT: IQ4_VALUES[code]; KMIN/MIN: the code, plus the minimum)."""
+
+    span: int
+    group: int
+    high_bits: int
+    group_scales: bool
+    rule: str
+    zero: int = 0
+
+    def bits_per_weight(self) -> float:
+        """Device bits a weight costs in this layout, scales included (Q4_K 4.625 against the file's 4.5)."""
+        per = 4 + self.high_bits + 16 / self.span + (8 / self.group if self.group_scales else 0)
+        if self.rule == KMIN:
+            per += 16 / self.span + 8 / self.group
+        elif self.rule == MIN:
+            per += 16 / self.group
+        return per
+
+
+FORMATS = {
+    "Q4_0": Format(32, 32, 0, False, ZERO, 8),
+    "Q4_1": Format(32, 32, 0, False, MIN),
+    "Q5_0": Format(32, 32, 1, False, ZERO, 16),
+    "Q5_1": Format(32, 32, 1, False, MIN),
+    "Q8_0": Format(32, 32, 4, False, ZERO, 128),
+    "IQ4_NL": Format(32, 32, 0, False, LUT),
+    "IQ4_XS": Format(256, 32, 0, True, LUT),
+    "Q4_K": Format(256, 32, 0, True, KMIN),
+    "Q5_K": Format(256, 32, 1, True, KMIN),
+    "Q6_K": Format(256, 16, 2, True, ZERO, 32),
+}
+
+
+def supported(type_name: str, cols: int) -> bool:
+    """Whether a matrix of this block type and row length has planes (else it runs dense)."""
+    return type_name in FORMATS and cols % CHUNK == 0
+
+
+def device_bytes(type_name: str, rows: int, cols: int) -> int:
+    """What a matrix costs on the device: its planes, or bfloat16 where it runs dense."""
+    if not supported(type_name, cols):
+        return 2 * rows * cols
+    return int(rows * cols * FORMATS[type_name].bits_per_weight() / 8)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """One matrix's planes (see the module's docstring); absent planes are None."""
+
+    type: str
+    rows: int
+    cols: int
+    lo: torch.Tensor
+    hi: torch.Tensor | None
+    d: torch.Tensor
+    sc: torch.Tensor | None
+    dmin: torch.Tensor | None
+    m: torch.Tensor | None
+
+    @property
+    def format(self) -> Format:
+        return FORMATS[self.type]
+
+    @property
+    def device(self) -> torch.device:
+        return self.lo.device
+
+    def __post_init__(self):
+        if not all(t.is_contiguous() for t in self.planes()):
+            raise ValueError("block planes must be contiguous rows")
+
+    def planes(self) -> list[torch.Tensor]:
+        return [t for t in (self.lo, self.hi, self.d, self.sc, self.dmin, self.m) if t is not None]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.planes())
+
+    def take(self, ids: torch.Tensor) -> "Blocks":
+        """The rows `ids` (a device tensor; an embedding lookup): every plane indexed alike, no host sync."""
+        pick = {f.name: getattr(self, f.name).index_select(0, ids) for f in fields(self)
+                if isinstance(getattr(self, f.name), torch.Tensor)}
+        return Blocks(self.type, int(ids.shape[0]), self.cols, **{k: pick.get(k) for k in
+                                                                  ("lo", "hi", "d", "sc", "dmin", "m")})
+
+
+def repack(q: QWeight, device) -> Blocks:
+    """A QWeight's blocks as planes on `device` (its bytes copied there once, then split there)."""
+    name = NAMES[q.type]
+    if not supported(name, q.cols):
+        raise ValueError(f"{name} rows of {q.cols} values have no GPU planes")
+    f = FORMATS[name]
+    per_block, size = BLOCKS[name][1], BLOCKS[name][2]
+    with warnings.catch_warnings():   # a read-only map: the planes are new tensors, the view is never written
+        warnings.simplefilter("ignore", UserWarning)
+        raw = torch.from_numpy(np.ascontiguousarray(q.data)).to(device).view(-1, size)   # (rows · blocks, bytes)
+    codes, d, sc, dmin, m = _UNPACK[name](raw)
+    n, k = q.rows, q.cols
+    codes = codes.reshape(n, k)
+    def plane(t, cols):   # the kernel reads every plane as contiguous rows (a slice of the blocks is not)
+        return None if t is None else t.reshape(n, cols).contiguous()
+
+    return Blocks(name, n, k, _lo(codes), _hi(codes, f.high_bits), plane(d, k // f.span), plane(sc, k // f.group),
+                  plane(dmin, k // f.span), plane(m, k // (f.group if f.rule == KMIN else 32)))
+
+
+def dequantize(b: Blocks) -> torch.Tensor:
+    """(rows, cols) float32: gguf's values, bit for bit (the rule the kernel is held to)."""
+    f, n, k = b.format, b.rows, b.cols
+    code = codes(b).to(torch.int32)
+    if f.rule == ZERO:
+        v = (code - f.zero).float()
+    elif f.rule == LUT:
+        v = grid(b.device)[code]
+    else:
+        v = code.float()
+    a = b.d.float().repeat_interleave(f.span // f.group, 1) if f.group < f.span else b.d.float()
+    if b.sc is not None:
+        a = a * b.sc.float()
+    w = (a.view(n, -1, 1) * v.view(n, -1, f.group)).view(n, k)
+    if f.rule == KMIN:
+        o = b.dmin.float().repeat_interleave(f.span // f.group, 1) * b.m.float()
+        w = (w.view(n, -1, f.group) - o.view(n, -1, 1)).view(n, k)
+    elif f.rule == MIN:
+        w = (w.view(n, -1, f.group) + b.m.float().view(n, -1, 1)).view(n, k)
+    return w
+
+
+@functools.cache
+def grid(device: torch.device) -> torch.Tensor:
+    """IQ4_VALUES as float32 on `device`, made once (a CUDA graph may not copy it from the host)."""
+    return torch.tensor(IQ4_VALUES, dtype=torch.float32, device=device)
+
+
+def codes(b: Blocks) -> torch.Tensor:
+    """(rows, cols) uint8 codes from the lo and hi planes."""
+    n, k = b.rows, b.cols
+    lo = b.lo.view(n, k // CHUNK, 1, CHUNK // 2)
+    out = torch.cat([lo & 15, lo >> 4], 2).view(n, k)
+    hb = b.format.high_bits
+    if hb:
+        per = 8 // hb
+        shifts = torch.arange(per, device=b.device, dtype=torch.uint8) * hb
+        bits = (b.hi.view(n, -1, 1) >> shifts) & ((1 << hb) - 1)
+        out = out | (bits.view(n, k) << 4)
+    return out
+
+
+def random_planes(name: str, rows: int, cols: int, device, generator: torch.Generator) -> Blocks:
+    """Random valid planes of a type made on `device` (benchmarks: an 8B's blocks without a file), scaled so
+    the weights spread about as an initialised model's do (standard deviation near cols^-1/2)."""
+    f = FORMATS[name]
+
+    def ints(low, high, shape, dtype):
+        return torch.randint(low, high, shape, generator=generator, device=device, dtype=torch.int32).to(dtype)
+
+    bits = 4 + f.high_bits
+    spread = (70 if f.rule == LUT else (1 << bits) / 12 ** 0.5) * (32 if f.group_scales else 1)
+    d = torch.full((rows, cols // f.span), cols ** -0.5 / spread, dtype=torch.float16, device=device)
+    sc = ints(1, 64, (rows, cols // f.group), torch.int8) if f.group_scales else None
+    dmin = m = None
+    if f.rule == KMIN:   # minima about the mean of d·sc·code, so the weights centre near zero
+        dmin, m = d * (32 * ((1 << bits) - 1) / 2 / 31.5), ints(0, 64, (rows, cols // f.group), torch.uint8)
+    elif f.rule == MIN:
+        m = (-d.float() * ((1 << bits) / 2)).to(torch.float16)
+    hi = ints(0, 256, (rows, cols * f.high_bits // 8), torch.uint8) if f.high_bits else None
+    return Blocks(name, rows, cols, ints(0, 256, (rows, cols // 2), torch.uint8), hi, d, sc, dmin, m)
+
+
+# ---------------------------------------------------------------- planes from codes
+
+def _lo(codes: torch.Tensor) -> torch.Tensor:
+    n, k = codes.shape
+    c = codes.view(n, k // CHUNK, 2, CHUNK // 2) & 15
+    return (c[:, :, 0] | (c[:, :, 1] << 4)).reshape(n, k // 2).contiguous()
+
+
+def _hi(codes: torch.Tensor, hb: int) -> torch.Tensor | None:
+    if not hb:
+        return None
+    n, k = codes.shape
+    per = 8 // hb
+    bits = (codes >> 4).view(n, k // per, per).to(torch.int32)
+    shifts = torch.arange(per, device=codes.device, dtype=torch.int32) * hb
+    return (bits << shifts).sum(-1).to(torch.uint8).contiguous()
+
+
+# ---------------------------------------------------------------- the file's blocks, unpacked (cpu/quant_blocks.h)
+
+def _f16(raw: torch.Tensor, at: int) -> torch.Tensor:
+    return raw[:, at:at + 2].contiguous().view(torch.float16).view(-1)
+
+
+def _u32(raw: torch.Tensor, at: int) -> torch.Tensor:
+    b = raw[:, at:at + 4].to(torch.int64)
+    return b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16) | (b[:, 3] << 24)
+
+
+def _nibbles(qs: torch.Tensor) -> torch.Tensor:
+    """16 bytes → 32 codes: value i the low nibble of byte i, value 16 + i its high nibble."""
+    return torch.cat([qs & 15, qs >> 4], -1)
+
+
+def _five(qs: torch.Tensor, qh: torch.Tensor) -> torch.Tensor:
+    """Q5_0/Q5_1: the 32 nibbles with bit i of qh as value i's fifth bit."""
+    bits = ((qh[:, None] >> torch.arange(32, device=qs.device)) & 1).to(torch.uint8)
+    return _nibbles(qs) | (bits << 4)
+
+
+def _q4_0(raw):
+    return _nibbles(raw[:, 2:18]), _f16(raw, 0), None, None, None
+
+
+def _q4_1(raw):
+    return _nibbles(raw[:, 4:20]), _f16(raw, 0), None, None, _f16(raw, 2)
+
+
+def _q5_0(raw):
+    return _five(raw[:, 6:22], _u32(raw, 2)), _f16(raw, 0), None, None, None
+
+
+def _q5_1(raw):
+    return _five(raw[:, 8:24], _u32(raw, 4)), _f16(raw, 0), None, None, _f16(raw, 2)
+
+
+def _q8_0(raw):
+    return (raw[:, 2:34].view(torch.int8).to(torch.int16) + 128).to(torch.uint8), _f16(raw, 0), None, None, None
+
+
+def _iq4_xs(raw):
+    ib = torch.arange(8, device=raw.device)
+    low = (raw[:, 4 + ib // 2] >> (4 * (ib % 2)).to(torch.uint8)) & 15
+    high = ((raw[:, 2].to(torch.int32) | (raw[:, 3].to(torch.int32) << 8))[:, None] >> (2 * ib)) & 3
+    sc = ((low.to(torch.int32) | (high << 4)) - 32).to(torch.int8)
+    qs = raw[:, 8:136].reshape(-1, 8, 16)
+    return _nibbles(qs).reshape(-1, 256), _f16(raw, 0), sc, None, None
+
+
+def _k4_scales(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Q4_K/Q5_K's 12 scale bytes → 8 six-bit scales and 8 mins (ggml's get_scale_min_k4)."""
+    sc = torch.cat([s[:, 0:4] & 63, (s[:, 8:12] & 15) | ((s[:, 0:4] >> 6) << 4)], 1)
+    m = torch.cat([s[:, 4:8] & 63, (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 6) << 4)], 1)
+    return sc.to(torch.int8), m
+
+
+def _q4_k(raw):
+    sc, m = _k4_scales(raw[:, 4:16])
+    qs = raw[:, 16:144].reshape(-1, 4, 1, 32)   # value 32j + p: byte 32·(j/2) + p, nibble j % 2
+    return torch.cat([qs & 15, qs >> 4], 2).reshape(-1, 256), _f16(raw, 0), sc, _f16(raw, 2), m
+
+
+def _q5_k(raw):
+    sc, m = _k4_scales(raw[:, 4:16])
+    qs = raw[:, 48:176].reshape(-1, 4, 1, 32)
+    low = torch.cat([qs & 15, qs >> 4], 2).reshape(-1, 8, 32)
+    shifts = torch.arange(8, device=raw.device, dtype=torch.uint8)[None, :, None]
+    high = (raw[:, 16:48][:, None, :] >> shifts) & 1               # bit j of qh[p]: value 32j + p
+    return (low | (high << 4)).reshape(-1, 256), _f16(raw, 0), sc, _f16(raw, 2), m
+
+
+def _q6_k(raw):
+    ql = raw[:, 0:128].reshape(-1, 2, 2, 32)    # value 128n + 32q + p: ql[64n + 32(q % 2) + p], nibble q / 2
+    qh = raw[:, 128:192].reshape(-1, 2, 32)     # ... its top two bits (qh[32n + p] >> 2q) & 3
+    low = torch.stack([ql[:, :, 0] & 15, ql[:, :, 1] & 15, ql[:, :, 0] >> 4, ql[:, :, 1] >> 4], 2)
+    high = torch.stack([(qh >> (2 * q)) & 3 for q in range(4)], 2)
+    return (low | (high << 4)).reshape(-1, 256), _f16(raw, 208), raw[:, 192:208].view(torch.int8), None, None
+
+
+_UNPACK = {"Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q8_0": _q8_0, "IQ4_NL": _q4_0,
+           "IQ4_XS": _iq4_xs, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k}
