@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 BUDGETS = ("gpu=8GiB", "gpu=12GiB", "gpu=16GiB", "gpu=24GiB")
+GGUF_BUDGETS = ("gpu=4GiB", "gpu=6GiB", "gpu=8GiB", "gpu=12GiB")   # --gguf: a 4.9 GB Q4_K_M 8B file
 # smoke: gpu=0 runs on the CPU (the same CLI, plan and stats paths); the tiny cpu budget must refuse (exit 4)
 SMOKE_BUDGETS = ("gpu=0", "gpu=0,cpu=1MiB")
 CONFIGS = {"target": ROOT / "benchmarks/data/llama-3.1-8b.config.json",
@@ -163,6 +164,35 @@ def measure(paths: dict, budgets: tuple[str, ...], cap_s: float) -> list[dict]:
     return rows
 
 
+def measure_gguf(path: Path, budgets: tuple[str, ...], cap_s: float) -> list[dict]:
+    """An 8B-shaped Q4_K_M GGUF (benchmarks/gguf_8b.py, written when absent) under each budget: its plan plain
+    and self-drafting; a run only where the plan keeps its blocks wholly on the GPU (anything else would convert
+    the 4.9 GB file to 32 GB of float32 for transformers' model: the plan says so, the run is not made)."""
+    if not path.is_file():
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(ROOT / "benchmarks/gguf_8b.py"), str(path)], check=True,
+                       capture_output=True)
+        say(f"{path} written in {time.perf_counter() - t:.0f} s ({path.stat().st_size / 1e9:.2f} GB)")
+    rows = [{"budget": b, "mode": mode, "drafter": d} for b in budgets[::-1]
+            for mode, d in (("plain", "none"), ("self", "self"))]
+    for row in rows:
+        row["plan"] = plan(str(path), row["drafter"], row["budget"])
+        say(f"plan {row['budget']} {row['mode']}: {_plan_cell(row['plan'])}")
+    for row in rows:
+        p, left = row["plan"], cap_s - (time.perf_counter() - T0)
+        whole = p["rc"] == 0 and p["target"]["native"] and p["target"]["share"] == "gpu"
+        if not whole or left < RUN_NEEDS_S:
+            row["run"] = {"skipped": "the plan does not keep the blocks on the GPU" if not whole else
+                          f"{left:.0f} s left under the cap"}
+            say(f"run {row['budget']} {row['mode']}: skipped ({row['run']['skipped']})")
+            continue
+        row["run"] = run(str(path), row["drafter"], row["budget"], min(RUN_S, left))
+        say(f"run {row['budget']} {row['mode']}: rc {row['run']['rc']} in {row['run']['s']} s")
+        if row["run"].get("err"):
+            print(row["run"]["err"][-1500:], flush=True)
+    return rows
+
+
 def _gib(n) -> str:
     return "-" if n is None else f"{n / 2**30:.2f}"
 
@@ -205,6 +235,8 @@ def main() -> None:
     ap.add_argument("--budget-s", type=float, default=300, help="overall cap, seconds (model building included)")
     ap.add_argument("--json", type=Path, help="write the report here")
     ap.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU with gpu=0 budgets")
+    ap.add_argument("--gguf", type=Path, help="an 8B-shaped Q4_K_M GGUF instead (written here when absent): its "
+                    "blocks on the GPU under gpu=4/6/8/12GiB, plain and self-drafting")
     args = ap.parse_args()
     if args.smoke and args.models == ap.get_default("models"):
         args.models = Path("/tmp/gpu-budget-models-smoke")
@@ -213,6 +245,14 @@ def main() -> None:
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "CPU (smoke: tiny shapes)"
     say(f"device: {device}")
     report = {"device": device, "new_tokens": NEW_TOKENS, "prompt": PROMPT, "smoke": args.smoke}
+    if args.gguf:
+        report["rows"] = measure_gguf(args.gguf, GGUF_BUDGETS, args.budget_s)
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(report, indent=1))
+        print("\n" + table(report["rows"], f"== an 8B-shaped Q4_K_M GGUF's blocks on {device}; {NEW_TOKENS} "
+                           f"tokens; total {time.perf_counter() - T0:.0f} s"), flush=True)
+        return
     report.update(build_models(args.models, args.smoke))
     report["prompt_ids"] = check_prompt(report["paths"])
     report["rows"] = measure(report["paths"], SMOKE_BUDGETS if args.smoke else BUDGETS, args.budget_s)

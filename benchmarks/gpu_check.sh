@@ -6,7 +6,9 @@
 #   .gpu/  tokenizer/ (the fixture Qwen tokenizer), target.config.json, drafter.config.json, prompts5.json
 # Both are made on the dev machine by the step `prepare` (list them in .git/info/exclude; the device
 # run carries them: carry [".whl", ".gpu"]).
-# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench lean spec budgets)
+# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench lean spec blocks gguf8b budgets)
+# A GGUF's blocks on the GPU (issue 38): OUT=dir bash benchmarks/gpu_check.sh setup suite blocks suite-wait  (≤ 7 min)
+# An 8B-shaped Q4_K_M GGUF under consumer budgets: OUT=dir bash benchmarks/gpu_check.sh setup gguf8b  (≤ 5 min)
 # The dense decoder with CUDA graphs alone (issue 38): OUT=dir bash benchmarks/gpu_check.sh setup lean  (≤ 6 min)
 # Self-drafting and token trees on the CUDA decoder (issue 36): OUT=dir bash benchmarks/gpu_check.sh setup spec  (≤ 6 min)
 # Consumer budgets alone (issue 38, item 4): OUT=dir bash benchmarks/gpu_check.sh setup budgets  (≤ 6 min)
@@ -95,6 +97,17 @@ spec)   # self-drafting and token trees on the CUDA decoder (issue 36): gpu test
   say "spec: benchmarks/gpu_spec.py"
   timeout $(( ${SPEC_S:-150} + 60 )) python3 benchmarks/gpu_spec.py --budget-s ${SPEC_S:-150} --json "$OUT/gpu_spec.json" 2>&1 \
       | grep -v 'Warning\|USDT' | tail -45 ;;
+blocks)   # a GGUF's blocks on the GPU (issue 38, items 2-3): the gpu tests of the block kernels, then their benchmark
+  say "blocks: gpu tests of the block kernels and the decoder on them"
+  timeout ${BLOCK_TESTS_S:-200} python3 -m pytest -q -m gpu -p no:cacheprovider -n 6 tests/gpu tests/decoder/test_dense_gpu.py \
+      2>&1 | tail -15
+  say "blocks: benchmarks/gpu_blocks.py"
+  timeout $(( ${BLOCKS_S:-200} + 40 )) python3 benchmarks/gpu_blocks.py --budget-s ${BLOCKS_S:-200} ${SWEEP:+--sweep} \
+      --json "$OUT/gpu_blocks.json" 2>&1 | grep -v 'Warning\|USDT' | tail -${BLOCKS_LINES:-45} ;;
+gguf8b)   # an 8B-shaped Q4_K_M GGUF's blocks under gpu=4/6/8/12GiB: plan vs peak, tok/s plain and self-drafting
+  say "gguf8b: benchmarks/gpu_budgets.py --gguf"
+  timeout $(( ${GGUF_S:-200} + 60 )) python3 benchmarks/gpu_budgets.py --gguf /tmp/8b.gguf --budget-s ${GGUF_S:-200} \
+      --json "$OUT/gpu_gguf8b.json" 2>&1 | grep -v 'Warning\|USDT' | tail -30 ;;
 budgets)   # 8B-shaped target, 1B-shaped drafter under gpu=8/12/16/24GiB: report + $OUT/gpu_budgets.json
   say "budgets: benchmarks/gpu_budgets.py"   # its summary table ends the output
   timeout $(( ${BUDGETS_S:-300} + 30 )) python3 benchmarks/gpu_budgets.py --budget-s ${BUDGETS_S:-300} \

@@ -504,6 +504,25 @@ def ops_report() -> dict:
     return res
 
 
+def environment(smoke: bool):
+    """(env, the device's name): the device, dtype and graphs a GPU benchmark runs with (the CPU, float32 and
+    eagerly for --smoke or without CUDA), and report["device"] set."""
+    import torch
+
+    env = argparse.Namespace(smoke=smoke, keep={})
+    env.device = torch.device("cpu" if smoke or not torch.cuda.is_available() else "cuda")
+    env.dtype = torch.float32 if env.device.type == "cpu" else torch.bfloat16
+    env.graphs = env.device.type == "cuda"
+    name = torch.cuda.get_device_name() if env.device.type == "cuda" else "CPU (smoke: tiny shapes, no graphs)"
+    report["device"] = {"name": name, "torch": torch.__version__, "dtype": str(env.dtype)}
+    return env, name
+
+
+def failures() -> list[str]:
+    """A line per section that failed."""
+    return [f"FAILED {k}: {v['error']}" for k, v in report.items() if isinstance(v, dict) and "error" in v]
+
+
 def fmt(x, spec: str = ".2f") -> str:
     return format(x, spec) if isinstance(x, (int, float)) else "-"
 
@@ -539,7 +558,7 @@ def summary() -> None:
     speed = r.get("computed_speedups") or {}
     if speed:
         lines.append("computed speedups: " + ", ".join(f"{k} {v:.2f}x" for k, v in speed.items() if "k=4" in k))
-    lines += [f"FAILED {k}: {v['error']}" for k, v in r.items() if isinstance(v, dict) and "error" in v]
+    lines += failures()
     print("\n==== summary " + "=" * 60, flush=True)
     for line in lines:
         print(line, flush=True)
@@ -559,12 +578,7 @@ def main() -> None:
         ops_report()
         return
 
-    env = argparse.Namespace(smoke=args.smoke, keep={})
-    env.device = torch.device("cpu" if args.smoke or not torch.cuda.is_available() else "cuda")
-    env.dtype = torch.float32 if env.device.type == "cpu" else torch.bfloat16
-    env.graphs = env.device.type == "cuda"
-    name = torch.cuda.get_device_name() if env.device.type == "cuda" else "CPU (smoke: tiny shapes, no graphs)"
-    report["device"] = {"name": name, "torch": torch.__version__, "dtype": str(env.dtype)}
+    env, name = environment(args.smoke)
     say(f"device {name}, torch {torch.__version__}, {env.dtype}; cap {args.budget_s:.0f} s")
     section("ops", 5, args.budget_s, ops_report)
     section("a_decode_and_round", 20, args.budget_s, sec_a, env)

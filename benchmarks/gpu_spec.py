@@ -218,9 +218,8 @@ def summary() -> None:
                   f"{e['verify_ms_per_round']:.2f} ms/round", flush=True)
     for label, d in (r.get("d_computed") or {}).items():
         print(f"computed self {label}: {d['speedup']:.2f}x at k={d['k']} (draft {d['draft_relative']:.0%})", flush=True)
-    for k, v in r.items():
-        if isinstance(v, dict) and "error" in v:
-            print(f"FAILED {k}: {v['error']}", flush=True)
+    for line in gl.failures():
+        print(line, flush=True)
 
 
 def main() -> None:
@@ -231,12 +230,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    env = argparse.Namespace(smoke=args.smoke, keep={})
-    env.device = torch.device("cpu" if args.smoke or not torch.cuda.is_available() else "cuda")
-    env.dtype = torch.float32 if env.device.type == "cpu" else torch.bfloat16
-    env.graphs = env.device.type == "cuda"
-    name = torch.cuda.get_device_name() if env.device.type == "cuda" else "CPU (smoke: tiny shapes, no graphs)"
-    gl.report["device"] = {"name": name, "torch": torch.__version__, "dtype": str(env.dtype)}
+    env, name = gl.environment(args.smoke)
     if args.smoke:
         gl.REPS, gl.DECODE = 3, 16
     say(f"device {name}, torch {torch.__version__}, {env.dtype}; cap {args.budget_s:.0f} s")
