@@ -58,22 +58,31 @@ def test_greedy_speculation_on_graphs_equals_plain_decoding(folder):
     assert len(plain) > 0 and speculated == plain
 
 
+def run_drafters(model, options: tuple[str, ...], says: tuple[str, ...]) -> dict[str, list[int]]:
+    """`specx run MODEL` with no drafter, n-grams and self-drafting (and `options`): each run's tokens, every run
+    saying all of `says` on stderr."""
+    import json
+
+    from cli_helpers import invoke
+
+    tokens = {}
+    for drafter in ("none", "ngram", "self"):
+        result = invoke("run", str(model), "w5 w9 w12 w5 w9 w5 w9", "--raw", "-n", "24", "-d", drafter, "--json",
+                        *options)
+        assert result.exit_code == 0, result.stderr
+        assert all(s in result.stderr for s in says), result.stderr
+        lines = [json.loads(x) for x in result.stdout.splitlines()]
+        tokens[drafter] = [t for e in lines if e["type"] == "round" for t in e["token_ids"]]
+    return tokens
+
+
 def test_specx_run_in_bfloat16_on_the_gpu_uses_the_cuda_decoder_losslessly(tmp_path):
     """`specx run --dtype bfloat16` wholly on the GPU loads the CUDA decoder (the kernels sentence says so), and
     n-gram speculation and self-speculation give plain decoding's tokens."""
-    import json
+    from cli_helpers import make_folder
 
-    from cli_helpers import invoke, make_folder
-
-    folder = make_folder(tmp_path / "tiny", layers=4)
-    tokens = {}
-    for drafter in ("none", "ngram", "self"):
-        result = invoke("run", str(folder), "w5 w9 w12 w5 w9 w5 w9", "--raw", "-n", "24", "-d", drafter, "--json",
-                        "--dtype", "bfloat16")
-        assert result.exit_code == 0, result.stderr
-        assert "specx CUDA decoder" in result.stderr and "CUDA graphs" in result.stderr, result.stderr
-        lines = [json.loads(x) for x in result.stdout.splitlines()]
-        tokens[drafter] = [t for e in lines if e["type"] == "round" for t in e["token_ids"]]
+    tokens = run_drafters(make_folder(tmp_path / "tiny", layers=4), ("--dtype", "bfloat16"),
+                          ("specx CUDA decoder", "CUDA graphs"))
     assert tokens["none"] and tokens["ngram"] == tokens["none"] and tokens["self"] == tokens["none"]
 
 

@@ -124,16 +124,7 @@ def test_specx_run_on_a_gguf_keeps_its_blocks_on_the_gpu(block_file):
     """`specx run FILE.gguf` on a GPU budget its bfloat16 copy does not fit: the plan keeps the file's blocks (the
     memory and kernels sentences say so), and n-gram speculation and self-speculation give plain decoding's
     tokens."""
-    import json
+    from test_dense_gpu import run_drafters
 
-    from cli_helpers import invoke
-
-    tokens = {}
-    for drafter in ("none", "ngram", "self"):
-        result = invoke("run", str(block_file), "w5 w9 w12 w5 w9 w5 w9", "--raw", "-n", "24", "-d", drafter, "--json",
-                        "--mem-budget", "gpu=3MiB")
-        assert result.exit_code == 0, result.stderr
-        assert "blocks" in result.stderr and "block kernels (Triton)" in result.stderr, result.stderr
-        lines = [json.loads(x) for x in result.stdout.splitlines()]
-        tokens[drafter] = [t for e in lines if e["type"] == "round" for t in e["token_ids"]]
+    tokens = run_drafters(block_file, ("--mem-budget", "gpu=3MiB"), ("blocks gpu", "block kernels (Triton)"))
     assert tokens["none"] and tokens["ngram"] == tokens["none"] and tokens["self"] == tokens["none"]
