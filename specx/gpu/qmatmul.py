@@ -79,7 +79,13 @@ def available(device_index: int | None = None) -> str:
         import triton  # noqa: F401
     except ImportError:
         return "Triton is not installed (it comes with PyTorch's CUDA builds on Linux)"
-    if device_index is not None and torch.cuda.get_device_capability(device_index) < MIN_CAPABILITY:
+    if device_index is None:
+        return ""
+    try:
+        capability = torch.cuda.get_device_capability(device_index)
+    except (RuntimeError, AssertionError, AttributeError) as e:   # no CUDA here (a torch without it, no driver)
+        return f"no CUDA device {device_index} ({e})"
+    if capability < MIN_CAPABILITY:
         return f"{torch.cuda.get_device_name(device_index)} is older than Ampere (compute capability 8.0)"
     return ""
 

@@ -8,7 +8,11 @@ Rules (issue 35, item 4):
   with variants takes one: Q4_K_M (issue 35's default), or the preset's smallest variant when it
   lists no Q4_K_M; when that does not fit the CPU budget, the largest smaller variant that does. specx's lean
   decoder runs it as the file holds it, instead of converting a (often gated) float checkpoint.
-- With CUDA, or a dtype or runtime precision asked for (`--quant int8`, `--dtype float32`), the float checkpoint
+- With CUDA and the weights left as the file holds them, the float checkpoint while its bfloat16 copy fits the
+  GPU budget (the dense CUDA decoder, measured on a GPU); else Q4_K_M (or the smallest variant) where its blocks
+  fit (specx's GPU block kernels, on an Ampere or newer GPU with Triton), instead of bitsandbytes' conversion
+  of the float checkpoint; else the float checkpoint, planned as before.
+- With a dtype or runtime precision asked for (`--quant int8`, `--dtype float32`), the float checkpoint
   (a preset that lists GGUF files only still takes one of them).
 A variant is priced before it is downloaded (`price`): the local file, else the preset's stated size, else the
 Hub's listing, else its GGUF type over the preset's config when a pull left it in the cache (gguf_price.py),
@@ -50,9 +54,11 @@ FLOAT = Variant("", "")
 
 
 def choose(preset: presets.Preset, suffix: str, ask: Ask, gpu: bool, cpu_budget: int,
-           price: Callable[[str], int | None]) -> Variant:
+           price: Callable[[str], int | None], gpu_budget: int | None = None,
+           file_price: Callable[[str], int | None] | None = None) -> Variant:
     """The rules above. `suffix`: the `:NAME` of `preset:NAME`; `price(name)`: a variant's bytes in CPU memory
-    (weights and what the run adds), None when unknown (taken as fitting)."""
+    (weights and what the run adds), None when unknown (taken as fitting). On a GPU that runs the block kernels:
+    its budget, and `file_price(name)`, a variant's file bytes (None when unknown: the float checkpoint)."""
     from ..state.limits import is_variant_name
 
     asked = ask.quant if is_variant_name(ask.quant) else ""
@@ -65,9 +71,31 @@ def choose(preset: presets.Preset, suffix: str, ask: Ask, gpu: bool, cpu_budget:
     if preset.default_quant:
         return Variant(preset.default_quant, f"{preset.default_quant} (the preset's default GGUF)")
     checkpoint = bool(preset.target.repo or preset.mirrors)   # a preset of GGUF files only has nothing else
+    if preset.quants and checkpoint and gpu and _as_file(ask) and gpu_budget is not None and file_price:
+        return _blocks_on_gpu(preset, gpu_budget, file_price)
     if not preset.quants or checkpoint and (gpu or not _as_file(ask)):
         return FLOAT
     return _fitting(preset, cpu_budget, price)
+
+
+GPU_ROOM = 1.15   # a GGUF's blocks on a GPU: its file's bytes, the K-quants' unpacked scales (+3%), KV and work room
+
+
+def _blocks_on_gpu(preset: presets.Preset, budget: int, file_price: Callable[[str], int | None]) -> Variant:
+    """The preferred variant where the float checkpoint's bfloat16 copy (its parameters estimated from the file:
+    its bytes at its base type's bits) does not fit the GPU budget and the file's blocks do; else FLOAT."""
+    from . import gguf_price
+    from .probe import fmt_bytes
+
+    first = PREFERRED if PREFERRED in preset.quants else sorted(preset.quants, key=nominal_bits)[0]
+    size = file_price(first)
+    if size is None or not gguf_price.known(first):
+        return FLOAT
+    dense = 2 * (preset.target.params or size * 8 / gguf_price.bits_per_weight(gguf_price.types_of(first)[0]))
+    if dense <= budget or size * GPU_ROOM > budget:
+        return FLOAT
+    return Variant(first, f"{first} (the preset's GGUF, kept in its blocks on the GPU: the bfloat16 checkpoint "
+                          f"needs about {fmt_bytes(int(dense))} of the GPU budget's {fmt_bytes(budget)})")
 
 
 def _as_file(ask: Ask) -> bool:
@@ -149,9 +177,19 @@ def pick(preset: presets.Preset, suffix: str, ask: Ask) -> Variant:
         return FLOAT
     from .probe import detect, parse_mem_budget
 
-    budgets = detect(parse_mem_budget(ask.mem_budget) if ask.mem_budget else None)
+    override = parse_mem_budget(ask.mem_budget) if ask.mem_budget else None
+    budgets = detect(override)
     listed = functools.cache(_listed)   # one Hub call per repo and choice
-    return choose(preset, suffix, ask, budgets.gpu is not None, budgets.cpu, lambda q: price(preset, q, listed))
+    blocks = budgets.gpu is not None and (bool(override and "gpu" in override) or _runs_blocks())
+    return choose(preset, suffix, ask, budgets.gpu is not None, budgets.cpu, lambda q: price(preset, q, listed),
+                  budgets.gpu if blocks else None, lambda q: file_bytes(preset, q, _cached_config(preset), listed))
+
+
+def _runs_blocks() -> bool:
+    """Whether this machine's GPU runs specx's block kernels (gpu/qmatmul.available)."""
+    from ..gpu.qmatmul import available
+
+    return not available(0)
 
 
 def price(preset: presets.Preset, name: str, listed=None) -> int | None:

@@ -279,3 +279,33 @@ def test_pull_takes_the_file_a_run_would(hf_here, monkeypatch):
     assert entry_for("mine:Q8_0").label == "mine:Q8_0"
     budgets(monkeypatch, gpu=8 * GiB)
     assert entry_for("mine").label == "mine"
+
+
+def test_on_a_gpu_the_gguf_where_the_bfloat16_checkpoint_does_not_fit_and_its_blocks_do():
+    """With CUDA (and the block kernels there): the float checkpoint while its bfloat16 copy fits the GPU budget
+    (its parameters estimated from the file: 5 GiB of Q4_K at 4.5 bits ≈ 17.8 GiB in bfloat16); Q4_K_M where
+    only its blocks fit, saying why; the checkpoint again where neither fits, or with no price, no kernels, or a
+    dtype asked for."""
+    def gpu_pick(budget, ask=Ask(), sizes={"Q4_K_M": 5 * GiB, "Q8_0": 9 * GiB}, kernels=True):
+        return choose(preset(), "", ask, True, 64 * GiB, lambda q: None, budget if kernels else None,
+                      lambda q: sizes.get(q))
+
+    assert gpu_pick(24 * GiB) == FLOAT
+    v = gpu_pick(8 * GiB)
+    assert v.name == "Q4_K_M" and "kept in its blocks on the GPU" in v.why and "17.8 GiB" in v.why
+    assert gpu_pick(5 * GiB) == FLOAT   # the blocks do not fit either: bitsandbytes' plans, as before
+    assert gpu_pick(8 * GiB, sizes={}) == FLOAT
+    assert gpu_pick(8 * GiB, kernels=False) == FLOAT
+    assert gpu_pick(8 * GiB, Ask(dtype="float32")) == FLOAT and gpu_pick(8 * GiB, Ask("nf4")) == FLOAT
+    assert gpu_pick(8 * GiB, Ask("Q8_0")).name == "Q8_0"   # asked by name: taken, as everywhere
+
+
+def test_a_simulated_gpu_budget_takes_the_gguf_its_blocks_fit(hf_here, monkeypatch):
+    """`--mem-budget gpu=…` (a simulated GPU, whose kernels are assumed) that a bfloat16 checkpoint of the file's
+    size would not fit and its blocks do: the Q4_K_M file, priced by the Hub's listing, and only it downloaded."""
+    from specx.memory.variant import source_for as resolve
+
+    size = len(hf_here.repos["tiny-org/tiny-GGUF"].files["tiny-Q4_K_M.gguf"])
+    source = resolve("mine", Ask(mem_budget=f"gpu={2 * size}B"))
+    assert source.path.name == "tiny-Q4_K_M.gguf" and "kept in its blocks on the GPU" in source.variant
+    assert downloaded(hf_here) == ["tiny-Q4_K_M.gguf"]
