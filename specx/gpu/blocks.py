@@ -33,6 +33,7 @@ import torch
 from ..cpu.qweight import BLOCKS, NAMES, QWeight
 
 CHUNK = 64   # values per lo-plane chunk: a row's columns must be a whole number of them
+REPACK_SLAB = 64 << 20   # codes (a byte a value) unpacked at a time: a 128k-row output layer's temporaries stay small
 
 ZERO, LUT, KMIN, MIN = "zero point", "grid", "k-min", "min"
 # ggml's kvalues_iq4nl: the non-uniform grid an IQ4 code indexes (cpu/quant_blocks.h IQ4_VALUES)
@@ -129,23 +130,39 @@ class Blocks:
 
 
 def repack(q: QWeight, device) -> Blocks:
-    """A QWeight's blocks as planes on `device` (its bytes copied there once, then split there)."""
+    """A QWeight's blocks as planes on `device`: a slab of rows at a time (REPACK_SLAB codes), each slab's bytes
+    copied there as they are and split there, so unpacking never holds more than a slab's temporaries."""
     name = NAMES[q.type]
     if not supported(name, q.cols):
         raise ValueError(f"{name} rows of {q.cols} values have no GPU planes")
-    f = FORMATS[name]
-    per_block, size = BLOCKS[name][1], BLOCKS[name][2]
+    n, k = q.rows, q.cols
+    per_row, slab = q.nbytes // max(n, 1), max(1, REPACK_SLAB // k)
+    out: dict[str, torch.Tensor | None] = {}
+    for a in range(0, n, slab):
+        z = min(n, a + slab)
+        part = _planes(name, q.data[a * per_row:z * per_row], z - a, k, device)
+        if not out:
+            out = {key: None if t is None else t.new_empty((n, t.shape[1])) for key, t in part.items()}
+        for key, t in part.items():
+            if t is not None:
+                out[key][a:z] = t
+    return Blocks(name, n, k, **out)
+
+
+def _planes(name: str, data: np.ndarray, n: int, k: int, device) -> dict[str, torch.Tensor | None]:
+    """The planes of n rows of k values from their blocks' bytes."""
+    f, size = FORMATS[name], BLOCKS[name][2]
     with warnings.catch_warnings():   # a read-only map: the planes are new tensors, the view is never written
         warnings.simplefilter("ignore", UserWarning)
-        raw = torch.from_numpy(np.ascontiguousarray(q.data)).to(device).view(-1, size)   # (rows · blocks, bytes)
+        raw = torch.from_numpy(np.ascontiguousarray(data)).to(device).view(-1, size)   # (rows · blocks, bytes)
     codes, d, sc, dmin, m = _UNPACK[name](raw)
-    n, k = q.rows, q.cols
     codes = codes.reshape(n, k)
+
     def plane(t, cols):   # the kernel reads every plane as contiguous rows (a slice of the blocks is not)
         return None if t is None else t.reshape(n, cols).contiguous()
 
-    return Blocks(name, n, k, _lo(codes), _hi(codes, f.high_bits), plane(d, k // f.span), plane(sc, k // f.group),
-                  plane(dmin, k // f.span), plane(m, k // (f.group if f.rule == KMIN else 32)))
+    return {"lo": _lo(codes), "hi": _hi(codes, f.high_bits), "d": plane(d, k // f.span), "sc": plane(sc, k // f.group),
+            "dmin": plane(dmin, k // f.span), "m": plane(m, k // (f.group if f.rule == KMIN else 32))}
 
 
 def dequantize(b: Blocks) -> torch.Tensor:
@@ -224,9 +241,11 @@ def _hi(codes: torch.Tensor, hb: int) -> torch.Tensor | None:
         return None
     n, k = codes.shape
     per = 8 // hb
-    bits = (codes >> 4).view(n, k // per, per).to(torch.int32)
-    shifts = torch.arange(per, device=codes.device, dtype=torch.int32) * hb
-    return (bits << shifts).sum(-1).to(torch.uint8).contiguous()
+    bits = (codes >> 4).view(n, k // per, per)
+    out = bits[:, :, 0].clone()
+    for i in range(1, per):   # in bytes: no wider temporary than the codes
+        out |= bits[:, :, i] << (i * hb)
+    return out
 
 
 # ---------------------------------------------------------------- the file's blocks, unpacked (cpu/quant_blocks.h)

@@ -61,3 +61,14 @@ def test_types_and_rows_without_planes_are_said():
     with pytest.raises(ValueError, match="no GPU planes"):
         blocks.repack(random_weight("Q3_K", 2, 256, np.random.default_rng(4), False), "cpu")
     assert set(blocks.FORMATS) | {"Q2_K", "Q3_K", "F32", "F16", "BF16"} == set(BLOCKS)
+
+
+@pytest.mark.parametrize("name", TYPES)
+def test_a_matrix_repacked_a_slab_of_rows_at_a_time_has_the_same_planes(name, monkeypatch):
+    """Slabs of 3 rows (the last one short) assemble every plane as one repack of the whole matrix does."""
+    q = random_weight(name, 10, 512, np.random.default_rng(6), True)
+    whole = blocks.repack(q, "cpu")
+    monkeypatch.setattr(blocks, "REPACK_SLAB", 3 * 512)
+    slabs = blocks.repack(q, "cpu")
+    assert all(torch.equal(a, b) for a, b in zip(whole.planes(), slabs.planes()))
+    assert len(whole.planes()) == len(slabs.planes())
