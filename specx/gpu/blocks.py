@@ -211,6 +211,8 @@ def random_planes(name: str, rows: int, cols: int, device, generator: torch.Gene
     """Random valid planes of a type made on `device` (benchmarks: an 8B's blocks without a file), scaled so
     the weights spread about as an initialised model's do (standard deviation near cols^-1/2)."""
     f = FORMATS[name]
+    if not supported(name, cols) or cols % f.span:
+        raise ValueError(f"{name} rows of {cols} values have no GPU planes")
 
     def ints(low, high, shape, dtype):
         return torch.randint(low, high, shape, generator=generator, device=device, dtype=torch.int32).to(dtype)
