@@ -42,10 +42,11 @@ class Launch:
     """How one matrix is cut: `block` rows of W per program, `chunks` per loop step, `splits` of its columns
     (each `per_split` chunks long), `warps` and pipeline `stages` per program.
 
-    The defaults keep every block type's kernel within 147 registers a thread at sm_90 with no spills to speak
-    of (ptxas -v on Triton 3.6's and 3.9's code, the pointers 16-byte aligned as torch allocates them), so 4
-    programs share a multiprocessor, each with 3 steps' loads in flight (cp.async); 64 rows and 4 chunks a step
-    took all 255 registers and spilled (tests/gpu/test_qmatmul.py holds the rule)."""
+    The defaults keep every block type's kernel at sm_90 within about 150 registers a thread and a few spilled
+    bytes at most (ptxas -v on Triton 3.6's and 3.9's code, the pointers 16-byte aligned as torch allocates them:
+    benchmarks/results/2026-11-28-gpu-blocks/), so 4 programs share a multiprocessor, each with 3 steps' loads
+    in flight (cp.async); 64 rows and 4 chunks a step took all 255 registers and spilled (tests/gpu/test_qmatmul.py
+    holds the rule)."""
 
     block: int = 32
     chunks: int = 2

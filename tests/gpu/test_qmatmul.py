@@ -104,7 +104,8 @@ def test_a_fused_matrix_of_mixed_parts_is_their_rows_stacked():
     assert "Q4_K/Q6_K" in said and "Q3_K dequantized" in said
 
 
-SPILL_BYTES = 16   # a few registers' worth: ptxas 13 (Triton 3.9) spills 8-12 bytes in one Q4_1 variant
+SPILL_BYTES = 64   # a few registers' worth: ptxas 13 (Triton 3.9) spills 8-32 bytes in some variants at the default
+#                   launch (benchmarks/results/2026-11-28-gpu-blocks/registers-*.out); 64 rows x 4 chunks spilled up to 1.5 KB
 
 
 @pytest.mark.parametrize("capability", [86, 90])   # RTX 30xx (whose code runs on the 40xx too), H100/H200
