@@ -59,6 +59,7 @@ AMX_TYPES = ("Q4_K", "Q6_K", "Q8_0", "Q5_0")   # the weight types quant_amx.h ru
 PREFETCH_ENV = "SPECX_QUANT_PREFETCH"   # 1 or 0: prefetch (into L1 and L2) or not, instead of timing (prefetch_choice)
 PREFETCH_BYTES = 2048   # L1 distance (L2: twice it), timed against none: 1-2 KB was best on the AVX-512 dev machine
 PREFETCH_COPIES = 16    # Q4_K copies of the timed 8960x1536 layer: 123 MB, more than a last-level cache
+PREFETCH_SAVED = ".prefetch2.json"   # the saved pick (2: timed again since the AVX-512 incumbent changed)
 _state: dict[str, object] = {}
 
 
@@ -263,7 +264,9 @@ def prefetch_choice(lib: Library):
     layers 1.3-1.5x faster at 1 and 5 rows (one thread, benchmarks/results/2026-11-26-quant-kernels), and
     adding L2 another 6-8% (2 threads, 2026-11-27-five-rows); rowgemm's L2 prefetching slowed a Zen 1
     machine. So it is timed once per machine (kernels/timed.py) on copies of a Q4_K 8960x1536 layer in q8
-    mode, unless SPECX_QUANT_PREFETCH says."""
+    mode, unless SPECX_QUANT_PREFETCH says. The AVX-512 build's incumbent is "into L1 and L2": on a Zen 4 its
+    whole 1-token forwards of the 1.5B were 0.88-0.99x "off" and 0.78-0.93x "into L1" in every run, while
+    three timings of the layer picked each way once (2026-11-28-zen4/): a challenger must beat it clearly."""
     from . import timed
 
     value = os.environ.get(PREFETCH_ENV, "").strip()
@@ -283,8 +286,10 @@ def prefetch_choice(lib: Library):
             return run
         return make
 
-    return timed.choose("weight prefetching", lib.path.with_suffix(".prefetch.json"),
-                        {name: way(*setting) for name, setting in PREFETCH_WAYS.items()})
+    order = sorted(PREFETCH_WAYS, key=lambda name: name != "into L1 and L2") if lib.name == "avx512" else \
+        list(PREFETCH_WAYS)   # the incumbent first
+    return timed.choose("weight prefetching", lib.path.with_suffix(PREFETCH_SAVED),
+                        {name: way(*PREFETCH_WAYS[name]) for name in order})
 
 
 def cpu_flags() -> set[str]:
