@@ -43,7 +43,7 @@ def outputs(tmp_path_factory, tiny_gguf):
 @pytest.mark.parametrize("case", interpreted.cases(), ids=lambda c: c[0])
 def test_the_kernel_computes_ggufs_values_times_x(outputs, case):
     """Each output within float32 rounding of Σ x·w over gguf's values (float64 reference), the bias added; the
-    columns beside the slice it writes untouched; a row's result the same whether 1, 5, 16 or 17 rows came."""
+    columns beside the slice it writes untouched; a row's result the same whether 1, 5 or 17 rows came."""
     key, name, rows, cols, seed, spec, bias = case
     q, x, b = interpreted.inputs(name, rows, cols, seed, bias)
     want = reference(x.numpy(), [q]) + (0 if b is None else b.numpy().astype(np.float64))
