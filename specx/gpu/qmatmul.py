@@ -69,7 +69,7 @@ def launch_for(rows: int, cols: int, sms: int, block: int = Launch.block, waves:
     return Launch(block, step, splits, chunks // splits)
 
 
-MIN_CAPABILITY = (8, 0)   # Ampere: the tensor-core dots in bfloat16 the kernel is written for (and tested on)
+MIN_CAPABILITY = (8, 0)   # Ampere: the bfloat16 tensor-core dots the kernel is written for
 
 
 @functools.cache
