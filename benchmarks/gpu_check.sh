@@ -2,12 +2,14 @@
 # GPU checks on a lent CUDA machine (no Hub, no real weights): the `gpu` tests, the fast suite with CUDA
 # visible, `specx run` smoke runs (bf16, bitsandbytes nf4/int8, a GPU budget that forces CPU offload) and
 # a `specx bench` of random-weight models built from the fixture Qwen pair's configs.
-#   .whl/  wheels the machine lacks (bitsandbytes, gguf, platformdirs, jsonschema …)
+#   .whl/  wheels the machine lacks (gguf, platformdirs, jsonschema …)
+#   .bnb/  bitsandbytes' wheel (44 MB: carried only by the steps that use it: smoke, lean, budgets)
 #   .gpu/  tokenizer/ (the fixture Qwen tokenizer), target.config.json, drafter.config.json, prompts5.json
-# Both are made on the dev machine by the step `prepare` (list them in .git/info/exclude; the device
-# run carries them: carry [".whl", ".gpu"]).
+# All are made on the dev machine by the step `prepare` (.gitignore lists them; the device run carries them:
+# carry [".whl", ".gpu"], plus ".bnb" where bitsandbytes is used; 64 MiB travel in all).
 # Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench lean spec blocks gguf8b budgets)
-# A GGUF's blocks on the GPU (issue 38): OUT=dir bash benchmarks/gpu_check.sh setup suite blocks suite-wait  (≤ 7 min)
+# A GGUF's blocks on the GPU (issue 38): OUT=dir SWEEP=1 bash benchmarks/gpu_check.sh setup suite blocks suite-wait
+#   (≤ 8 min; carry [".whl", ".gpu"])
 # An 8B-shaped Q4_K_M GGUF under consumer budgets: OUT=dir bash benchmarks/gpu_check.sh setup gguf8b  (≤ 5 min)
 # The dense decoder with CUDA graphs alone (issue 38): OUT=dir bash benchmarks/gpu_check.sh setup lean  (≤ 6 min)
 # Self-drafting and token trees on the CUDA decoder (issue 36): OUT=dir bash benchmarks/gpu_check.sh setup spec  (≤ 6 min)
@@ -23,9 +25,12 @@ say() { echo; echo "=== [$(( $(date +%s) - t0 ))s] $*"; }
 
 for step in $steps; do case $step in
 prepare)   # on the dev machine, with the fixture models fetched
-  python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-      --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
-      bitsandbytes platformdirs gguf jsonschema jsonschema-specifications referencing rpds-py
+  for pair in ".whl platformdirs gguf jsonschema jsonschema-specifications referencing rpds-py" ".bnb bitsandbytes"; do
+    set -- $pair
+    dest=$1; shift
+    python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dest" "$@"
+  done
   python - <<'EOF'
 import json, os, tomllib
 from pathlib import Path
@@ -42,10 +47,10 @@ EOF
   ;;
 setup)
   say setup
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl $(ls .bnb/*.whl 2>/dev/null)
   python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -2
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-  python3 -c "import torch, transformers, accelerate, bitsandbytes; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'bitsandbytes', bitsandbytes.__version__)"
+  python3 -c "import torch, transformers, accelerate, triton; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'triton', triton.__version__)"
   specx env ;;
 tests)
   say gpu tests
