@@ -92,6 +92,7 @@ def render(p, asked: dict[str, str] | None = None) -> str:
     """The plan as text; `asked`: the --quant and --draft-quant given (role → value), which name the lean
     decoder's activation mode."""
     from ..memory.placement import ACTIVATIONS, native_mode
+    from ..memory.plan import BLOCKS_HELD
 
     lines = [f"budgets: {p.budgets.describe()}"]
     for m in (p.target, p.drafter):
@@ -99,8 +100,8 @@ def render(p, asked: dict[str, str] | None = None) -> str:
             continue
         lossy = " (lossy: the output is the quantized model's own)" if m.lossy else ""
         mode = ACTIVATIONS[native_mode(m.role, (asked or {}).get(m.role, "auto"))]
-        if m.native.endswith(" blocks"):
-            weights = (f"{m.native.removesuffix(' blocks')} as the file holds it (specx's GPU block kernels), "
+        if m.blocks:
+            weights = (f"{m.native.removesuffix(BLOCKS_HELD)} as the file holds it (specx's GPU block kernels), "
                        f"{m.dtype} activations")
         else:
             weights = (f"{m.native} as the file holds it (specx's lean decoder), {mode}" if m.native

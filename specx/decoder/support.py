@@ -59,9 +59,10 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
     from ..gpu.blocks import device_bytes
 
     path = Path(path)
+    folder = path.is_dir()
     try:
         config = None
-        if path.is_dir():
+        if folder:
             tensors = _folder(path)
             why = _folder_reason(path, tensors)
         else:
@@ -78,13 +79,13 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
         key = _group_of(name)
         groups[key] = groups.get(key, 0) + nbytes
         elements, matrix = math.prod(shape), len(shape) == 2
-        rows = (shape[0] if path.is_dir() else shape[1]) if matrix else 0   # a GGUF lists ne0 (columns) first
-        if not path.is_dir():
+        rows = (shape[0] if folder else shape[1]) if matrix else 0   # a GGUF lists ne0 (columns) first
+        if not folder:
             on_gpu[key] = on_gpu.get(key, 0) + (device_bytes(kind, rows, shape[0]) if matrix else 4 * elements)
         params, linear, out = counts.get(key, (0, 0, 0))
         counts[key] = (params + elements, linear + elements * matrix, out + rows)
         if matrix:
-            said = TORCH_NAMES.get(kind, kind) if path.is_dir() else kind
+            said = TORCH_NAMES.get(kind, kind) if folder else kind
             kinds[said] = kinds.get(said, 0) + nbytes
     fmt = "/".join(k for k, _ in sorted(kinds.items(), key=lambda kv: -kv[1])) or "?"
     return FileInfo(why, tuple(groups.items()), fmt, tuple(counts.items()), config, tuple(on_gpu.items()))

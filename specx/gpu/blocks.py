@@ -25,25 +25,24 @@ from __future__ import annotations
 
 import functools
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from ..cpu.quant_ref import IQ4_VALUES
 from ..cpu.qweight import BLOCKS, NAMES, QWeight
 
 CHUNK = 64   # values per lo-plane chunk: a row's columns must be a whole number of them
 REPACK_SLAB = 64 << 20   # codes (a byte a value) unpacked at a time: a 128k-row output layer's temporaries stay small
 
-ZERO, LUT, KMIN, MIN = "zero point", "grid", "k-min", "min"
-# ggml's kvalues_iq4nl: the non-uniform grid an IQ4 code indexes (cpu/quant_blocks.h IQ4_VALUES)
-IQ4_VALUES = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
+ZERO, LUT, KMIN, MIN = "zero point", "grid", "k-min", "min"   # LUT: cpu/quant_ref.IQ4_VALUES at the code
 
 
 @dataclass(frozen=True)
 class Format:
     """How one block type maps to the planes: scale span S, group G, code bits above 4, integer group scales,
-    the value rule (ZERO: code − z; LUT: IQ4_VALUES[code]; KMIN/MIN: the code, plus the minimum)."""
+    the value rule (ZERO: code − z; LUT: IQ4's grid at the code; KMIN/MIN: the code, plus the minimum)."""
 
     span: int
     group: int
@@ -123,10 +122,9 @@ class Blocks:
 
     def take(self, ids: torch.Tensor) -> "Blocks":
         """The rows `ids` (a device tensor; an embedding lookup): every plane indexed alike, no host sync."""
-        pick = {f.name: getattr(self, f.name).index_select(0, ids) for f in fields(self)
-                if isinstance(getattr(self, f.name), torch.Tensor)}
-        return Blocks(self.type, int(ids.shape[0]), self.cols, **{k: pick.get(k) for k in
-                                                                  ("lo", "hi", "d", "sc", "dmin", "m")})
+        return Blocks(self.type, int(ids.shape[0]), self.cols, *(None if t is None else t.index_select(0, ids)
+                                                                 for t in (self.lo, self.hi, self.d, self.sc,
+                                                                           self.dmin, self.m)))
 
 
 def repack(q: QWeight, device) -> Blocks:
@@ -189,7 +187,8 @@ def dequantize(b: Blocks) -> torch.Tensor:
 
 @functools.cache
 def grid(device: torch.device) -> torch.Tensor:
-    """IQ4_VALUES as float32 on `device`, made once (a CUDA graph may not copy it from the host)."""
+    """IQ4's grid (quant_ref.IQ4_VALUES) as float32 on `device`, made once (a CUDA graph may not copy it from the
+    host)."""
     return torch.tensor(IQ4_VALUES, dtype=torch.float32, device=device)
 
 

@@ -56,6 +56,7 @@ class Launch:
     stages: int = 4
 
 
+@functools.cache   # a pure function of the shape, asked at every eager call (about 10 µs to work out)
 def launch_for(rows: int, cols: int, sms: int, block: int = Launch.block, waves: int = WAVES) -> Launch:
     """The launch of a rows × cols matrix on a GPU of `sms` multiprocessors: W's rows in programs of `block`;
     the step the largest of Launch.chunks, …, 1 chunks that divides the row; the columns cut into the number of

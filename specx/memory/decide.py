@@ -123,6 +123,8 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
                                                                                simulated):
         return plan
     for place in ("blocks", "cpu"):
+        if place == "blocks" and not on_blocks(drafter, GPU, req.dtype, req.draft_quant, simulated):
+            continue
         try:
             other = _decide(target, drafter, budgets, req, simulated, place)
         except PlanRefused:
@@ -217,16 +219,14 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     """The drafter goes first onto the fastest device (it runs k times a round), whole or not at all;
     on the CPU in the weights it will run in (`draft_quant`, resolved as loading resolves it); on a GPU in the
     compute dtype, or a GGUF drafter in its own blocks where that does not fit. `place` (decide's second
-    tries): "blocks" a GGUF drafter's blocks on the GPU, "cpu" the CPU."""
+    tries): "blocks" a GGUF drafter's blocks on the GPU (decide asks only where it has them), "cpu" the CPU."""
     act = DTYPE_BYTES[compute]
     need = lambda s: sum(s.group_bytes(g) for g in drafter.groups)  # noqa: E731
     dev, scheme = fast, plain(compute)
     head = activation_bytes(drafter, ctx, act)
     minimum = need(scheme) + head + MIN_DRAFT_CONTEXT * drafter.kv_elems_per_token() * act
-    blocks = on_blocks(drafter, fast, dtype, draft_quant, simulated)
-    if place == "blocks" and not blocks:
-        raise refuse(f"the drafter {drafter.name} has no GPU blocks", [], "")
-    if blocks and (place == "blocks" or fast == GPU and minimum > room[GPU]):
+    if on_blocks(drafter, fast, dtype, draft_quant, simulated) and (place == "blocks" or fast == GPU and
+                                                                    minimum > room[GPU]):
         scheme = blocks_scheme(drafter, compute)   # the file's blocks where a bfloat16 copy does not fit
         minimum = need(scheme) + head + MIN_DRAFT_CONTEXT * drafter.kv_elems_per_token() * act
     gpu_short = fast == GPU and (minimum > room[GPU] or place == "cpu")

@@ -135,7 +135,7 @@ ACTIVATIONS = {"f32": "float32 activations (exact)", "q8": "int8 activations per
 def _load(model_plan, plan, role: str, quant: str, source=None) -> Load:
     devices = model_plan.devices
     if _dense_on_gpu(model_plan, source):
-        blocks = " blocks" if model_plan.native.endswith(" blocks") else ""
+        blocks = " blocks" if model_plan.blocks else ""
         return Load(model_plan.dtype, f"dense {devices[0]} {model_plan.dtype} {model_plan.context}{blocks}")
     if not _on_gpu(model_plan) and "disk" not in devices and model_plan.native:
         return Load(model_plan.dtype, f"native {native_mode(role, quant)}")

@@ -7,6 +7,7 @@ from .footprint import PROCESS_BYTES
 from .probe import Budgets, fmt_bytes
 
 DEVICES = ("cuda:0", "cpu", "disk")
+BLOCKS_HELD = " blocks"   # ModelPlan.native's ending when specx's GPU block kernels hold the file's blocks
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,11 @@ class ModelPlan:
     def device_map(self) -> dict[str, str]:
         """accelerate's device_map: module path → 'cuda:0' / 'cpu' / 'disk' (disjoint paths)."""
         return {part: p.device for p in self.placements for part in p.parts}
+
+    @property
+    def blocks(self) -> bool:
+        """Whether specx's GPU block kernels run the file's blocks (gpu/blocks.py)."""
+        return self.native.endswith(BLOCKS_HELD)
 
     def share(self) -> str:
         """'62% gpu / 38% cpu' by weight bytes, or 'gpu' when all on one device."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from ..errors import InsufficientResources
 from . import backends as bk
 from .footprint import DTYPE_BYTES, Group, Scheme, Shape, plain
-from .plan import MemoryPlan, ModelPlan, Placement, need_table
+from .plan import BLOCKS_HELD, MemoryPlan, ModelPlan, Placement, need_table
 from .probe import Budgets, fmt_bytes
 
 GPU, CPU, DISK = "cuda:0", "cpu", "disk"
@@ -191,16 +191,15 @@ def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements:
     act = act_bytes(dtype)
     on_cpu = bool(placements) and all(p.device == "cpu" for p in placements)
     native = placements[0].scheme if placements and all(is_native(p.scheme) for p in placements) else ""
+    held = native.removesuffix(NATIVE)
     if placements and all(is_blocks(p.scheme) for p in placements):   # a GGUF's blocks on a GPU
-        return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context, shape.kv_bytes_per_token(dtype),
-                         activation_bytes(shape, prompt, act), lossy, runtime_bytes(shape, dtype, on_cpu),
-                         placements[0].scheme.removesuffix(BLOCKS) + " blocks")
+        held = placements[0].scheme.removesuffix(BLOCKS) + BLOCKS_HELD
     placements = _mapped(role, shape, dtype, native or quant, placements, context, on_cpu, reasons)
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
                      shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act, bool(native)), lossy,
                      runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu,
                                    native if role == "drafter" or drafts_itself else ""),
-                     native.removesuffix(NATIVE))
+                     held)
 
 
 def _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons) -> list[Placement]:

@@ -87,7 +87,7 @@ def _blocks_on_gpu(preset: presets.Preset, budget: int, file_price: Callable[[st
     from . import gguf_price
     from .probe import fmt_bytes
 
-    first = PREFERRED if PREFERRED in preset.quants else sorted(preset.quants, key=nominal_bits)[0]
+    first = _preferred(preset)
     size = file_price(first)
     if size is None or not gguf_price.known(first):
         return FLOAT
@@ -108,7 +108,7 @@ def _fitting(preset: presets.Preset, budget: int, price: Callable[[str], int | N
     from .probe import fmt_bytes
 
     order = sorted(preset.quants, key=nominal_bits)   # smallest type first; priced only when asked
-    first = PREFERRED if PREFERRED in preset.quants else order[0]
+    first = _preferred(preset)
     need = functools.cache(price)
     fits = lambda q: need(q) is None or need(q) <= budget  # noqa: E731
     if fits(first):
@@ -122,6 +122,11 @@ def _fitting(preset: presets.Preset, budget: int, price: Callable[[str], int | N
     raise InsufficientResources(f"no GGUF variant of {preset.name} fits the CPU budget of {fmt_bytes(budget)} "
                                 f"({priced})", "raise --mem-budget, pick a smaller preset, or ask for a "
                                                "variant by name (--quant NAME)")
+
+
+def _preferred(preset: presets.Preset) -> str:
+    """Q4_K_M where the preset lists it, else its smallest variant."""
+    return PREFERRED if PREFERRED in preset.quants else min(preset.quants, key=nominal_bits)
 
 
 def nominal_bits(name: str) -> tuple[float, float]:

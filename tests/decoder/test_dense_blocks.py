@@ -15,7 +15,7 @@ import test_decoder_gguf
 from test_decoder import ids, near, plain_and_ngram
 from test_decoder_gguf import gguf_model, write_gguf
 from specx.cpu.quant_ref import SCALES, random_weight
-from specx.cpu.qweight import BLOCKS, QWeight, dequantize
+from specx.cpu.qweight import BLOCKS, dequantize
 from specx.decoder.dense_lm import load
 from specx.decoder.lm import load as load_lean
 from specx.gpu.qmatmul import BlockMatrix

@@ -164,7 +164,8 @@ def test_random_weights_have_the_configs_shapes(trio):
 def _model_plan(devices, dtype="bfloat16", quant="none"):
     from types import SimpleNamespace
 
-    return SimpleNamespace(devices=devices, dtype=dtype, quant=quant, context=64, native="", role="target")
+    return SimpleNamespace(devices=devices, dtype=dtype, quant=quant, context=64, native="", role="target",
+                           blocks=False)
 
 
 def test_a_half_precision_plan_on_one_gpu_loads_the_cuda_decoder(tmp_path):

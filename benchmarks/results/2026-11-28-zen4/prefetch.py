@@ -4,7 +4,6 @@ rotating call by call after a 300-token prompt; medians and the median paired ra
     python prefetch.py MODEL.gguf [REPS]"""
 import statistics, time, sys
 from pathlib import Path
-import torch
 from specx.cpu import quant
 from specx.decoder import lm as lean
 model = lean.load(Path(sys.argv[1]), mode="q8")
