@@ -16,7 +16,12 @@ def rss() -> tuple[int, int]:
 
 def main(context: int, k: int, paths: list[str]) -> None:
     import torch  # noqa: F401  (imports and allocator set-up belong to the baseline)
+    import torch._dynamo  # noqa: F401  (a load imports it, and with it Triton and sympy where installed)
     import transformers  # noqa: F401
+    try:
+        import transformers.core_model_loading  # noqa: F401  (a load imports it, and with it accelerate)
+    except ImportError:                          # transformers without it loads without it
+        pass
 
     from specx.models.lm import LM  # noqa: F401
     from specx.models.resolve import load_lm, model_dir, resolve
