@@ -2,8 +2,8 @@
 machine, saved as JSON in the kernel cache, and said in one sentence.
 
 Each option is timed on one 8960x1536 float32 layer (a 1.5B model's MLP: 55 MB, more than a CPU's
-last-level cache) at 1 and 5 rows (decoding one token, verifying four drafts), alternating so drift
-cancels; the sizes' medians are summed. The first option is the incumbent: another replaces it only
+last-level cache), or on the workload the caller names (Choice.workload), at 1 and 5 rows (decoding one
+token, verifying four drafts), alternating so drift cancels; the sizes' medians are summed. The first option is the incumbent: another replaces it only
 when 3% faster. A saved choice holds for the machine it was timed on (processor, vector unit, threads,
 torch: state/machine.py); another machine sharing the cache folder times it again. An environment variable may decide.
 """
@@ -13,7 +13,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -34,6 +34,7 @@ class Choice:
     ms: dict[str, float] = field(default_factory=dict)   # each option's time (the two sizes' medians, summed)
     machine: str = ""
     source: str = "timed"           # "timed" now, "saved" by an earlier process, or the environment variable's name
+    workload: str = f"one {SHAPE[0]}x{SHAPE[1]} layer"   # what each option ran, in words
 
     def short(self) -> str:
         """The choice in a few words ("weight prefetching off, timed on this machine")."""
@@ -46,8 +47,7 @@ class Choice:
             return f"{self.what} {self.pick} ({self.source})"
         when = "timed on this machine" if self.source == "timed" else "as timed on this machine before"
         times = ", ".join(f"{name} {ms:.1f} ms" for name, ms in self.ms.items())
-        return (f"{self.what} {self.pick}, {when} (one {SHAPE[0]}x{SHAPE[1]} layer at "
-                f"{'+'.join(map(str, ROWS))} rows: {times})")
+        return f"{self.what} {self.pick}, {when} ({self.workload} at {'+'.join(map(str, ROWS))} rows: {times})"
 
 
 def machine() -> str:
@@ -58,19 +58,21 @@ def machine() -> str:
     return f"{identity('cpu')}, torch {torch.__version__}"
 
 
-def choose(what: str, saved_at: Path, options: dict[str, Make], forced: tuple[str, str] | None = None) -> Choice:
+def choose(what: str, saved_at: Path, options: dict[str, Make], forced: tuple[str, str] | None = None,
+           workload: str = Choice.workload) -> Choice:
     """`forced` (option, variable name): the environment decided. Else the choice saved for this machine,
-    else time the options (the first is the incumbent) and save the result (a read-only cache: skipped)."""
+    else time the options (the first is the incumbent) and save the result (a read-only cache: skipped).
+    `workload`: what the options run, in words, where it is not the float32 layer they are given."""
     if forced is not None:
-        return Choice(what, forced[0], source=forced[1])
+        return Choice(what, forced[0], source=forced[1], workload=workload)
     here = machine()
     try:
         saved = json.loads(saved_at.read_text(encoding="utf-8"))
         if saved.get("machine") == here and saved.get("pick") in options:
-            return Choice(what, saved["pick"], {k: float(v) for k, v in saved["ms"].items()}, here, "saved")
+            return Choice(what, saved["pick"], {k: float(v) for k, v in saved["ms"].items()}, here, "saved", workload)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    choice = time_options(what, options, here)
+    choice = replace(time_options(what, options, here), workload=workload)
     try:
         from ..state.atomicio import atomic_write
 

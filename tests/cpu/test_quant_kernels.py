@@ -339,6 +339,28 @@ def test_the_environment_decides_weight_prefetching(monkeypatch, value, pick):
 
 
 @needs_kernels
+def test_weight_prefetching_is_timed_on_layers_a_forward_reads(tmp_path, monkeypatch):
+    """Without the environment, every prefetching way is timed on the stack of 1.5B-shaped Q4_K_M layers, the
+    pick saved beside the build (its sentence naming that workload) and read back by the next process."""
+    import dataclasses
+
+    monkeypatch.delenv(quant.PREFETCH_ENV, raising=False)
+    monkeypatch.setattr(quant, "PREFETCH_LAYERS", 1)
+    lib = dataclasses.replace(quant._default(), path=tmp_path / "quant-test.so")
+    was = lib.prefetch(0, False)
+    try:
+        choice = quant.prefetch_choice(lib)
+        again = quant.prefetch_choice(lib)
+    finally:
+        lib.prefetch(*was)
+    assert choice.source == "timed" and choice.pick in quant.PREFETCH_WAYS and set(choice.ms) == set(quant.PREFETCH_WAYS)
+    assert "1 Q4_K_M layers of a 1.5B model" in choice.sentence()
+    assert (again.source, again.pick, again.ms) == ("saved", choice.pick, choice.ms)
+    layer = quant.prefetch_stack(np.random.default_rng(0))[0]
+    assert [(w.rows, w.cols) for w in layer] == [(2048, 1536), (1536, 1536), (17920, 1536), (1536, 8960)]
+
+
+@needs_kernels
 def test_describe_names_the_build_and_modes():
     """The kernels sentence names which build runs (and, asked for detail, what its prefetch timing measured);
     both modes exist."""
