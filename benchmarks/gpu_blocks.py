@@ -14,7 +14,6 @@ decode (graphs) on blocks vs bf16, forward ms at T = 1, 2, 5, 9, 17, weight byte
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -198,10 +197,7 @@ def summary() -> None:
         if isinstance(row, dict) and "decode_tok_s" in row:
             lines.append(f"{key:16s} {row['weights_GB']:.2f} GB, {row['decode_tok_s']:.1f} tok/s, T5/T1 "
                          f"{row['T5_over_T1']:.2f}")
-    lines += gpu_lean.failures()
-    print("\n==== summary " + "=" * 60, flush=True)
-    for line in lines:
-        print(line, flush=True)
+    gpu_lean.print_summary(lines)
 
 
 def main() -> None:
@@ -224,10 +220,7 @@ def main() -> None:
     if env.device.type == "cuda":
         section("kernels", 30, args.budget_s, sec_kernels, env, args.sweep)
     section("decoder", 30, args.budget_s, sec_decoder, env)
-    report["total_s"] = time.perf_counter() - gpu_lean.T0
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1, default=str))
-    say(f"done in {report['total_s']:.0f} s; JSON: {args.json}")
+    gpu_lean.write_report(args.json)
     summary()
 
 

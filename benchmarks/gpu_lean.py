@@ -146,7 +146,6 @@ def plain_decode(run: Runner, env, n: int) -> tuple[float, list[float]]:
 
 def forward_costs(run: Runner, env, rows=ROWS) -> dict[int, float]:
     """Median GPU ms (graphs) or wall ms (eager) of a forward of T rows after PROMPT cached tokens."""
-    import torch
 
     run.cache.crop(0)
     run.decoder.forward(run.cache, prompt(PROMPT, run.decoder.config.vocab_size))
@@ -361,7 +360,7 @@ def sec_c(env):
                      "kernels_T1": names[1], "kernels_T5": names[5]}
         say(f"{kind:5s} 8B layer (7 linears) kernel ms at T={list(ROWS)}: "
             + ", ".join(f"{v:.3f}" for v in costs.values()) + f"  T=5/T=1 {costs[5] / costs[1]:.2f}")
-        say(f"      stream ms (back-to-back calls, launch gaps included): "
+        say("      stream ms (back-to-back calls, launch gaps included): "
             + ", ".join(f"{v:.3f}" for v in streams.values()))
         say(f"      kernels T=1: {names[1]}")
         say(f"      kernels T=5: {names[5]}")
@@ -523,6 +522,21 @@ def failures() -> list[str]:
     return [f"FAILED {k}: {v['error']}" for k, v in report.items() if isinstance(v, dict) and "error" in v]
 
 
+def write_report(path: Path) -> None:
+    """The report, with the run's total time, as JSON at `path`."""
+    report["total_s"] = time.perf_counter() - T0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1, default=str))
+    say(f"done in {report['total_s']:.0f} s; JSON: {path}")
+
+
+def print_summary(lines: list[str]) -> None:
+    """The run's summary block: `lines`, then a line per section that failed."""
+    print("\n==== summary " + "=" * 60, flush=True)
+    for line in lines + failures():
+        print(line, flush=True)
+
+
 def fmt(x, spec: str = ".2f") -> str:
     return format(x, spec) if isinstance(x, (int, float)) else "-"
 
@@ -558,10 +572,7 @@ def summary() -> None:
     speed = r.get("computed_speedups") or {}
     if speed:
         lines.append("computed speedups: " + ", ".join(f"{k} {v:.2f}x" for k, v in speed.items() if "k=4" in k))
-    lines += failures()
-    print("\n==== summary " + "=" * 60, flush=True)
-    for line in lines:
-        print(line, flush=True)
+    print_summary(lines)
 
 
 def main() -> None:
@@ -591,10 +602,7 @@ def main() -> None:
         section("c_bitsandbytes", 20, args.budget_s, sec_c, env)
         report["peak_GB"] = torch.cuda.max_memory_allocated() / 1e9
     report["computed_speedups"] = computed_speedups([float(a) for a in args.acceptance.split(",")])
-    report["total_s"] = time.perf_counter() - T0
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1, default=str))
-    say(f"done in {report['total_s']:.0f} s; JSON: {args.json}")
+    write_report(args.json)
     summary()
 
 

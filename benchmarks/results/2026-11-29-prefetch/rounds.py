@@ -7,23 +7,21 @@ os.environ.setdefault("SPECX_HOME", tempfile.mkdtemp(prefix="specx-z4-"))
 from pathlib import Path
 import specx
 from specx.bench import suite
-from specx.engine.types import Done, Round
 F = Path("~/.cache/specx-fixture-models").expanduser()
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 prompts = suite.calibration(suite.load(str(Path(specx.__file__).parent / "bench" / "prompts.toml")), 1)
 pair = specx.load(str(F / "qwen2.5-coder-1.5b.gguf"), f"{F / 'qwen2.5-coder-0.5b.gguf'}+ngram")
 plain = specx.load(str(F / "qwen2.5-coder-1.5b.gguf"), "none")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # benchmarks/: trees.py's answer loop
+from trees import run_one
+
+
 def one(p, text):
-    toks, rounds = [], []
     t0 = time.perf_counter()
-    for ev in specx.stream(p, text, max_tokens=128):
-        if isinstance(ev, Round):
-            toks.extend(ev.token_ids)
-            if ev.token_ids:
-                rounds.append((ev.drafted, ev.accepted, ev.draft_s, ev.verify_s))
-        elif isinstance(ev, Done):
-            st = ev.stats
-    return {"tokens": toks, "decode_s": st.decode_s, "total_s": time.perf_counter() - t0, "rounds": rounds}
+    s = run_one(p, text, 128, 0, "auto")   # chains, the auto policy: what `specx run` does
+    return {**s, "total_s": time.perf_counter() - t0}
+
+
 out = []
 for rep in range(reps):
     for i, p in enumerate(prompts):
