@@ -263,7 +263,7 @@ def prefetch_choice(lib: Library):
     changes a result, only the speed. On the AVX-512 dev machine prefetching into L1 made the 1.5B's linear
     layers 1.3-1.5x faster at 1 and 5 rows (one thread, benchmarks/results/2026-11-26-quant-kernels), and
     adding L2 another 6-8% (2 threads, 2026-11-27-five-rows); rowgemm's L2 prefetching slowed a Zen 1
-    machine. So it is timed once per machine (kernels/timed.py), unless SPECX_QUANT_PREFETCH says, on what a
+    machine. So it is timed once per machine (cpu/timed.py), unless SPECX_QUANT_PREFETCH says, on what a
     forward reads: PREFETCH_LAYERS layers shaped and typed as the 1.5B fixture's (prefetch_stack), in turn.
     One Q4_K 8960x1536 layer, timed before, told the ways apart by less than its noise on a Zen 4 and picked
     "off" there, where whole forwards of the 1.5B ran 1.1-1.2x (1 row) to 1.5x (2 rows) slower than "into L1
@@ -277,6 +277,12 @@ def prefetch_choice(lib: Library):
         return timed.Choice("weight prefetching", {"1": "into L1 and L2", "0": "off"}[value], source=PREFETCH_ENV)
     layers, inputs = [], {}
 
+    def activations(rows: int, cols: int) -> torch.Tensor:
+        """The same inputs for every way: rows of the model's width, and the down projection's wider ones."""
+        if (rows, cols) not in inputs:
+            inputs[rows, cols] = torch.randn(rows, cols, generator=torch.Generator().manual_seed(cols))
+        return inputs[rows, cols]
+
     def way(nbytes: int, l2: bool):
         def make(_w):
             if not layers:   # built once, for every way: the same weights
@@ -285,11 +291,8 @@ def prefetch_choice(lib: Library):
             def run(x):
                 lib.prefetch(nbytes, l2)
                 for weights in layers:
-                    for w in weights:   # x for the projections of the model width, a wider row for the down one
-                        if w.cols not in inputs.setdefault(x.shape[0], {}):
-                            g = torch.Generator().manual_seed(w.cols)
-                            inputs[x.shape[0]][w.cols] = torch.randn(x.shape[0], w.cols, generator=g)
-                        lib.matmul(inputs[x.shape[0]][w.cols], [w], "q8")
+                    for w in weights:
+                        lib.matmul(activations(x.shape[0], w.cols), [w], "q8")
             return run
         return make
 

@@ -3,9 +3,10 @@ machine, saved as JSON in the kernel cache, and said in one sentence.
 
 Each option is timed on one 8960x1536 float32 layer (a 1.5B model's MLP: 55 MB, more than a CPU's
 last-level cache), or on the workload the caller names (Choice.workload), at 1 and 5 rows (decoding one
-token, verifying four drafts), alternating so drift cancels; the sizes' medians are summed. The first option is the incumbent: another replaces it only
-when 3% faster. A saved choice holds for the machine it was timed on (processor, vector unit, threads,
-torch: state/machine.py); another machine sharing the cache folder times it again. An environment variable may decide.
+token, verifying four drafts), alternating so drift cancels; the sizes' medians are summed. The first
+option is the incumbent: another replaces it only when 3% faster. A saved choice holds for the machine
+it was timed on (processor, vector unit, threads, torch: state/machine.py); another machine sharing the
+cache folder times it again. An environment variable may decide.
 """
 from __future__ import annotations
 
