@@ -275,7 +275,7 @@ def prefetch_choice(lib: Library):
     value = os.environ.get(PREFETCH_ENV, "").strip()
     if value in ("0", "1"):
         return timed.Choice("weight prefetching", {"1": "into L1 and L2", "0": "off"}[value], source=PREFETCH_ENV)
-    layers, inputs = [], {}
+    inputs = {}
 
     def activations(rows: int, cols: int) -> torch.Tensor:
         """The same inputs for every way: rows of the model's width, and the down projection's wider ones."""
@@ -284,10 +284,7 @@ def prefetch_choice(lib: Library):
         return inputs[rows, cols]
 
     def way(nbytes: int, l2: bool):
-        def make(_w):
-            if not layers:   # built once, for every way: the same weights
-                layers.extend(prefetch_stack(np.random.default_rng(0)))
-
+        def make(layers):
             def run(x):
                 lib.prefetch(nbytes, l2)
                 for weights in layers:
@@ -298,9 +295,10 @@ def prefetch_choice(lib: Library):
 
     order = sorted(PREFETCH_WAYS, key=lambda name: name != "into L1 and L2") if lib.name == "avx512" else \
         list(PREFETCH_WAYS)   # the incumbent first
+    stack = timed.Workload(f"{PREFETCH_LAYERS} Q4_K_M layers of a 1.5B model",
+                           lambda: prefetch_stack(np.random.default_rng(0)))
     return timed.choose("weight prefetching", lib.path.with_suffix(PREFETCH_SAVED),
-                        {name: way(*PREFETCH_WAYS[name]) for name in order},
-                        workload=f"{PREFETCH_LAYERS} Q4_K_M layers of a 1.5B model")
+                        {name: way(*PREFETCH_WAYS[name]) for name in order}, workload=stack)
 
 
 def prefetch_stack(rng: np.random.Generator) -> list[list[QWeight]]:

@@ -2,7 +2,7 @@
 machine, saved as JSON in the kernel cache, and said in one sentence.
 
 Each option is timed on one 8960x1536 float32 layer (a 1.5B model's MLP: 55 MB, more than a CPU's
-last-level cache), or on the workload the caller names (Choice.workload), at 1 and 5 rows (decoding one
+last-level cache), or on the Workload the caller names, at 1 and 5 rows (decoding one
 token, verifying four drafts), alternating so drift cancels; the sizes' medians are summed. The first
 option is the incumbent: another replaces it only when 3% faster. A saved choice holds for the machine
 it was timed on (processor, vector unit, threads, torch: state/machine.py); another machine sharing the
@@ -14,7 +14,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -25,7 +25,23 @@ REPS = 7          # alternating rounds per size after a warm-up round
 MARGIN = 0.97     # a challenger must take at most 97% of the incumbent's time
 
 Run = Callable[[torch.Tensor], torch.Tensor]          # x (rows, 1536) -> y (rows, 8960)
-Make = Callable[[torch.Tensor], Run]                  # the float32 weight -> a run over its own copy
+Make = Callable[[object], Run]                        # the workload's weights -> a run over them (or its own copy)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What every option is timed on: its words, and its weights, built once and given to each option's Make."""
+
+    words: str
+    weights: Callable[[], object]
+
+
+def float_layer() -> torch.Tensor:
+    """One SHAPE float32 layer of seeded random values."""
+    return torch.randn(*SHAPE, generator=torch.Generator().manual_seed(0))
+
+
+LAYER = Workload(f"one {SHAPE[0]}x{SHAPE[1]} layer", float_layer)   # the default: float32 kernels' choices
 
 
 @dataclass(frozen=True)
@@ -35,7 +51,7 @@ class Choice:
     ms: dict[str, float] = field(default_factory=dict)   # each option's time (the two sizes' medians, summed)
     machine: str = ""
     source: str = "timed"           # "timed" now, "saved" by an earlier process, or the environment variable's name
-    workload: str = f"one {SHAPE[0]}x{SHAPE[1]} layer"   # what each option ran, in words
+    workload: str = LAYER.words     # what each option ran, in words
 
     def short(self) -> str:
         """The choice in a few words ("weight prefetching off, timed on this machine")."""
@@ -60,20 +76,21 @@ def machine() -> str:
 
 
 def choose(what: str, saved_at: Path, options: dict[str, Make], forced: tuple[str, str] | None = None,
-           workload: str = Choice.workload) -> Choice:
+           workload: Workload = LAYER) -> Choice:
     """`forced` (option, variable name): the environment decided. Else the choice saved for this machine,
-    else time the options (the first is the incumbent) and save the result (a read-only cache: skipped).
-    `workload`: what the options run, in words, where it is not the float32 layer they are given."""
+    else time the options on `workload` (the first is the incumbent) and save the result (a read-only cache:
+    skipped)."""
     if forced is not None:
-        return Choice(what, forced[0], source=forced[1], workload=workload)
+        return Choice(what, forced[0], source=forced[1], workload=workload.words)
     here = machine()
     try:
         saved = json.loads(saved_at.read_text(encoding="utf-8"))
         if saved.get("machine") == here and saved.get("pick") in options:
-            return Choice(what, saved["pick"], {k: float(v) for k, v in saved["ms"].items()}, here, "saved", workload)
+            return Choice(what, saved["pick"], {k: float(v) for k, v in saved["ms"].items()}, here, "saved",
+                          workload.words)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    choice = replace(time_options(what, options, here), workload=workload)
+    choice = time_options(what, options, here, workload)
     try:
         from ..state.atomicio import atomic_write
 
@@ -83,11 +100,11 @@ def choose(what: str, saved_at: Path, options: dict[str, Make], forced: tuple[st
     return choice
 
 
-def time_options(what: str, options: dict[str, Make], here: str = "") -> Choice:
+def time_options(what: str, options: dict[str, Make], here: str = "", workload: Workload = LAYER) -> Choice:
     """Time every option on the same weights and inputs, rotating their order each round."""
-    generator = torch.Generator().manual_seed(0)
-    w = torch.randn(*SHAPE, generator=generator)
-    runs = {name: make(w) for name, make in options.items()}
+    generator = torch.Generator().manual_seed(1)   # the inputs' (float_layer draws from seed 0)
+    weights = workload.weights()
+    runs = {name: make(weights) for name, make in options.items()}
     names = list(runs)
     totals = dict.fromkeys(names, 0.0)
     for rows in ROWS:
@@ -105,4 +122,4 @@ def time_options(what: str, options: dict[str, Make], here: str = "") -> Choice:
     incumbent = names[0]
     best = min(names, key=totals.__getitem__)
     pick = best if totals[best] < MARGIN * totals[incumbent] else incumbent
-    return Choice(what, pick, {name: round(ms, 2) for name, ms in totals.items()}, here)
+    return Choice(what, pick, {name: round(ms, 2) for name, ms in totals.items()}, here, workload=workload.words)
