@@ -26,6 +26,9 @@ from .knobs import KNOBS, AutoKnobs
 MODEL = "model"       # the source of a model drafter's drafts; copies name their evidence (ngram)
 COPIES = "copies"     # all copies pooled: a kind of copy not drafted yet borrows what they showed
 TREE_SLACK = 0.10     # a token tree may cost this much more to verify than the chain it extends (tree_nodes)
+ROW_WINDOW = 3.5      # a verify row's price is fitted through the measured forwards within this many tokens of
+#                       its middle (row_prices): up to 8 sizes, enough to average a shared CPU's noise out, few
+#                       enough to follow a kink (a q8 forward of 9+ tokens decodes its weights twice)
 
 
 @dataclass
@@ -36,6 +39,7 @@ class CostModel:
     cost nothing to propose; a model's drafted token costs `draft_step_s`."""
 
     verify_s: dict[int, float] = field(default_factory=dict)   # tokens per target forward → seconds
+    verify_n: dict[int, float] = field(default_factory=dict)   # … and the measures behind it (decayed; row_prices)
     draft_step_s: float | None = None                           # seconds per token the model drafts
     draft_rows_s: dict[int, float] = field(default_factory=dict)   # a token tree's drafter forward: rows → seconds
     moe: bool = False          # a mixture-of-experts target: the explanation says why verifying costs more
@@ -57,7 +61,8 @@ class CostModel:
         text (acceptance per source of drafts)."""
         if previous is None:
             return cls(moe=moe)
-        return cls(verify_s=dict(previous.verify_s), draft_step_s=previous.draft_step_s, moe=moe,
+        return cls(verify_s=dict(previous.verify_s), verify_n=dict(previous.verify_n),
+                   draft_step_s=previous.draft_step_s, moe=moe,
                    draft_rows_s=dict(previous.draft_rows_s), calibration=copy.deepcopy(previous.calibration),
                    knobs=previous.knobs)
 
@@ -99,6 +104,7 @@ class CostModel:
         """A round's clock tick: the forward of n tokens timed, every track aged (the text moves on)."""
         self.clock += 1
         old = self.knobs.decay ** self.age(n)
+        self.verify_n[n] = 1.0 + (old * self.verify_n.get(n, 1.0) if n in self.verify_s else 0.0)
         self.verify_s[n] = verify_s if n not in self.verify_s else old * self.verify_s[n] + (1 - old) * verify_s
         self.measured_at[n] = self.clock
         for track in self.tracks.values():
@@ -171,9 +177,38 @@ class CostModel:
         if not plain:
             return None
         levels = tuple(None if (t := self.draft_time(r)) is None else t / plain for r in range(1, nodes + 1))
-        times = [self.verify_time(m) for m in range(1, nodes + 2)]   # times[m - 1]: a forward of m tokens
-        rows = tuple(None if a is None or b is None else max(b - a, 0.0) / plain for a, b in zip(times, times[1:]))
+        rows = tuple(None if p is None else p / plain for p in self.row_prices(nodes))
         return levels, rows
+
+    def row_prices(self, n: int) -> tuple[float | None, ...]:
+        """Seconds the j-th verify row adds, j = 1..n: a forward of j + 1 tokens against one of j. Not the
+        difference of those two measured times: each is kept from its own last measures, and on a shared CPU
+        one slow measure priced the row into its size at 3-4× its cost and the next one below zero
+        (benchmarks/results/2026-11-29-rows). The price is the slope of a line fitted, by least squares,
+        through the measured forwards within ROW_WINDOW of the row, each weighted by the measures behind
+        its time (verify_n; one that came from disk or was refreshed after long unmeasured counts as one);
+        through the two nearest where the window holds fewer than two; never below zero. Beyond the longest
+        measured forward L the price falls as L / j (verify_time's logarithmic growth). None until two
+        sizes are measured."""
+        known = sorted(self.verify_s)
+        if len(known) < 2:
+            return (None,) * n
+        longest = known[-1]
+        edge = self._slope(longest - 0.5, known)
+        return tuple(self._slope(j + 0.5, known) if j < longest else edge * longest / j for j in range(1, n + 1))
+
+    def _slope(self, middle: float, known: list[int]) -> float:
+        """The weighted least-squares slope of the measured times around `middle` (row_prices)."""
+        near = [m for m in known if abs(m - middle) <= ROW_WINDOW]
+        if len(near) < 2:
+            near = sorted(known, key=lambda m: abs(m - middle))[:2]
+        weights = [self.verify_n.get(m, 1.0) for m in near]
+        total = sum(weights)
+        mean_n = sum(w * m for w, m in zip(weights, near)) / total
+        mean_t = sum(w * self.verify_s[m] for w, m in zip(weights, near)) / total
+        spread = sum(w * (m - mean_n) ** 2 for w, m in zip(weights, near))
+        rise = sum(w * (m - mean_n) * (self.verify_s[m] - mean_t) for w, m in zip(weights, near))
+        return max(rise / spread, 0.0)
 
     def rate(self, k: int, source: str = MODEL) -> float | None:
         """Expected tokens per second when drafting k from `source` (k = 0: plain decoding)."""
@@ -232,12 +267,9 @@ class CostModel:
         base = self.break_even()
         if base is None:
             return (None,) * n
-        known = sorted(self.verify_s)
-        times = [self.verify_s[size] if size in self.verify_s else self._between(size, known)
-                 for size in range(2, n + 3)]                  # times[m - 1]: a forward of m + 1 tokens
         plain = self.verify_s[1]
-        return tuple(base if here is None or longer is None else base + max(longer - here, 0.0) / plain
-                     for here, longer in zip(times, times[1:]))
+        prices = self.row_prices(n + 1)[1:]   # draft length m: the row from m + 1 tokens to m + 2
+        return tuple(base if p is None else base + p / plain for p in prices)
 
     def read_budget(self, tokens: int) -> float | None:
         """The seconds a model drafter may spend reading the whole prompt of an answer of up to

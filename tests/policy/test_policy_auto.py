@@ -314,11 +314,52 @@ def test_the_survival_floor_prices_a_further_token_at_its_draft_step_and_verify_
 
     flat = CostModel(verify_s={1: 0.4, 2: 0.4, 3: 0.4}, draft_step_s=0.08)
     assert flat.survival_floor(1) == pytest.approx(flat.break_even()) == pytest.approx(0.2)
-    steep = CostModel(verify_s={1: 0.4, 2: 0.44, 3: 0.48, 5: 0.5}, draft_step_s=0.08)
+    steep = CostModel(verify_s={n: 0.4 + 0.04 * (n - 1) for n in (1, 2, 3, 5)}, draft_step_s=0.08)
     assert steep.survival_floor(1) == pytest.approx((0.08 + 0.04) / 0.4)        # 2 → 3 tokens
-    assert steep.survival_floor(3) == pytest.approx((0.08 + 0.01) / 0.4)   # 4 → 5
+    assert steep.survival_floor(3) == pytest.approx((0.08 + 0.04) / 0.4)        # 4 → 5
+    assert steep.survival_floor(9) < steep.survival_floor(3)   # beyond the longest measured: growing as log n
     assert CostModel(verify_s={1: 0.4}, draft_step_s=0.08).survival_floor(1) == pytest.approx(0.2)
     assert CostModel(verify_s={2: 0.4}, draft_step_s=0.08).survival_floor(1) is None
+
+
+def test_one_slow_measure_does_not_price_the_rows_around_it():
+    """A row's price is fitted through the forwards measured near it, not the difference of two of them:
+    one slow measure of 5 tokens (by 2.5 rows' worth, as a shared CPU gives) would price the row into it at
+    3.5× its cost and the next below zero; the fit stays near the true 0.04 s and above zero."""
+    from specx.policy.costmodel import CostModel
+
+    times = {n: 0.4 + 0.04 * (n - 1) for n in range(1, 10)}
+    times[5] += 0.1
+    cost = CostModel(verify_s=times, verify_n={n: 4.0 for n in times} | {5: 1.0})
+    prices = cost.row_prices(8)
+    assert 0.02 < prices[3] < 0.06 and 0.02 < prices[4] < 0.06   # rows 4 → 5 and 5 → 6
+    assert times[5] - times[4] == pytest.approx(0.14) and times[6] - times[5] == pytest.approx(-0.06)
+
+
+def test_a_row_price_follows_a_kink_in_the_verify_cost():
+    """Flat up to 8 tokens, then a forward of 9+ decoding its weights twice: the rows past the kink cost more
+    than those well before it (the window is local), and the ones before it nothing."""
+    from specx.policy.costmodel import CostModel
+
+    times = {n: 0.4 if n <= 8 else 0.6 + 0.01 * n for n in range(1, 17)}
+    prices = CostModel(verify_s=times).row_prices(15)
+    assert prices[1] == pytest.approx(0.0) and prices[8] > 0.02 and prices[13] == pytest.approx(0.01)
+    assert all(p >= 0 for p in prices)
+
+
+def test_the_measures_behind_a_time_decay_with_its_age():
+    """verify_n: each measure of a size adds one; a new measure after long unmeasured keeps little of the
+    old count (as its time keeps little of the old time)."""
+    from specx.policy.costmodel import CostModel
+
+    cost = CostModel()
+    for _ in range(3):
+        cost.observe(1, 1, 0.01, 0.5)
+    assert 2.0 < cost.verify_n[2] < 3.0
+    for _ in range(20):
+        cost.observe(0, 0, 0.0, 0.4)
+    cost.observe(1, 1, 0.01, 0.5)
+    assert 1.0 <= cost.verify_n[2] < 1.5
 
 
 def test_a_drafter_holds_the_running_chance_of_its_draft_to_the_floor_for_its_length(make_lm):
