@@ -19,7 +19,7 @@ rng = np.random.default_rng(0)
 if os.environ.get("NOXSPAN"): new.lib.spx_set_xspan(0); raw.spx_set_xspan.argtypes=[ctypes.c_int64]; raw.spx_set_xspan(0)
 outs = int(sys.argv[2]); typ = sys.argv[3] if len(sys.argv) > 3 else "Q4_K"; K = int(sys.argv[4]) if len(sys.argv) > 4 else 1536
 w = random_weight(typ, outs, K, rng, extreme=False)
-for R in (1, 8, 9, 12, 16):
+for R in [int(r) for r in os.environ.get("ROWS", "1,8,9,12,16").split(",")]:
     x = torch.randn(R, K)
     yo, yn = old.matmul(x, [w], "q8"), new.matmul(x, [w], "q8")
     assert torch.equal(yo, yn)
