@@ -172,7 +172,7 @@ class CostModel:
         """What growing a token tree of up to `nodes` nodes costs, in plain decoding's tokens (what a node must
         be accepted with the chance of to pay for itself): a drafter forward of r rows, r = 1..nodes
         (draft_time), and the n-th node's verify row, n = 1..nodes (a forward of n + 1 tokens against one of
-        n: verify_time). None until plain decoding is measured. The survival floors price a chain this way."""
+        n: row_prices). None until plain decoding is measured. The survival floors price a chain this way."""
         plain = self.verify_s.get(1)
         if not plain:
             return None
@@ -263,7 +263,7 @@ class CostModel:
         return self.survival_floors(m)[-1]
 
     def survival_floors(self, n: int) -> tuple[float | None, ...]:
-        """survival_floor(m) for m = 1..n, the verify times looked up once."""
+        """survival_floor(m) for m = 1..n, the rows priced once (row_prices)."""
         base = self.break_even()
         if base is None:
             return (None,) * n
