@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import math
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from .acceptance import Calibration, Track
@@ -193,22 +194,12 @@ class CostModel:
         known = sorted(self.verify_s)
         if len(known) < 2:
             return (None,) * n
+        points = [(m, self.verify_s[m], self.verify_n.get(m, 1.0)) for m in known]
         longest = known[-1]
-        edge = self._slope(longest - 0.5, known)
-        return tuple(self._slope(j + 0.5, known) if j < longest else edge * longest / j for j in range(1, n + 1))
-
-    def _slope(self, middle: float, known: list[int]) -> float:
-        """The weighted least-squares slope of the measured times around `middle` (row_prices)."""
-        near = [m for m in known if abs(m - middle) <= ROW_WINDOW]
-        if len(near) < 2:
-            near = sorted(known, key=lambda m: abs(m - middle))[:2]
-        weights = [self.verify_n.get(m, 1.0) for m in near]
-        total = sum(weights)
-        mean_n = sum(w * m for w, m in zip(weights, near)) / total
-        mean_t = sum(w * self.verify_s[m] for w, m in zip(weights, near)) / total
-        spread = sum(w * (m - mean_n) ** 2 for w, m in zip(weights, near))
-        rise = sum(w * (m - mean_n) * (self.verify_s[m] - mean_t) for w, m in zip(weights, near))
-        return max(rise / spread, 0.0)
+        inside = [_slope(points, known, j + 0.5) for j in range(1, min(n, longest - 1) + 1)]
+        if n < longest:
+            return tuple(inside)
+        return (*inside, *(inside[-1] * longest / j for j in range(longest, n + 1)))   # inside[-1]: row L-1
 
     def rate(self, k: int, source: str = MODEL) -> float | None:
         """Expected tokens per second when drafting k from `source` (k = 0: plain decoding)."""
@@ -314,6 +305,23 @@ def _between(times: dict[int, float], n: int, known: list[int]) -> float | None:
         lower, upper = known[0], known[1]
     slope = (times[upper] - times[lower]) / (upper - lower)
     return max(times[lower] + slope * (n - lower), 1e-9)
+
+
+def _slope(points: list[tuple[int, float, float]], known: list[int], middle: float) -> float:
+    """The weighted least-squares slope of the measured (size, time, weight) points within ROW_WINDOW of
+    `middle` (`known`: their sizes, in order), or of the two nearest where fewer lie there; not below zero
+    (CostModel.row_prices)."""
+    near = points[bisect_left(known, middle - ROW_WINDOW):bisect_right(known, middle + ROW_WINDOW)]
+    if len(near) < 2:
+        near = sorted(points, key=lambda p: abs(p[0] - middle))[:2]
+    total = sum_n = sum_t = 0.0
+    for m, t, w in near:
+        total, sum_n, sum_t = total + w, sum_n + w * m, sum_t + w * t
+    mean_n, mean_t = sum_n / total, sum_t / total
+    spread = rise = 0.0
+    for m, t, w in near:
+        spread, rise = spread + w * (m - mean_n) ** 2, rise + w * (m - mean_n) * (t - mean_t)
+    return max(rise / spread, 0.0)
 
 
 def _tokens_per_round(hazards: list[float]) -> list[float]:
