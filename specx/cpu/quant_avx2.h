@@ -53,6 +53,8 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
             ((float *)(o + XG_XS))[j] = d * (float)sum;
             ((float *)(o + XG_XH))[j] = d * (float)h0;
             ((float *)(o + XG_XH))[8 + j] = d * (float)h1;
+            ((int16_t *)(o + XG_NS))[j] = (int16_t)(-16 * h0);
+            ((int16_t *)(o + XG_NS))[8 + j] = (int16_t)(-16 * h1);
         }
     }
 }
@@ -89,7 +91,7 @@ static inline __attribute__((always_inline)) __m256i dot4(__m256i acc, __m256i u
 #endif
 }
 
-static inline __attribute__((always_inline)) void decode_q8(const int type, const uint8_t *g, wq *o) {
+static inline __attribute__((always_inline)) void decode_q8(const int type, const int xoff, const uint8_t *g, wq *o) {
     const __m256i nib = _mm256_set1_epi8(15);
     o->b = _mm256_setzero_ps();
     if (type == T_Q4_K || type == T_Q5_K) {
@@ -203,7 +205,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12,
                                                 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
         const __m256i bit = _mm256_set1_epi32(0x08040201);
-        const __m256i off = _mm256_set1_epi8(type == T_Q4_0 ? 8 : type == T_Q5_0 ? 16 : 0);
+        const __m256i off = _mm256_set1_epi8(xoff ? 0 : type == T_Q4_0 ? 8 : type == T_Q5_0 ? 16 : 0);
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
             const int k = i >> 1, h = i & 1;
@@ -228,7 +230,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
     }
 #endif
     o->corr[0] = o->corr[1] = _mm256_setzero_si256();
-    if (unsigned_weights(type)) return;
+    if (unsigned_weights(type) || xoff) return;
     __m256i c[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int i = 0; i < 8; ++i) c[i & 1] = dot4(c[i & 1], _mm256_set1_epi8((char)0x80), o->w[i]);
     o->corr[0] = _mm256_sub_epi32(_mm256_setzero_si256(), c[0]);
@@ -240,13 +242,21 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
    times q), so 4 fit in 16 bits; Q6_K's 2·255·32 two; Q8_0, IQ4_NL, IQ4_XS (wide_weights: |w|·|q|) one */
 static inline int pairs16(int type) { return type == T_Q6_K ? 2 : wide_weights(type) ? 1 : 4; }
 
-static inline __attribute__((always_inline)) void q8_row(const int type, const wq *o, const uint8_t *xg, __m256 *acc,
-                                                         __m256 *accb) {
+static inline __attribute__((always_inline)) void q8_row(const int type, const int xoff, const wq *o, const uint8_t *xg,
+                                                         __m256 *acc, __m256 *accb) {
     __m256i s[2] = {o->corr[0], o->corr[1]};
+    if (xoff) {   /* X_OFFSET (quant.c): −off·Σq per half block */
+        s[0] = _mm256_cvtepi16_epi32(_mm_load_si128((const __m128i *)(xg + XG_NS)));
+        s[1] = _mm256_cvtepi16_epi32(_mm_load_si128((const __m128i *)(xg + XG_NS + 16)));
+        if (type == T_Q4_0) {
+            s[0] = _mm256_srai_epi32(s[0], 1);
+            s[1] = _mm256_srai_epi32(s[1], 1);
+        }
+    }
 #if SPX_VNNI
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i)
-        s[i & 1] = unsigned_weights(type) ? dot4(s[i & 1], o->w[i], _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i)))
+        s[i & 1] = unsigned_weights(type) || xoff ? dot4(s[i & 1], o->w[i], _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i)))
                                           : dot4(s[i & 1], _mm256_load_si256((const __m256i *)(xg + 32 * i)), o->w[i]);
 #else
     const int n = pairs16(type);
@@ -259,7 +269,7 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const w
             for (int e = 0; e < n; ++e) {
                 const int i = 2 * (k + e) + h;
                 const __m256i xv = _mm256_load_si256((const __m256i *)(xg + 32 * i));
-                if (unsigned_weights(type))
+                if (unsigned_weights(type) || xoff)
                     p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_load_si256((const __m256i *)(xg + XG_S + 32 * i))));
                 else if (wide_weights(type))   /* |w| · (x with w's sign) */
                     p = _mm256_add_epi16(p, _mm256_maddubs_epi16(o->w[i], _mm256_sign_epi8(
@@ -296,7 +306,7 @@ static inline __attribute__((always_inline)) void q8_span(const int type, const 
         const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, 0, pad, &tail);
         if (next) prefetch_at(next + (s - s0) * gbytes, gbytes);
         wq o;
-        decode_q8(type, g, &o);
+        decode_q8(type, x_offset(type, R), g, &o);
         if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
             const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
                                                                        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
@@ -306,7 +316,7 @@ static inline __attribute__((always_inline)) void q8_span(const int type, const 
         }
         const uint8_t *xg = xq + s * XG;
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, acc[r], accb[r]);
+        for (int r = 0; r < R; ++r) q8_row(type, x_offset(type, R), &o, xg + r * stride, acc[r], accb[r]);
     }
 }
 

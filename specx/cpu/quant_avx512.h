@@ -99,7 +99,7 @@ static inline void quantize_group_simd(const float *x, uint8_t *o) {
     const __m256i whole = _mm256_add_epi32(_mm512_castsi512_si256(sums), _mm512_extracti64x4_epi64(sums, 1));
     _mm512_store_ps((float *)(o + XG_DX), d16);
     _mm256_store_ps((float *)(o + XG_XS), _mm256_mul_ps(d, _mm256_cvtepi32_ps(whole)));
-    _mm256_store_si256((__m256i *)(o + XG_XS + 32), _mm256_setzero_si256());
+    _mm256_store_si256((__m256i *)(o + XG_NS), _mm512_cvtepi32_epi16(_mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 4))));
     _mm512_store_ps((float *)(o + XG_XH), _mm512_mul_ps(d16, _mm512_cvtepi32_ps(sums)));
 }
 
@@ -240,7 +240,7 @@ static inline __m512 k4_scales16(const uint8_t *g) {
     return _mm512_mul_ps(dd, _mm512_cvtepi32_ps(sm));
 }
 
-static inline __attribute__((always_inline)) void decode_q8(const int type, const uint8_t *g, wq *o) {
+static inline __attribute__((always_inline)) void decode_q8(const int type, const int xoff, const uint8_t *g, wq *o) {
     const __m512i nib = _mm512_set1_epi8(15);
     o->b = _mm256_setzero_ps();
     if (type == T_Q4_K || type == T_Q5_K) {
@@ -364,13 +364,13 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             for (int k = 0; k < 4; ++k) {
                 const __m512i ctl = k == 0 ? L16(SHUF_Q5, 0) : k == 1 ? L16(SHUF_Q5, 1) : k == 2 ? L16(SHUF_Q5, 2) : L16(SHUF_Q5, 3);
                 const __m512i bits = _mm512_shuffle_epi8(qh, ctl);
-                if (type == T_Q5_0)   /* q + 16·bit − 16 in one step: − 16 where the bit is clear */
+                if (type == T_Q5_0 && !xoff)   /* q + 16·bit − 16 in one step: − 16 where the bit is clear */
                     o->w[k] = _mm512_mask_sub_epi8(o->w[k], _mm512_testn_epi8_mask(bits, k & 1 ? odd : even), o->w[k], sixteen);
                 else
                     o->w[k] = _mm512_mask_add_epi8(o->w[k], _mm512_test_epi8_mask(bits, k & 1 ? odd : even), o->w[k], sixteen);
             }
         }
-        if (type == T_Q4_0) {
+        if (type == T_Q4_0 && !xoff) {
             const __m512i off = _mm512_set1_epi8(8);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; ++k) o->w[k] = _mm512_sub_epi8(o->w[k], off);
@@ -379,7 +379,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         if (type == T_Q4_1 || type == T_Q5_1) o->b = _mm256_cvtph_ps(_mm512_extracti32x4_epi32(fields, 1));
     }
     o->corr = _mm512_setzero_si512();
-    if (unsigned_weights(type)) return;
+    if (unsigned_weights(type) || xoff) return;
 #if !SPX_VNNI
     if (wide_weights(type)) {   /* maddubs would saturate on (q + 128)·w: x is used signed, w as |w| */
 #pragma GCC unroll 4
@@ -394,12 +394,16 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
 }
 
 /* One row's step of the q8 arithmetic for a decoded group: 16 exact half-block sums, then the fmas. */
-static inline __attribute__((always_inline)) void q8_row(const int type, const wq *o, const uint8_t *xg, __m512 *acc,
-                                                         __m256 *accb, __m512 *accb16) {
+static inline __attribute__((always_inline)) void q8_row(const int type, const int xoff, const wq *o, const uint8_t *xg,
+                                                         __m512 *acc, __m256 *accb, __m512 *accb16) {
     __m512i s = o->corr;
+    if (xoff) {   /* X_OFFSET (quant.c): −off·Σq per half block */
+        s = _mm512_cvtepi16_epi32(_mm256_load_si256((const __m256i *)(xg + XG_NS)));
+        if (type == T_Q4_0) s = _mm512_srai_epi32(s, 1);
+    }
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-        if (unsigned_weights(type)) {   /* w unsigned, q signed */
+        if (unsigned_weights(type) || xoff) {   /* w unsigned, q signed */
             s = dot4(s, o->w[k], _mm512_load_si512(xg + XG_S + 64 * k));
             continue;
         }
@@ -449,14 +453,14 @@ static inline __attribute__((always_inline)) void q8_span(const int type, const 
         } else
             prefetch_ahead(g, gbytes);
         wq o;
-        decode_q8(type, g, &o);
+        decode_q8(type, x_offset(type, R), g, &o);
         if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
             o.a = _mm512_maskz_mov_ps((__mmask16)(((1u << tail) - 1) * 0x0101u), o.a);
             o.b = _mm256_maskz_mov_ps((__mmask8)((1u << tail) - 1), o.b);
         }
         const uint8_t *xg = xq + s * XG;
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) q8_row(type, &o, xg + r * stride, &acc[r], &accb[r], &accb16[r]);
+        for (int r = 0; r < R; ++r) q8_row(type, x_offset(type, R), &o, xg + r * stride, &acc[r], &accb[r], &accb16[r]);
     }
 }
 
