@@ -55,7 +55,7 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
    xs[8]    dx·Σq per block (float);
    xh[16]   dx·Σq per half block (float), lane 8h + j: the min term of Q2_K, whose mins are per 16 values;
    ns[16]   −16·Σq per half block (int16: |Σq| <= 16·127), lane 8h + j, in the 32 bytes after xs: the SIMD
-            kernels' X_OFFSET (below).
+            kernels' X_OFFSET (quant_simd.h).
    The integer products pair unsigned with signed bytes (VNNI, maddubs): weights that are never negative
    (unsigned_weights) take q as it is; signed weights take q + 128 and subtract 128·Σw, a sum over the
    weights alone (decoded once for all rows). Values past the row's end are zeros with scale 0.
@@ -175,14 +175,6 @@ static int q8_kind(int type) {
 }
 
 static inline int unsigned_weights(int type) { return q8_kind(type) != KIND_S; }   /* q, no offset */
-/* X_OFFSET (the SIMD kernels): Q4_0's and Q5_0's weights are q − off (off 8 or 16, q unsigned). A call of at most
-   OFFSET_ROWS rows decodes them as q and starts each row's sums at −off·Σq_x (the activations' ns, halved for Q4_0), so
-   Σ(q − off)·q_x comes out as the same integer without the −128·Σw correction that signed weights take against
-   x bytes q_x + 128 (per decoded group: a byte sum and one dot product in the AVX-512 build, eight in the AVX2 one;
-   the offset costs a widening per row); calls of more rows keep the correction. */
-#define OFFSET_ROWS 4
-static inline int x_offset(int type, int R) { return (type == T_Q4_0 || type == T_Q5_0) && R <= OFFSET_ROWS; }
-
 /* signed weights as large as ±127 (Q8_0, IQ4_NL, IQ4_XS): without VNNI, maddubs would saturate on (q + 128)·w,
    so those kernels multiply |w| by q carrying w's sign instead (2·127·127 fits in 16 bits) */
 static inline int wide_weights(int type) { return type == T_Q8_0 || type == T_IQ4_NL || type == T_IQ4_XS; }

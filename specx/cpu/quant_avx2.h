@@ -155,7 +155,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_permutevar8x32_epi32(u[k], pick[h]), shl), nib);
             const __m256i qh = _mm256_blend_epi32(bcast32(g + 128 + 4 * (4 * h + k)), bcast32(g + 160 + 4 * (4 * h + k)), 0xF0);
             const __m256i hi = _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(qh, shh), _mm256_set1_epi8(3)), 4);
-            o->w[i] = _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32));
+            o->w[i] = xoff ? _mm256_or_si256(lo, hi) : _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32));
         }
         const __m128i sc = _mm_loadu_si128((const __m128i *)(g + 192));
         const __m256 d = _mm256_set1_ps(f16at(g + 208));
@@ -173,6 +173,8 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             o->w[2 * k] = _mm256_permute2x128_si256(s[k], s[4 + k], 0x20);
             o->w[2 * k + 1] = _mm256_permute2x128_si256(s[k], s[4 + k], 0x31);
         }
+        if (xoff)   /* w + 128 (X_OFFSET) */
+            for (int i = 0; i < 8; ++i) o->w[i] = _mm256_xor_si256(o->w[i], _mm256_set1_epi8((char)0x80));
         o->a[0] = o->a[1] = halves8(g, 34);
     } else if (type == T_IQ4_NL || type == T_IQ4_XS) {   /* 8 blocks (IQ4_XS: sub-blocks) of 16 qs bytes as Q4_0's,
                                                           each nibble looked up in IQ4_VALUES */
@@ -183,7 +185,8 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             p[i] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b + i * stride))),
                                            _mm_loadu_si128((const __m128i *)(b + (4 + i) * stride)), 1);
         transpose4(p[0], p[1], p[2], p[3], u);   /* u[k] lane j = block j dword k */
-        const __m256i values = _mm256_broadcastsi128_si256(iq4_values128());
+        const __m256i values = xoff ? _mm256_xor_si256(_mm256_broadcastsi128_si256(iq4_values128()), _mm256_set1_epi8((char)0x80))
+                                    : _mm256_broadcastsi128_si256(iq4_values128());   /* + 128 for X_OFFSET */
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
             const int k = i >> 1, h = i & 1;
@@ -245,13 +248,12 @@ static inline int pairs16(int type) { return type == T_Q6_K ? 2 : wide_weights(t
 static inline __attribute__((always_inline)) void q8_row(const int type, const int xoff, const wq *o, const uint8_t *xg,
                                                          __m256 *acc, __m256 *accb) {
     __m256i s[2] = {o->corr[0], o->corr[1]};
-    if (xoff) {   /* X_OFFSET (quant.c): −off·Σq per half block */
+    if (xoff) {   /* X_OFFSET (quant_simd.h): −off·Σq_x per half block */
         s[0] = _mm256_cvtepi16_epi32(_mm_load_si128((const __m128i *)(xg + XG_NS)));
         s[1] = _mm256_cvtepi16_epi32(_mm_load_si128((const __m128i *)(xg + XG_NS + 16)));
-        if (type == T_Q4_0) {
-            s[0] = _mm256_srai_epi32(s[0], 1);
-            s[1] = _mm256_srai_epi32(s[1], 1);
-        }
+        for (int h = 0; h < 2; ++h)
+            s[h] = offset_shift(type) < 0 ? _mm256_srai_epi32(s[h], 1)
+                   : offset_shift(type) > 0 ? _mm256_slli_epi32(s[h], offset_shift(type)) : s[h];
     }
 #if SPX_VNNI
 #pragma GCC unroll 8

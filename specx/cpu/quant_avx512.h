@@ -296,7 +296,8 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             const __m512i ih = k == 0 ? L16(IDX_Q6H, 0) : k == 1 ? L16(IDX_Q6H, 1) : k == 2 ? L16(IDX_Q6H, 2) : L16(IDX_Q6H, 3);
             const __m512i lo = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(l0, il, l1), shr), nib);
             const __m512i hi = _mm512_rolv_epi32(_mm512_permutexvar_epi32(ih, qh), rol);
-            o->w[k] = _mm512_sub_epi8(_mm512_ternarylogic_epi32(lo, hi, two, 0xF8), _mm512_set1_epi8(32));   /* (lo | hi & 0x30) − 32 */
+            o->w[k] = _mm512_ternarylogic_epi32(lo, hi, two, 0xF8);   /* (lo | hi & 0x30) − 32, or without − 32: X_OFFSET */
+            if (!xoff) o->w[k] = _mm512_sub_epi8(o->w[k], _mm512_set1_epi8(32));
         }
         const __m512i sc = _mm512_permutexvar_epi32(L16(IDX_SC6, 0), _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(g + 192))));
         o->a = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 208)), _mm512_cvtepi32_ps(sc));
@@ -314,6 +315,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             const __m512i idx = k == 0 ? L16(IDX_Q8, 0) : k == 1 ? L16(IDX_Q8, 1) : k == 2 ? L16(IDX_Q8, 2) : L16(IDX_Q8, 3);
             o->w[k] = _mm512_mask_blend_epi32(0xF0F0, _mm512_permutex2var_epi32(za, idx, zb),
                                               _mm512_permutex2var_epi32(zc, idx, zd));
+            if (xoff) o->w[k] = _mm512_xor_si512(o->w[k], _mm512_set1_epi8((char)0x80));   /* w + 128 */
         }
         o->a = twice(halves8(g, 34));
     } else if (type == T_IQ4_NL || type == T_IQ4_XS) {   /* 8 blocks (IQ4_XS: sub-blocks) of 16 qs bytes as Q4_0's,
@@ -333,7 +335,8 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             z1 = four16(qs + 4 * stride, stride);
 #endif
         }
-        const __m512i values = _mm512_broadcast_i32x4(iq4_values128());
+        const __m512i values = xoff ? _mm512_xor_si512(_mm512_broadcast_i32x4(iq4_values128()), _mm512_set1_epi8((char)0x80))
+                                    : _mm512_broadcast_i32x4(iq4_values128());   /* + 128 for X_OFFSET */
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
             const __m512i idx = k == 0 ? L16(IDX_B32, 0) : k == 1 ? L16(IDX_B32, 1) : k == 2 ? L16(IDX_B32, 2) : L16(IDX_B32, 3);
@@ -397,9 +400,10 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
 static inline __attribute__((always_inline)) void q8_row(const int type, const int xoff, const wq *o, const uint8_t *xg,
                                                          __m512 *acc, __m256 *accb, __m512 *accb16) {
     __m512i s = o->corr;
-    if (xoff) {   /* X_OFFSET (quant.c): −off·Σq per half block */
+    if (xoff) {   /* X_OFFSET (quant_simd.h): −off·Σq_x per half block */
         s = _mm512_cvtepi16_epi32(_mm256_load_si256((const __m256i *)(xg + XG_NS)));
-        if (type == T_Q4_0) s = _mm512_srai_epi32(s, 1);
+        if (offset_shift(type) < 0) s = _mm512_srai_epi32(s, 1);
+        else if (offset_shift(type) > 0) s = _mm512_slli_epi32(s, offset_shift(type));
     }
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {

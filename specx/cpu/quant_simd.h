@@ -17,6 +17,24 @@
 #endif
 #if defined(SPX_AVX512) || defined(SPX_AVX2)
 
+/* X_OFFSET: the signed weight types hold w = q − off with q unsigned (Q4_0 off 8, Q5_0 16, Q6_K 32), or signed
+   bytes that become unsigned as w + 128 (Q8_0, IQ4_NL, IQ4_XS: off 128). Against x bytes q_x + 128 such weights
+   need a −128·Σw correction per lane of every decoded group (a byte sum and one dot product in the AVX-512
+   build, eight dot products in the AVX2 one; four dot products for the wide types). A call of at most OFFSET_ROWS rows
+   decodes them as q instead and starts each row's sums at −off·Σq_x (the activations' ns, scaled by a shift):
+   Σ(q − off)·q_x is the same integer, so the same bits, for one widening and shift a row. Without VNNI the wide
+   types keep their |w| products (maddubs would saturate on 255·127 pairs). More rows keep the correction: past
+   OFFSET_ROWS rows the widenings cost more than the correction they save, past one for the wide types (whose
+   offset also costs a byte flip a vector: 2 rows timed even; benchmarks/results/2026-11-29-offset). */
+#define OFFSET_ROWS 4
+#define OFFSET_ROWS_WIDE 1
+static inline int x_offset(int type, int R) {
+    return (R <= OFFSET_ROWS && (type == T_Q4_0 || type == T_Q5_0 || type == T_Q6_K))
+           || (SPX_VNNI && R <= OFFSET_ROWS_WIDE && wide_weights(type));
+}
+/* off / 16 as a shift of ns (which holds −16·Σq_x): Q4_0 −1 (a halving), Q5_0 0, Q6_K 1, the wide types 3 */
+static inline int offset_shift(int type) { return type == T_Q4_0 ? -1 : type == T_Q5_0 ? 0 : type == T_Q6_K ? 1 : 3; }
+
 static inline float f16at(const uint8_t *p) { return _cvtsh_ss(rd16(p)); }
 
 /* prefetch the n bytes that lie prefetch_bytes after p into L1 and, with prefetch_l2, those twice as far

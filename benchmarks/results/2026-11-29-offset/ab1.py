@@ -1,6 +1,6 @@
 """The AVX-512 build of the current source against an earlier build's .so, one random weight per TYPE:OUTPUTS:K,
 alternating in one process, both with the same weight prefetching (PF bytes into L1, L2 on/off; 2048 and 1 is
-what this machine times), THR threads (1), ROWS (1). Timing only: eq.py checks the results.
+what this machine times), THR threads (1), ROWS (1), REPS alternating repeats (21). Timing only: eq.py checks the results.
 
     python ab1.py OLD.so Q5_0:2048:896,Q4_0:1024:4864"""
 import os, time, numpy as np, torch, sys, os
@@ -22,7 +22,7 @@ for spec in sys.argv[2].split(","):
         x = torch.randn(R, K)
         res = {"old": [], "new": []}
         n = max(3, int(3e6 / (outs * K)))
-        for rep in range(9):
+        for rep in range(int(os.environ.get("REPS", "21"))):
             for name, lib in (("old", old), ("new", new)) if rep % 2 else (("new", new), ("old", old)):
                 t = time.perf_counter()
                 for _ in range(n): lib.matmul(x, [w], "q8")

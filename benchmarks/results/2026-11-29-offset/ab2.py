@@ -21,7 +21,7 @@ for spec in sys.argv[2].split(","):
         assert torch.equal(old.matmul(x, [w], "q8"), new.matmul(x, [w], "q8"))
         res = {"old": [], "new": []}
         n = max(3, int(3e6 / (outs * K)))
-        for rep in range(9):
+        for rep in range(int(os.environ.get("REPS", "21"))):
             for name, lib in (("old", old), ("new", new)) if rep % 2 else (("new", new), ("old", old)):
                 t = time.perf_counter()
                 for _ in range(n): lib.matmul(x, [w], "q8")
