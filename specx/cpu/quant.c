@@ -58,7 +58,7 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
             kernels' X_OFFSET (quant_simd.h).
    The integer products pair unsigned with signed bytes (VNNI, maddubs): weights that are never negative
    (unsigned_weights) take q as it is; signed weights take q + 128 and subtract 128·Σw, a sum over the
-   weights alone (decoded once for all rows). Values past the row's end are zeros with scale 0.
+   weights alone (decoded once for all rows), except in the SIMD kernels' short calls (X_OFFSET). Values past the row's end are zeros with scale 0.
    TAIL: a weight row of a 32-value type whose last group holds fewer than 8 blocks (K = 896, 576, 640) is
    still decoded 8 blocks at a time, reading on into the next row of the same call, and the extra blocks'
    weight scales are set to zero: against zero activations (q = 0, dx = 0) their lanes then add exactly what
@@ -175,6 +175,7 @@ static int q8_kind(int type) {
 }
 
 static inline int unsigned_weights(int type) { return q8_kind(type) != KIND_S; }   /* q, no offset */
+
 /* signed weights as large as ±127 (Q8_0, IQ4_NL, IQ4_XS): without VNNI, maddubs would saturate on (q + 128)·w,
    so those kernels multiply |w| by q carrying w's sign instead (2·127·127 fits in 16 bits) */
 static inline int wide_weights(int type) { return type == T_Q8_0 || type == T_IQ4_NL || type == T_IQ4_XS; }
