@@ -42,6 +42,7 @@ class ModelDrafter(NoDrafter):
         self.held: list[int] = []         # the tokens in its cache, from `offset`
         self.base = 0
         self.read_s: float | None = None  # seconds per token it reads in one forward (measured)
+        self.step_s: float | None = None  # seconds of a forward of one token (measured; _catching_up)
         self.budget: float | None = None  # the seconds the policy gave its last prompt pass (plan)
         self.resting = False              # this answer: it sits out (sit_out) and drafts nothing
         self.reading = window             # this answer's window: 0 where it reads everything (reads_all)
@@ -158,11 +159,13 @@ class ModelDrafter(NoDrafter):
         ids, tokens, probs, confidences, survival = self._unread(seq), [], [], [], 1.0
         self.base = len(seq) - self.offset
         sampling, stops = ask.sampling, ask.stops
-        scored = stops.scored
+        scored, caught_up = stops.scored, 0.0
         for _ in range(ask.model_limit):
             if ask.stop is not None and ask.stop.is_set():
                 break
+            before = self.lm.forward_s
             logits = self._logits(ids)
+            caught_up = caught_up or self._catching_up(len(ids), self.lm.forward_s - before)
             if sampling.greedy:
                 index = int(greedy(logits)[0])
                 confidence = float(torch.softmax(logits[0].float(), -1)[index]) if scored else None
@@ -183,7 +186,19 @@ class ModelDrafter(NoDrafter):
                 floor = stops.floor(len(tokens))
                 if floor is not None and survival < floor:
                     break  # a further token would likely be drafted for nothing
-        return Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences), made=len(tokens))
+        return Draft(tokens, self._pad(probs) if probs else None, confidences=tuple(confidences), made=len(tokens),
+                     read_s=caught_up)
+
+    def _catching_up(self, ids: int, seconds: float) -> float:
+        """What a forward of `ids` tokens cost beyond a drafting step where it read more than a round's usual
+        two (the target's token, and the last draft where all were accepted): the tokens of plain rounds or
+        copies it had not seen (Draft.read_s). One-token forwards keep the step's time, averaged over the
+        last two: a first forward's excess is then known from the first draft after a one-token one."""
+        if ids == 1:
+            self.step_s = seconds if self.step_s is None else (self.step_s + seconds) / 2
+        if ids <= 2 or self.step_s is None:
+            return 0.0
+        return max(seconds - self.step_s, 0.0)
 
     def _propose_tree(self, seq: list[int], ask: Ask) -> Draft:
         """A token tree of at most ask.tree nodes, ask.model_limit deep, grown level by level while the

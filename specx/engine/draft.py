@@ -22,6 +22,7 @@ class Draft:
     made: int | None = None     # tokens a model drafter produced (the policy may send fewer: Policy.trim)
     parents: tuple[int, ...] | None = None   # a token tree (engine/tree.py): each token's parent; None: a chain
     levels: tuple[tuple[int, float], ...] = ()   # a model drafter's tree: its forwards, (rows, seconds) each
+    read_s: float = 0.0         # seconds a model drafter spent reading tokens it had not seen, beyond a step's
 
     @property
     def lookup(self) -> bool:

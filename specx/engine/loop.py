@@ -220,10 +220,11 @@ class Generation:
 
     def _learn(self, draft: Draft, accepted: int, draft_s: float, verify_s: float, nodes: list[int]) -> None:
         """The policy learns from the round: a chain's, or a tree's (`nodes`: its accepted path) with what its
-        drafter forwards and its verify rows cost."""
+        drafter forwards and its verify rows cost; a chain's drafting time with what of it the model drafter
+        spent catching up on tokens it had not seen (Draft.read_s), which is not a drafted token's cost."""
         if draft.parents is None:
             self.policy.update(len(draft.tokens), accepted, draft_s, verify_s, draft.source, draft.made,
-                               draft.confidences)
+                               draft.confidences, draft.read_s)
             return
         said, passed = judged(draft, nodes)
         self.policy.update_tree(TreeRound(len(draft.tokens), draft.tree.depth, accepted, draft_s, verify_s,

@@ -63,9 +63,10 @@ class Auto(Switched):
         return draft if keep is None or keep >= len(draft.tokens) else cut(draft, keep)
 
     def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0,
-               source: str = MODEL, made: int | None = None, confidences: tuple[float, ...] = ()) -> None:
+               source: str = MODEL, made: int | None = None, confidences: tuple[float, ...] = (),
+               read_s: float = 0.0) -> None:
         made = drafted if made is None else made
-        self.cost.observe(drafted, accepted, draft_s, verify_s, source, made)
+        self.cost.observe(drafted, accepted, draft_s, verify_s, source, made, read_s, resumed=self.off or self.probing)
         self.cost.calibration.add(confidences[:min(drafted, accepted + 1)], accepted)
         if drafted and source != MODEL:
             if accepted == drafted:

@@ -96,10 +96,12 @@ class Policy:
         return draft
 
     def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0,
-               source: str = "model", made: int | None = None, confidences: tuple[float, ...] = ()) -> None:
+               source: str = "model", made: int | None = None, confidences: tuple[float, ...] = (),
+               read_s: float = 0.0) -> None:
         """Learn from the round that just ended: `drafted` tokens sent, `accepted` of them, the two
         timings, where the draft came from (`source`), how many tokens the model drafter made
-        (`made`: more than `drafted` where `trim` cut them) and its probability of each."""
+        (`made`: more than `drafted` where `trim` cut them), its probability of each, and what of the
+        drafting time it spent reading tokens it had not seen (`read_s`, Draft.read_s)."""
 
     def update_tree(self, r: TreeRound) -> None:
         """Learn from a token tree's round: as the chain of its depth, unless the policy prices trees."""

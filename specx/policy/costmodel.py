@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import copy
 import math
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from .acceptance import Calibration, Track
+from .fits import between as _between, ema as _ema, slope as _slope, tokens_per_round as _tokens_per_round
 from .knobs import KNOBS, AutoKnobs
 
 MODEL = "model"       # the source of a model drafter's drafts; copies name their evidence (ngram)
 COPIES = "copies"     # all copies pooled: a kind of copy not drafted yet borrows what they showed
 TREE_SLACK = 0.10     # a token tree may cost this much more to verify than the chain it extends (tree_nodes)
-ROW_WINDOW = 3.5      # a verify row's price is fitted through the measured forwards within this many tokens of
-#                       its middle (row_prices): up to 8 sizes, enough to average a shared CPU's noise out, few
-#                       enough to follow a kink (a q8 forward of 9+ tokens decodes its weights twice)
 
 
 @dataclass
@@ -48,6 +45,10 @@ class CostModel:
     calibration: Calibration | None = None   # None: a new one, with these knobs
     clock: int = 0             # rounds observed in this answer
     measured_at: dict[int, int] = field(default_factory=dict)   # forward size → the round it was last timed
+    lifetime: int = 0          # rounds observed over this pair's answers (carried; forget_stale)
+    timed: dict[int, int] = field(default_factory=dict)   # forward size → the lifetime round it was last timed
+    catchup_s: float | None = None   # seconds a model round spends catching up after copies (this answer; rate)
+    quiet: bool = False        # the last round drafted nothing (plain decoding)
     knobs: AutoKnobs = field(default=KNOBS, repr=False, compare=False)
 
     def __post_init__(self):
@@ -65,18 +66,29 @@ class CostModel:
         return cls(verify_s=dict(previous.verify_s), verify_n=dict(previous.verify_n),
                    draft_step_s=previous.draft_step_s, moe=moe,
                    draft_rows_s=dict(previous.draft_rows_s), calibration=copy.deepcopy(previous.calibration),
-                   knobs=previous.knobs)
+                   lifetime=previous.lifetime, timed=dict(previous.timed), knobs=previous.knobs)
 
     def observe(self, drafted: int, accepted: int, draft_s: float, verify_s: float, source: str = MODEL,
-                made: int | None = None) -> None:
+                made: int | None = None, read_s: float = 0.0, resumed: bool = False) -> None:
         """Fold in one round: drafted tokens, how many were accepted, the two timings, and where the
-        draft came from; `made`: tokens the model drafter produced, when the policy sent fewer.
-        Every round ages every track (plain ones too: the text moves on)."""
+        draft came from; `made`: tokens the model drafter produced, when the policy sent fewer; `read_s`:
+        the part of the drafting time the model drafter spent catching up on tokens it had not seen.
+        Every round ages every track (plain ones too: the text moves on).
+
+        The catching up is not a drafted token's cost: counted in the drafting step, each probe after a
+        long stretch of plain rounds (the drafter reads its window of them) raised the step the pair
+        carries, until drafting looked dear everywhere (benchmarks/results/2026-11-29-drift). After
+        copies a model round pays it again each time: that is `catchup_s`, a round's cost (rate). After
+        plain rounds, or in a round that judges whether drafting comes back (`resumed`: off, probing),
+        it is the price of trying again, which the probe gap bounds: not folded in."""
         made = drafted if made is None else made
+        quiet, self.quiet = self.quiet, not drafted and not made
         self._tick(drafted + 1, verify_s)
         if source == MODEL and made:
-            step = draft_s / made
+            step = max(draft_s - read_s, 0.0) / made
             self.draft_step_s = step if self.draft_step_s is None else _ema(self.draft_step_s, step, self.knobs.decay)
+            if not (quiet or resumed):
+                self.catchup_s = read_s if self.catchup_s is None else _ema(self.catchup_s, read_s, self.knobs.decay)
             if not drafted:    # a draft not worth verifying: drafting time spent for nothing, as a
                 self.track(MODEL).add(made, 0)   # draft whose first token fails
         if not drafted:
@@ -108,8 +120,27 @@ class CostModel:
         self.verify_n[n] = 1.0 + (old * self.verify_n.get(n, 1.0) if n in self.verify_s else 0.0)
         self.verify_s[n] = verify_s if n not in self.verify_s else old * self.verify_s[n] + (1 - old) * verify_s
         self.measured_at[n] = self.clock
+        self.lifetime += 1
+        self.timed[n] = self.lifetime
+        self._forget_stale()
         for track in self.tracks.values():
             track.decay(self.knobs.decay)
+
+    def _forget_stale(self) -> None:
+        """Drop the time of a forward size not timed for AutoKnobs.stale_rounds rounds (over the pair's
+        answers; one loaded from disk counts from this process's first round), plain decoding's excepted
+        and the freshest other size kept (the longest, among equals): verify_time then interpolates it from fresher sizes. A time
+        measured in a slow phase of a shared CPU, at a size drafts then stopped reaching because it
+        looked dear, had stayed for a whole session (benchmarks/results/2026-11-29-drift); an estimate
+        that is too low is timed again at once, one that is too high never was."""
+        limit = self.lifetime - self.knobs.stale_rounds
+        sizes = sorted((m for m in self.verify_s if m != 1), key=lambda m: (self.timed.get(m, 0), m))
+        for m in sizes[:-1]:
+            if self.timed.get(m, 0) < limit:
+                del self.verify_s[m]
+                self.verify_n.pop(m, None)
+                self.measured_at.pop(m, None)
+                self.timed.pop(m, None)
 
     def age(self, n: int) -> int:
         """Rounds since a forward of n tokens was last timed (at least 1); one carried from an earlier
@@ -186,7 +217,7 @@ class CostModel:
         difference of those two measured times: each is kept from its own last measures, and on a shared CPU
         one slow measure priced the row into its size at 3-4× its cost and the next one below zero
         (benchmarks/results/2026-11-29-rows). The price is the slope of a line fitted, by least squares,
-        through the measured forwards within ROW_WINDOW of the row, each weighted by the measures behind
+        through the measured forwards within fits.ROW_WINDOW of the row, each weighted by the measures behind
         its time (verify_n; one that came from disk or was refreshed after long unmeasured counts as one);
         through the two nearest where the window holds fewer than two; never below zero. Beyond the longest
         measured forward L the price falls as L / j (verify_time's logarithmic growth). None until two
@@ -207,7 +238,11 @@ class CostModel:
         step = self.draft_step_s if source == MODEL else 0.0
         if verify is None or (k and step is None):
             return None
-        return self.expected_tokens(k, source) / (verify + k * (step or 0.0))
+        return self.expected_tokens(k, source) / (verify + k * (step or 0.0) + self._catchup(k, source))
+
+    def _catchup(self, k: int, source: str) -> float:
+        """What a model round of k > 0 tokens pays to catch up after copies, measured this answer (observe)."""
+        return (self.catchup_s or 0.0) if k and source == MODEL else 0.0
 
     def best_k(self, k_max: int, source: str = MODEL) -> int | None:
         """The k in 0..k_max with the highest expected rate; None until plain and drafting are measured."""
@@ -286,53 +321,7 @@ class CostModel:
                     f"{self.hazards(1)[0]:.0%} for a round's first, a drafted token costs "
                     f"{1e3 * (self.draft_step_s or 0):.0f} ms and plain decoding {1e3 * plain:.0f} ms per token{moe}")
         return (f"k={k}: acceptance {self.acceptance:.0%}, expected {self.expected_tokens(k):.1f} tokens per "
-                f"{1e3 * ((self.verify_time(k + 1) or 0) + k * (self.draft_step_s or 0)):.0f} ms round "
+                f"{1e3 * ((self.verify_time(k + 1) or 0) + k * (self.draft_step_s or 0) + self._catchup(k, MODEL)):.0f}"
+                f" ms round "
                 f"vs {1e3 * plain:.0f} ms per plain token")
 
-
-def _between(times: dict[int, float], n: int, known: list[int]) -> float | None:
-    """The time of an unmeasured size n from the measured `times` (sizes `known`, in order): linear between
-    the sizes around it, along the logarithm of the size beyond the longest (CostModel.verify_time)."""
-    if len(known) < 2:
-        return None
-    if n > known[-1]:
-        short, long = known[-2], known[-1]
-        per_log = max(times[long] - times[short], 0.0) / math.log(long / short)
-        return times[long] + per_log * math.log(n / long)
-    lower = max((m for m in known if m < n), default=known[0])
-    upper = min(m for m in known if m > n)
-    if lower == upper or lower > n:   # below the shortest measured: along its line to the next
-        lower, upper = known[0], known[1]
-    slope = (times[upper] - times[lower]) / (upper - lower)
-    return max(times[lower] + slope * (n - lower), 1e-9)
-
-
-def _slope(points: list[tuple[int, float, float]], known: list[int], middle: float) -> float:
-    """The weighted least-squares slope of the measured (size, time, weight) points within ROW_WINDOW of
-    `middle` (`known`: their sizes, in order), or of the two nearest where fewer lie there; not below zero
-    (CostModel.row_prices)."""
-    near = points[bisect_left(known, middle - ROW_WINDOW):bisect_right(known, middle + ROW_WINDOW)]
-    if len(near) < 2:
-        near = sorted(points, key=lambda p: abs(p[0] - middle))[:2]
-    total = sum_n = sum_t = 0.0
-    for m, t, w in near:
-        total, sum_n, sum_t = total + w, sum_n + w * m, sum_t + w * t
-    mean_n, mean_t = sum_n / total, sum_t / total
-    spread = rise = 0.0
-    for m, t, w in near:
-        spread, rise = spread + w * (m - mean_n) ** 2, rise + w * (m - mean_n) * (t - mean_t)
-    return max(rise / spread, 0.0)
-
-
-def _tokens_per_round(hazards: list[float]) -> list[float]:
-    """E(m) for m = 0..len(hazards): the target's own token plus the drafts accepted before the first
-    rejection, 1 + Σ_{j≤m} Π_{i≤j} h_i."""
-    totals, survive = [1.0], 1.0
-    for h in hazards:
-        survive *= h
-        totals.append(totals[-1] + survive)
-    return totals
-
-
-def _ema(old: float, new: float, decay: float) -> float:
-    return decay * old + (1 - decay) * new

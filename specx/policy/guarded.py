@@ -36,8 +36,10 @@ class Guarded(Switched):
         return self.inner.trim(draft)
 
     def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0,
-               source: str = MODEL, made: int | None = None, confidences: tuple[float, ...] = ()) -> None:
-        self.cost.observe(drafted, accepted, draft_s, verify_s, source, made)   # plain decoding's time
+               source: str = MODEL, made: int | None = None, confidences: tuple[float, ...] = (),
+               read_s: float = 0.0) -> None:
+        self.cost.observe(drafted, accepted, draft_s, verify_s, source, made, read_s,   # plain decoding's time
+                          resumed=self.off or self.probing)
         if self.asked:
             self._judge(accepted + 1, draft_s + verify_s)
         self.inner.update(drafted, accepted, draft_s, verify_s, source, made, confidences)

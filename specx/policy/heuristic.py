@@ -16,7 +16,8 @@ class Heuristic(Policy):
         self.current = max(1, k)
 
     def update(self, drafted: int, accepted: int, draft_s: float = 0.0, verify_s: float = 0.0,
-               source: str = "model", made: int | None = None, confidences: tuple[float, ...] = ()) -> None:
+               source: str = "model", made: int | None = None, confidences: tuple[float, ...] = (),
+               read_s: float = 0.0) -> None:
         if drafted:
             grown = self.current + 2 if accepted == drafted else max(1, self.current - 1)
             self.current = min(grown, MAX_K)

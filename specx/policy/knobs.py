@@ -25,6 +25,8 @@ class AutoKnobs:
     #                               old (a time carried from an earlier answer counts as this old) ...
     refresh_gain: float = 1.5     # ... unless drafting's measured rate leads it by this factor: a shared CPU's
     #                               speed moves within an answer, and drafting is judged against plain decoding
+    stale_rounds: int = 256       # a forward size's time not measured again for this many rounds (about two
+    #                               answers of plain decoding) is dropped and interpolated from fresher sizes
     guard_rounds: int = 6         # the guard judges a tuned policy's speed over this many drafting rounds ...
     guard_slack: float = 0.05     # ... and turns it off where they fall this far below plain decoding's
     # --- the cost model (costmodel.py)

@@ -276,3 +276,39 @@ def test_a_forward_through_transformers_warns_nothing(make_lm):
         lm.forward([0, 5, 7, 9], last_only=True)
         lm.forward([11])
         lm.forward([12, 13, 14])
+
+
+class _Clocked:
+    """A drafter LM whose forwards cost fake seconds: 10 ms, and 5 ms more for each further token."""
+
+    def __init__(self, lm):
+        self.inner, self.forward_s = lm, 0.0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def forward(self, ids, last_only=False):
+        self.forward_s += 0.010 + 0.005 * (len(ids) - 1)
+        return self.inner.forward(ids, last_only=last_only)
+
+
+def test_the_drafters_catching_up_is_not_a_drafted_tokens_cost(make_lm):
+    """A draft after tokens the drafter has not seen (plain rounds, copies) starts with a forward of them all:
+    Draft.read_s is what that forward cost beyond a one-token step, which the policy keeps out of its drafting
+    step; a round's usual two tokens (the target's, and the last draft when all were accepted) are a step's."""
+    from specx.drafters.model import ModelDrafter
+    from specx.engine.draft import Ask
+
+    lm = _Clocked(make_lm("llama", seed=2, layers=1))
+    drafter = ModelDrafter(lm, lm.vocab_size, lm.vocab_size)
+    seq = [0, 5, 9, 12, 5, 9]
+    drafter.prefill(seq)
+    first = drafter.propose(seq, Ask(3))
+    assert first.read_s == 0.0 and drafter.step_s == pytest.approx(0.010)
+    drafter.commit(len(first.tokens), 0)
+    seq += [7, 8, 30, 31, 32, 33, 34]      # seven tokens it has not seen: one forward of 7 rows, 40 ms
+    again = drafter.propose(seq, Ask(3))
+    assert again.read_s == pytest.approx(0.030)
+    drafter.commit(len(again.tokens), len(again.tokens))
+    seq += again.tokens + [3]               # all accepted, and the target's token: two tokens, a step's work
+    assert drafter.propose(seq, Ask(3)).read_s == 0.0

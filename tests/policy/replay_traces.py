@@ -243,9 +243,10 @@ def make_drafter(trace: Trace, lm):
     return HybridDrafter(NgramDrafter(), model) if trace.drafter == "hybrid" else model
 
 
-def run(trace: Trace) -> list[dict]:
+def run(trace: Trace, costs: list | None = None) -> list[dict]:
     """The loop's decisions on one trace: per answer, per round (copy k, model k), drafted, accepted,
-    tokens kept, the draft and verify seconds, the notice; and the answer's notices and tokens."""
+    tokens kept, the draft and verify seconds, the notice; and the answer's notices and tokens. `costs`:
+    a list that gets each answer's cost model at its end."""
     import specx.engine.loop as loop
     from specx.engine.types import Done, Round, Sampling
     from specx.policy.costmodel import CostModel
@@ -285,6 +286,8 @@ def run(trace: Trace) -> list[dict]:
             "notices": list(done.stats.notices), "reason": done.reason,
             "tokens": [t for r in rounds for t in r.token_ids]})
         previous = policy.cost
+        if costs is not None:
+            costs.append(policy.cost)
     return answers
 
 

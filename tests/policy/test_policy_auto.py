@@ -447,3 +447,48 @@ def test_the_drafters_prompt_pass_may_cost_what_drafting_is_expected_to_save():
     assert cost.read_budget(10 * READ_ANSWER) == pytest.approx(saving * READ_ANSWER * 0.19, rel=0.05)
     dear = CostModel(verify_s={1: 0.09, 2: 0.105}, draft_step_s=0.036)
     assert dear.read_budget(64) == 0.0
+
+
+def test_a_drafters_catching_up_after_plain_rounds_stays_out_of_the_drafting_step():
+    """A probe after a long stretch of plain rounds starts with the drafter reading its window of them
+    (read_s): neither the step nor a round's catching-up cost takes it, so probe after probe the carried
+    step stays a step's (counted in, it rose from 15 ms to 40 in one chat answer, and drafting looked dear
+    everywhere after). After copies a model round pays its catching up again each time: a round's cost."""
+    from specx.policy.costmodel import CostModel
+
+    policy = make("auto", 16, cost=CostModel(verify_s={1: 0.035, 2: 0.045, 5: 0.06}, draft_step_s=0.015))
+    for _ in range(5):                                  # probes after stretches of plain decoding
+        for _ in range(40):
+            policy.update(0, 0, 0.0, 0.035)
+        policy.update(2, 0, 2 * 0.015 + 0.2, 0.045, made=2, read_s=0.2)
+    assert policy.cost.draft_step_s == pytest.approx(0.015)
+    assert policy.cost.catchup_s is None
+    cost = CostModel(verify_s={1: 0.035, 2: 0.045, 5: 0.06}, draft_step_s=0.015)
+    cost.observe(4, 4, 0.0, 0.06, source="match8")      # a copy, then the model drafts and first reads it
+    cost.observe(3, 1, 3 * 0.015 + 0.01, 0.05, made=3, read_s=0.01)
+    assert cost.draft_step_s == pytest.approx(0.015) and cost.catchup_s == pytest.approx(0.01)
+    round_s = cost.verify_time(5) + 4 * cost.draft_step_s + 0.01
+    assert cost.rate(4) == pytest.approx(cost.expected_tokens(4) / round_s)
+    assert cost.rate(0) == pytest.approx(1 / 0.035)
+
+
+def test_a_forward_size_not_timed_for_long_gives_way_to_fresher_sizes():
+    """Over a pair's answers a size not timed for stale_rounds rounds is dropped and interpolated from fresher
+    sizes (one measured in a slow phase had priced drafts of its length out for a whole session); plain
+    decoding's time and the freshest other size are kept, so verify costs stay known."""
+    from specx.policy.costmodel import CostModel
+
+    cost = CostModel()
+    cost.observe(7, 7, 0.0, 0.30)                       # an 8-token forward in a slow phase: 0.30 s
+    cost.observe(1, 1, 0.0, 0.05)
+    for answer in range(3):
+        cost = CostModel.following(cost)
+        for _ in range(KNOBS.stale_rounds // 2):
+            cost.observe(0, 0, 0.0, 0.04)
+            cost.observe(3, 3, 0.0, 0.07)
+    assert sorted(cost.verify_s) == [1, 4] and cost.lifetime == 3 * KNOBS.stale_rounds + 2
+    assert cost.verify_time(8) == pytest.approx(0.07 + 0.03 / 2)   # along ln n from 1 and 4, as they are now
+    lone = CostModel(verify_s={1: 0.04, 2: 0.05, 5: 0.08})
+    for _ in range(KNOBS.stale_rounds + 1):
+        lone.observe(0, 0, 0.0, 0.04)
+    assert sorted(lone.verify_s) == [1, 5]              # loaded from disk: as old as this process; the longest kept

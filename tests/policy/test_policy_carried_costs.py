@@ -75,3 +75,16 @@ def test_the_python_api_reuses_a_loaded_pair_and_what_it_measured():
     assert first == specx.generate(plain, "w25 w26 w27", max_tokens=10, raw=True, draft_policy="fixed")
     specx.generate(pair, "w28 w29", max_tokens=10, raw=True)
     assert pair.costs[True] is not measured and set(measured.verify_s) <= set(pair.costs[True].verify_s)
+
+
+def test_over_a_session_of_answers_that_draft_little_the_carried_step_stays_the_drafters_step():
+    """The real loop and drafters on a fake clock (replay_traces): prose the drafter mostly gets wrong, so
+    drafting goes off and is probed after ever longer stretches of plain rounds, each probe starting with the
+    drafter reading what it missed. Answer after answer the step the pair carries stays the drafter's 20 ms
+    (counting the reading in, it carried 33-59 ms, and drafting looked dear in every answer after)."""
+    from replay_traces import Trace, run
+
+    for window in (8, 0):
+        costs: list = []
+        run(Trace("session", "prose", "hybrid", "auto", wrong=0.7, window=window, answers=4, max_tokens=128), costs)
+        assert [c.draft_step_s for c in costs] == pytest.approx([0.02] * 4, rel=0.05)
