@@ -123,7 +123,7 @@ def check_machine(m: ModelOptions) -> str:
     (a GGUF variant's name stands for itself: its weights are the file's)."""
     from .cpu.fastpath import choose
 
-    if m.draft_quant not in limits.LEAN_QUANT:
+    if m.draft_quant not in limits.LEAN_QUANT + limits.DRAFT_LEAN_QUANT:
         choose(limits.runtime_quant(m.draft_quant), "drafter")
     if m.quant in limits.GPU_ONLY_QUANT + limits.LEAN_QUANT or limits.is_variant_name(m.quant):
         return m.quant

@@ -28,7 +28,7 @@ def plan(
     draft_tokens: Annotated[int, typer.Option("--draft-tokens", "-k", show_default=False, help="Tokens drafted per round (default: as `specx run` takes it: up to 16 under its auto policy).")] = 4,
     dtype: Annotated[str, typer.Option(help="auto|float32|bfloat16|float16 (auto: bfloat16 on GPU, float32 on CPU).")] = "auto",
     quant: Annotated[str, typer.Option(help="auto (quantize only when needed), none, int8, nf4, fp4 (GPU), a registered CPU backend, or a preset's GGUF variant (Q4_K_M, Q8_0, ...).")] = "auto",
-    draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU, as `specx run` takes them: auto (= int8dyn where available), none, fp16, int8, int4, int8dyn.")] = "auto",
+    draft_quant: Annotated[str, typer.Option("--draft-quant", help="Drafter weights on CPU, as `specx run` takes them: auto (q4 on specx's decoder, else int8dyn where available), q4, q8, none, fp16, int8, int4, int8dyn.")] = "auto",
     allow_disk_offload: Annotated[bool, typer.Option("--allow-disk-offload", help="Allow weights on disk (slow) instead of refusing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:

@@ -1,4 +1,5 @@
-/* Round-to-nearest Q2_K quantization: float32 rows -> ggml's block_q2_K bytes (84 bytes per 256 values).
+/* Round-to-nearest Q2_K and Q4_0 quantization: float32 rows -> ggml's block_q2_K bytes (84 bytes per 256
+   values) and block_q4_0 bytes (18 per 32; the rule at spx_quantize_q4_0).
 
    The rule, value for value, is lowbit_ref.quantize_q2_k's (test_lowbit holds them equal bit for bit):
    every step is one float32 operation in the reference's order (build with -ffp-contract=off), rounding
@@ -95,4 +96,34 @@ static void quantize_block(const float *x, uint8_t *out) {
 void spx_quantize_q2_k(const float *x, int64_t n, uint8_t *out, int32_t threads) {
     #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t b = 0; b < n; ++b) quantize_block(x + b * QK, out + b * 84);
+}
+
+/* Q4_0, ggml's quantize_row_q4_0_ref value for value (lowbit_ref.quantize_q4_0 holds it bit for bit): per block
+   of 32, the value of largest magnitude (the first of equals) gives d = max / -8 (fp16, to nearest even) and
+   id = 1 / d in float32, 0 where the fp16 d is 0 (ggml's 0 where d is 0; a d below fp16's range decodes to zeros
+   either way, and id stays finite, so every x * id lies within [-8, 8]); value j is min(15, trunc(x_j * id + 8.5)), the low nibble of byte j
+   for j < 16, the high nibble of byte j - 16 else, after the fp16 d. */
+static void quantize_block_q4_0(const float *x, uint8_t *out) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        const float a = fabsf(x[j]);
+        if (amax < a) {
+            amax = a;
+            max = x[j];
+        }
+    }
+    const float d = max / -8.0f;
+    const uint16_t dh = half_bits(d);
+    const float id = (dh & 0x7fff) ? 1.0f / d : 0.0f;
+    memcpy(out, &dh, 2);
+    for (int j = 0; j < 16; ++j) {
+        const int lo = (int)(int8_t)(x[j] * id + 8.5f), hi = (int)(int8_t)(x[16 + j] * id + 8.5f);
+        out[2 + j] = (uint8_t)((lo < 15 ? lo : 15) | ((hi < 15 ? hi : 15) << 4));
+    }
+}
+
+/* n blocks of 32 values (x: n * 32 floats) -> n * 18 bytes; the threads split the blocks. */
+void spx_quantize_q4_0(const float *x, int64_t n, uint8_t *out, int32_t threads) {
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t b = 0; b < n; ++b) quantize_block_q4_0(x + b * 32, out + b * 18);
 }

@@ -1,4 +1,4 @@
-"""Round-to-nearest Q2_K quantization in numpy: the reference lowbit.c is held to, bit for bit.
+"""Round-to-nearest Q2_K and Q4_0 quantization in numpy: the reference lowbit.c is held to, bit for bit.
 
 The rule (benchmarks/experiments/2026-11-27-lowbit-run/q2k_quant.py, with zeros and NaN ratios made
 definite): per 16-value sub-block, its range [min(lo, 0), hi] in 4 levels (scale = (hi - lo) / 3,
@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 BLOCK, BLOCK_BYTES = 256, 84
+Q4_0_BLOCK, Q4_0_BYTES = 32, 18
 
 
 def _levels(ratio: np.ndarray, top: int) -> np.ndarray:
@@ -48,4 +49,23 @@ def quantize_q2_k(x: np.ndarray) -> np.ndarray:
     out[:, 16:80] = qs.reshape(-1, 64)
     out[:, 80:82] = d.view(np.uint8).reshape(-1, 2)
     out[:, 82:84] = dmin.view(np.uint8).reshape(-1, 2)
+    return out.reshape(-1)
+
+
+def quantize_q4_0(x: np.ndarray) -> np.ndarray:
+    """(rows, cols) float32, cols a multiple of 32 -> (rows * cols / 32 * 18,) uint8: ggml's quantize_row_q4_0_ref
+    (per block, the value of largest magnitude, the first of equals, gives d = max / -8, stored as fp16; id = 1 / d
+    in float32, 0 where the fp16 d is 0 (lowbit.c says why); each value min(15, trunc(x * id + 8.5)), values j and j + 16 in byte j's low and
+    high nibble)."""
+    v = np.asarray(x, dtype=np.float32).reshape(-1, Q4_0_BLOCK)
+    peak = v[np.arange(len(v)), np.abs(v).argmax(1)]
+    peak = np.where(np.abs(peak) > 0, peak, np.float32(0))   # a block of zeros: +0, as ggml's max starts
+    d = peak / np.float32(-8)
+    with np.errstate(divide="ignore", over="ignore"):   # a huge d: an infinite half, as ggml stores it
+        half = d.astype(np.float16)
+        inv = np.where(half != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    q = np.minimum(np.trunc(v * inv[:, None] + np.float32(8.5)), 15).astype(np.uint8)
+    out = np.empty((len(v), Q4_0_BYTES), dtype=np.uint8)
+    out[:, :2] = half.view(np.uint8).reshape(-1, 2)
+    out[:, 2:] = q[:, :16] | (q[:, 16:] << 4)
     return out.reshape(-1)

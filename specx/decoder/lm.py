@@ -116,13 +116,17 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     """A GGUF file or a safetensors folder as a LeanLM. UnsupportedArchitecture: run transformers' model instead.
     `context`: cache positions (default model.DEFAULT_CONTEXT or the model's own, the smaller);
     `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
-    activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations)."""
-    f = read(path, huge_pages=resident.wanted())
+    activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations; "q4", drafters only: q8 with the wider
+    layer matrices re-encoded to Q4_0, decoder/reencode.py)."""
+    lower, mode = mode == "q4", "q8" if mode == "q4" else mode
+    f = read(path, huge_pages=resident.wanted(), reencode=lower)
     activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
     amx = linear.prompt_note(f.weights.types(), mode)
     activations += f", {amx}" if amx else ""
     held = f", {resident.describe()}" if f.huge_pages else ""
-    kernels = (f"kernels: specx lean decoder on the file's {f.weights.types()} as they are{held}, {linear.describe()}, "
+    blocks = (f"{f.weights.types()} blocks{f.reencoded}" if f.reencoded else
+              f"the file's {f.weights.types()} as they are")
+    kernels = (f"kernels: specx lean decoder on {blocks}{held}, {linear.describe()}, "
                f"{activations}; {attention.describe()}, {layers.describe()}")
     head = None
     if draft_vocab:
@@ -146,6 +150,7 @@ class ModelFiles:
     name: str
     keep: object = None   # VocabTrim's kept ids, else None
     huge_pages: bool = False   # the matrices were copied to 2 MiB pages (resident.py)
+    reencoded: str = ""        # the kernels sentence's part on layers re-encoded to Q4_0 (reencode.py), or ""
 
     def trimmed(self) -> str:
         """The kernels sentence's VocabTrim part ("" without it)."""
@@ -156,11 +161,13 @@ class ModelFiles:
         return f", {vocabtrim.describe(self.keep, self.config.vocab_size)}"
 
 
-def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False) -> ModelFiles:
+def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False, reencode: bool = False) -> ModelFiles:
     """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids.
-    `huge_pages`: the matrices copied to 2 MiB pages while the tokenizer loads (resident.py)."""
+    `huge_pages`: the matrices copied to 2 MiB pages while the tokenizer loads (resident.py); `reencode`: a
+    drafter's wider layer matrices re-encoded to Q4_0 first (reencode.py)."""
     path = Path(path)
-    config, weights, tokenizer, eos, moved = (_from_folder if path.is_dir() else _from_gguf)(path, huge_pages)
+    config, weights, tokenizer, eos, moved, said = (_from_folder if path.is_dir() else _from_gguf)(path, huge_pages,
+                                                                                                  reencode)
     keep = None
     if draft_vocab:
         from . import vocabtrim
@@ -168,27 +175,37 @@ def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False) -> Mo
         keep = vocabtrim.keep_ids(tokenizer, min(len(tokenizer), config.vocab_size), draft_vocab)
         weights = dataclasses.replace(weights, output=linear.take_rows(weights.output, keep.tolist()))
     return ModelFiles(config, weights, tokenizer, frozenset(eos), path.stem if path.is_file() else path.name, keep,
-                      moved)
+                      moved, f" ({said})" if said else "")
 
 
-def _from_gguf(path: Path, huge_pages: bool):
+def _lower(weights, reencode: bool):
+    """The weights, their wider layers re-encoded to Q4_0 where asked, and what the kernels sentence says of it."""
+    if not reencode:
+        return weights, ""
+    from . import reencode as lower
+
+    low = lower.reencode(weights)
+    return low, lower.describe(weights, low)
+
+
+def _from_gguf(path: Path, huge_pages: bool, reencode: bool = False):
     gguf = open_gguf(path)
     shapes = {name: info.shape for name, info in gguf.tensors.items()}
     freqs = gguf.array("rope_freqs.weight") if "rope_freqs.weight" in gguf.tensors else None
     config = configs.from_gguf(gguf.meta, shapes, freqs)
-    weights = weight_files.from_gguf(gguf, config)
+    weights, said = _lower(weight_files.from_gguf(gguf, config), reencode)
     move = resident.Move(weights) if huge_pages else None
     tokenizer = load_tokenizer(gguf)
     moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id, gguf.meta.get("tokenizer.ggml.eos_token_id")}
-    return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights
+    return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights, said
 
 
-def _from_folder(path: Path, huge_pages: bool):
+def _from_folder(path: Path, huge_pages: bool, reencode: bool = False):
     from transformers import AutoConfig, AutoTokenizer
 
     config = configs.from_hf(AutoConfig.from_pretrained(path, trust_remote_code=False))
-    weights = weight_files.from_safetensors(path, config)
+    weights, said = _lower(weight_files.from_safetensors(path, config), reencode)
     move = resident.Move(weights) if huge_pages else None
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     moved = move.result() if move else weights
@@ -197,4 +214,4 @@ def _from_folder(path: Path, huge_pages: bool):
     if generation.is_file():
         value = json.loads(generation.read_text(encoding="utf-8")).get("eos_token_id")
         eos.update([value] if isinstance(value, int) else value or [])
-    return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights
+    return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights, said

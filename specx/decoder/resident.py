@@ -123,14 +123,14 @@ def _copy(chunk: tuple[np.ndarray, np.ndarray]) -> None:
     src, dst = chunk
     np.copyto(dst, src)
     if not src.flags.writeable:
-        _release(src)
+        release(src)
 
 
 _PAGE = mmap.PAGESIZE
 _libc = None
 
 
-def _release(view: np.ndarray) -> None:
+def release(view: np.ndarray) -> None:
     """madvise(MADV_DONTNEED) over the whole pages inside `view`, a read-only view of a file map: the process
     drops its mappings of them (a later read maps them again from the page cache). Best effort."""
     global _libc

@@ -103,7 +103,8 @@ FOUR_BIT = 0.5 + 1 / 64 + 4 / (64 * 256)
 
 
 NATIVE = " (file)"   # a scheme name ending so holds the weights as the file does (lean decoder)
-NATIVE_QUANTS = ("auto", "none", "q8")   # --quant values that keep a file's own weights (q8: int8 activations)
+NATIVE_QUANTS = ("auto", "none", "q8", "q4")   # --quant values that run a file on the lean decoder (q8: int8 activations;
+#                                                 q4: a drafter's wider layers re-encoded, priced at the file's bytes)
 
 
 def file_scheme(shape: Shape) -> Scheme:

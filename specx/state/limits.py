@@ -11,6 +11,7 @@ from ..errors import UsageError
 WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # CPU weight precisions (cpu/fastpath.py);
                                                                 # int8dyn: drafters only (qlinear.DynInt8Linear)
 GPU_ONLY_QUANT = ("nf4", "fp4")                                 # bitsandbytes on CUDA: the memory plan checks them
+DRAFT_LEAN_QUANT = ("q4",)   # a drafter on the lean decoder: its wider layers re-encoded to Q4_0 (decoder/reencode.py)
 LEAN_QUANT = ("q8",)   # specx's lean decoder on a GGUF file: int8 activations per 32 values (cpu/quant.py);
                        # `none` there keeps float32 activations (exact)
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -43,7 +44,7 @@ def check(name: str, value, where: str = "") -> None:
 
 
 # option -> (the names it may take, the flag that sets it)
-NAMES = {"quant": (WEIGHTS + GPU_ONLY_QUANT + LEAN_QUANT, "--quant"), "draft_quant": (WEIGHTS + LEAN_QUANT, "--draft-quant"),
+NAMES = {"quant": (WEIGHTS + GPU_ONLY_QUANT + LEAN_QUANT, "--quant"), "draft_quant": (WEIGHTS + LEAN_QUANT + DRAFT_LEAN_QUANT, "--draft-quant"),
          "dtype": (DTYPES, "--dtype")}
 
 
@@ -54,7 +55,7 @@ VARIANT_NAME = re.compile(r"^(I?Q\d(_[A-Z0-9]+)+|B?F16|F32)$", re.I)   # every G
 
 def is_variant_name(value: str) -> bool:
     """Whether a --quant value names a GGUF variant rather than a runtime precision."""
-    return bool(VARIANT_NAME.match(value)) and value.lower() not in {*WEIGHTS, *GPU_ONLY_QUANT, *LEAN_QUANT}
+    return bool(VARIANT_NAME.match(value)) and value.lower() not in {*WEIGHTS, *GPU_ONLY_QUANT, *LEAN_QUANT, *DRAFT_LEAN_QUANT}
 
 
 def runtime_quant(value: str) -> str:

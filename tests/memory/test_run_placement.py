@@ -126,14 +126,17 @@ def test_cpu_weight_precisions_load_through_the_fast_path_not_bitsandbytes(mid_m
     assert applied.summary == f"target {quant} cpu"
 
 
-@pytest.mark.parametrize("quant, mode", [("auto", "q8"), ("q8", "q8"), ("none", "f32")])
-def test_a_gguf_file_on_the_cpu_runs_int8_activations_unless_none_asks_float32(quant, mode):
-    """The lean decoder's activation mode per --quant: auto is q8 (it passed the quality guard and is the
-    faster verify), none keeps float32 activations (exact), q8 as asked; drafter and target alike."""
+@pytest.mark.parametrize("quant, target, drafter", [("auto", "q8", "q4"), ("q8", "q8", "q8"), ("q4", None, "q4"),
+                                                     ("none", "f32", "f32")])
+def test_a_gguf_file_on_the_cpu_runs_int8_activations_unless_none_asks_float32(quant, target, drafter):
+    """The lean decoder's mode per --quant: auto is q8 for a target (it passed the quality guard and is the
+    faster verify) and q4 for a drafter (its wider layers re-encoded to Q4_0: never the output), none keeps
+    float32 activations (exact), q8 and q4 (a drafter's only) as asked."""
     from types import SimpleNamespace
 
     from specx.memory.placement import _load
 
     plan = SimpleNamespace(devices=("cpu",), native="Q4_K/Q6_K", dtype="float32", quant="none", context=512)
-    for role in ("target", "drafter"):
-        assert _load(plan, None, role, quant).weights == f"native {mode}"
+    for role, mode in (("target", target), ("drafter", drafter)):
+        if mode:
+            assert _load(plan, None, role, quant).weights == f"native {mode}"
