@@ -38,20 +38,26 @@ class Served:
         options = from_keywords(self.model).model
         self.reference = prepare(options)        # what `specx run` answers with (api.stream)
         self.engine = Engine(metrics=Metrics(self.model), load=lambda: prepare(options)).start()   # as serve() does
+        # `--drafter ngram`: drafts that depend on the text alone (a self-draft's layer search is scored by measured
+        # time, so two pairs may draft differently, and a sampled answer's coins depend on the drafts)
+        copying = from_keywords(self.model, drafter="ngram").model
+        self.copying_reference = prepare(copying)
+        self.copying = Engine(metrics=Metrics(self.model), load=lambda: prepare(copying)).start()
         self.jobs = []
         making = self.engine.job
         self.engine.job = lambda *a: self.jobs.append(making(*a)) or self.jobs[-1]
         self.servers = []
         self.port, self.keyed_port = self._serve(None, self.defaults), self._serve("s3cret", self.defaults)
-        self.fixed_port = self._serve(None, RunOptions(draft_policy="fixed"))   # `specx serve --draft-policy fixed`
+        # `specx serve --drafter ngram --draft-policy fixed`
+        self.fixed_port = self._serve(None, RunOptions(draft_policy="fixed"), self.copying)
 
-    def _serve(self, key, defaults):
+    def _serve(self, key, defaults, engine=None):
         from specx.serve import app
         from specx.serve.server import make_server
 
         port = free_port()
-        server = make_server(app.build(self.engine, self.model, defaults, key, self.engine.metrics),
-                             self.engine, "127.0.0.1", port)
+        engine = engine or self.engine
+        server = make_server(app.build(engine, self.model, defaults, key, engine.metrics), engine, "127.0.0.1", port)
         threading.Thread(target=server.run, daemon=True).start()
         while not server.started:
             time.sleep(0.02)
@@ -63,16 +69,17 @@ class Served:
 
         return OpenAI(base_url=f"http://127.0.0.1:{port or self.port}/v1", api_key=key, max_retries=0, timeout=120)
 
-    def specx_run(self, prompt, **run) -> str:
+    def specx_run(self, prompt, pair=None, **run) -> str:
         from specx.api import generate
         from specx.options import RunOptions
 
-        return generate(self.reference, prompt, RunOptions(max_tokens=N, **run))
+        return generate(pair or self.reference, prompt, RunOptions(max_tokens=N, **run))
 
     def stop(self):
         for server in self.servers:
             server.should_exit = True
         self.engine.close()
+        self.copying.close()
 
 
 @pytest.fixture(scope="module")
@@ -105,15 +112,16 @@ def test_chat_and_completion_equal_specx_run_streamed_or_not(served):
 
 
 def test_sampling_with_a_seed_and_stop_strings_equal_specx_run(served):
-    """temperature, top_p, seed and stop as `specx run` takes them. Under a fixed draft policy: `auto`
-    drafts by measured time, and a sampled answer's coins depend on the drafts (so `specx run` too)."""
+    """temperature, top_p, seed and stop as `specx run` takes them. Under a fixed draft policy and the n-gram
+    drafter: `auto` drafts by measured time, and so does a self-draft's layer search, and a sampled answer's
+    coins depend on the drafts (so `specx run`'s too)."""
     from specx.engine.types import Sampling
 
     msg = [{"role": "user", "content": "Write a short poem."}]
     got = served.client(port=served.fixed_port).chat.completions.create(
         model=served.model, messages=msg, max_tokens=N, temperature=0.8, top_p=0.9, seed=7, stop=["bright"])
-    alone = served.specx_run("Write a short poem.", sampling=Sampling(0.8, None, 0.9, 7), stop=("bright",),
-                             draft_policy="fixed")
+    alone = served.specx_run("Write a short poem.", served.copying_reference, sampling=Sampling(0.8, None, 0.9, 7),
+                             stop=("bright",), draft_policy="fixed")
     assert got.choices[0].message.content == alone
 
 
