@@ -91,6 +91,7 @@ def _rows(m) -> list[str]:
 def render(p, asked: dict[str, str] | None = None) -> str:
     """The plan as text; `asked`: the --quant and --draft-quant given (role → value), which name the lean
     decoder's activation mode."""
+    from ..memory.footprint import REENCODED
     from ..memory.placement import ACTIVATIONS, native_mode
     from ..memory.plan import BLOCKS_HELD
 
@@ -104,7 +105,8 @@ def render(p, asked: dict[str, str] | None = None) -> str:
             weights = (f"{m.native.removesuffix(BLOCKS_HELD)} as the file holds it (specx's GPU block kernels), "
                        f"{m.dtype} activations")
         else:
-            weights = (f"{m.native} as the file holds it (specx's lean decoder), {mode}" if m.native
+            held = "from the file" if REENCODED in m.native else "as the file holds it"
+            weights = (f"{m.native} {held} (specx's lean decoder), {mode}" if m.native
                        else f"{m.dtype}, quant {m.quant}{lossy}")
         lines.append(f"{m.role} {m.name}: {weights}; {m.share()}; "
                      f"KV {_b(m.kv_bytes_per_token)}/token")

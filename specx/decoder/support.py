@@ -32,6 +32,8 @@ class FileInfo:
     config: configs.DecoderConfig | None = None   # a GGUF's, read from its metadata
     gpu_groups: tuple[tuple[tuple[str, int | None], int], ...] = ()   # a GGUF's bytes per group on a GPU, its
     #   matrices as gpu/blocks.py's planes (a type without planes in bfloat16), vectors in float32
+    q4_groups: tuple[tuple[tuple[str, int | None], int], ...] = ()   # bytes per group as a drafter holds them with
+    #   its layer matrices wider than Q4_0 re-encoded (decoder/reencode.py, --draft-quant q4)
 
     def group_bytes(self) -> dict[tuple[str, int | None], int]:
         """Keys ("embed", None), ("layer", i), ("norm", None), ("head", None), ("other", None)."""
@@ -72,6 +74,7 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
     except SpecxError as e:
         return FileInfo(e.message, (), "?")
     groups: dict[tuple[str, int | None], int] = {}
+    q4: dict[tuple[str, int | None], int] = {}
     on_gpu: dict[tuple[str, int | None], int] = {}
     counts: dict[tuple[str, int | None], tuple[int, int, int]] = {}
     kinds: dict[str, int] = {}
@@ -79,6 +82,8 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
         key = _group_of(name)
         groups[key] = groups.get(key, 0) + nbytes
         elements, matrix = math.prod(shape), len(shape) == 2
+        q4[key] = q4.get(key, 0) + (_q4_bytes(nbytes, elements, shape[-1] if folder else shape[0])
+                                    if matrix and key[0] == "layer" else nbytes)
         rows = (shape[0] if folder else shape[1]) if matrix else 0   # a GGUF lists ne0 (columns) first
         if not folder:
             on_gpu[key] = on_gpu.get(key, 0) + (device_bytes(kind, rows, shape[0]) if matrix else 4 * elements)
@@ -88,7 +93,14 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
             said = TORCH_NAMES.get(kind, kind) if folder else kind
             kinds[said] = kinds.get(said, 0) + nbytes
     fmt = "/".join(k for k, _ in sorted(kinds.items(), key=lambda kv: -kv[1])) or "?"
-    return FileInfo(why, tuple(groups.items()), fmt, tuple(counts.items()), config, tuple(on_gpu.items()))
+    return FileInfo(why, tuple(groups.items()), fmt, tuple(counts.items()), config, tuple(on_gpu.items()),
+                    tuple(q4.items()))
+
+
+def _q4_bytes(nbytes: int, elements: int, row: int) -> int:
+    """A layer matrix's bytes once re-encoded (reencode.wider: only where Q4_0 takes fewer, rows whole blocks)."""
+    q4 = elements // 32 * 18
+    return q4 if row % 32 == 0 and q4 < nbytes else nbytes
 
 
 def _gguf(path: Path) -> tuple[dict[str, tuple[str, tuple[int, ...], int]], dict]:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from . import backends as bk
-from .footprint import (BLOCKS as BLOCKS_SUFFIX, DTYPE_BYTES, NATIVE_QUANTS, Scheme, Shape, blocks_scheme,
-                        fastpath_copy, file_scheme, int8dyn_scheme, is_blocks, is_native, plain, runtime_overhead)
+from .footprint import (BLOCKS as BLOCKS_SUFFIX, DTYPE_BYTES, NATIVE_QUANTS, REENCODED, Scheme, Shape, blocks_scheme,
+                        fastpath_copy, file_scheme, int8dyn_scheme, is_blocks, is_native, plain, reencodes,
+                        runtime_overhead)
 from .plan import MemoryPlan, Placement
 from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, self_copy_bytes, speculation_bytes)
 from .probe import Budgets, fmt_bytes
@@ -232,7 +233,7 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     gpu_short = fast == GPU and (minimum > room[GPU] or place == "cpu")
     if fast == CPU or gpu_short:
         dev = CPU
-        scheme = file_scheme(drafter) if native(drafter, CPU, dtype, draft_quant) else \
+        scheme = file_scheme(drafter, reencodes(draft_quant)) if native(drafter, CPU, dtype, draft_quant) else \
             _cpu_drafter_scheme(drafter, draft_quant)
     if place != "first":
         reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {_weights(scheme)}, so that the "
@@ -273,7 +274,8 @@ def _weights(scheme: Scheme) -> str:
     if is_blocks(scheme.name):
         return f"{scheme.name.removesuffix(BLOCKS_SUFFIX)} as the file holds them (specx's GPU block kernels)"
     if is_native(scheme.name):
-        return f"{scheme.name.removesuffix(' (file)')} as the file holds it (specx's lean decoder)"
+        held = scheme.name.removesuffix(' (file)')
+        return f"{held} {'from the file' if REENCODED in held else 'as the file holds it'} (specx's lean decoder)"
     if scheme.name == "int8dyn":
         return "int8 weights and activations (fp16 where a layer narrows its input)"
     return scheme.name if scheme.name == scheme.other_dtype else f"{scheme.name} weights"

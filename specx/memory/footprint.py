@@ -59,6 +59,8 @@ class Shape:
                               # decoder runs the file as it is (decoder/support.py); () otherwise
     file_format: str = ""     # how that file holds its matrices, e.g. "Q4_K/Q6_K"
     gpu_bytes: tuple = ()     # ((kind, layer), bytes) per group as specx's GPU block kernels hold a GGUF's blocks
+    q4_bytes: tuple = ()      # ((kind, layer), bytes) per group with the wider layer matrices re-encoded to Q4_0
+                              # (a drafter's, decoder/reencode.py)
     heads: int = 0            # query heads (0: unknown, taken as kv_heads)
 
     @property
@@ -104,13 +106,24 @@ FOUR_BIT = 0.5 + 1 / 64 + 4 / (64 * 256)
 
 NATIVE = " (file)"   # a scheme name ending so holds the weights as the file does (lean decoder)
 NATIVE_QUANTS = ("auto", "none", "q8", "q4")   # --quant values that run a file on the lean decoder (q8: int8 activations;
-#                                                 q4: a drafter's wider layers re-encoded, priced at the file's bytes)
+#                                                 q4: a drafter's wider layers re-encoded to Q4_0)
+REENCODED = " re-encoded to Q4_0"   # in a scheme's name before NATIVE: a drafter's wider layers so (file_scheme)
+# The lean decoder's mode per role when not asked (memory/placement.py says why): a drafter's is q4
+NATIVE_MODE = {"target": "q8", "drafter": "q4"}
 
 
-def file_scheme(shape: Shape) -> Scheme:
-    """The weights exactly as the model file holds them, mapped and read by specx's lean decoder: a GGUF's
-    blocks (Q4_K, Q6_K, …) or a safetensors folder's BF16/F16/F32; each group priced at its bytes in the file."""
+def file_scheme(shape: Shape, reencoded: bool = False) -> Scheme:
+    """The weights as the model file holds them, read by specx's lean decoder: a GGUF's blocks (Q4_K, Q6_K, …)
+    or a safetensors folder's BF16/F16/F32; each group priced at its bytes in the file, or, `reencoded` (a
+    drafter's q4), with its layer matrices wider than Q4_0 at Q4_0's bytes."""
+    if reencoded and shape.q4_bytes and shape.q4_bytes != shape.file_bytes:
+        return Scheme(shape.file_format + REENCODED + NATIVE, 0.0, "float32", device="cpu", exact=shape.q4_bytes)
     return Scheme(shape.file_format + NATIVE, 0.0, "float32", device="cpu", exact=shape.file_bytes)
+
+
+def reencodes(draft_quant: str) -> bool:
+    """Whether a drafter on the lean decoder re-encodes its wider layers under this --draft-quant."""
+    return draft_quant == "q4" or draft_quant == "auto" and NATIVE_MODE["drafter"] == "q4"
 
 
 def is_native(name: str) -> bool:

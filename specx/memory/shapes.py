@@ -95,12 +95,14 @@ def shape_for(source) -> Shape:
         # cost 1.26 s and 96 MiB of RSS for the fixture 1.5B (benchmarks/results/2026-11-26-tails), and the
         # config it needs imports transformers' model utilities
         return replace(shape_of_file(info, source.name), file_dtype=file_dtype(source, None),
-                       file_bytes=info.groups, file_format=info.format, gpu_bytes=info.gpu_groups)
+                       file_bytes=info.groups, file_format=info.format, gpu_bytes=info.gpu_groups,
+                       q4_bytes=info.q4_groups)
     config = load_config(source)
     shape = replace(shape_of(config, source.name), file_dtype=file_dtype(source, config))
     if info.reason:
         return shape
-    return replace(shape, file_bytes=info.groups, file_format=info.format, gpu_bytes=info.gpu_groups)
+    return replace(shape, file_bytes=info.groups, file_format=info.format, gpu_bytes=info.gpu_groups,
+                   q4_bytes=info.q4_groups)
 
 
 # transformers' model_type of a GGUF architecture the lean decoder runs, where the two differ

@@ -70,3 +70,26 @@ def test_a_matrix_already_as_narrow_is_not_re_encoded():
     narrow = QWeight(BLOCKS["Q4_K"][0], np.zeros(144, dtype=np.uint8), 1, 256)
     wide = QWeight(BLOCKS["Q5_0"][0], np.zeros(22, dtype=np.uint8), 1, 32)
     assert not reencode.wider(narrow) and reencode.wider(wide)
+
+
+def test_the_memory_plan_prices_each_layer_at_the_bytes_re_encoding_gives(gguf):
+    """support.inspect's q4 groups: a layer's bytes with its wider matrices at Q4_0's, as reencode leaves them
+    (the vectors unchanged); the file's bytes for everything else; the q4 scheme takes them, q8 the file's."""
+    from specx.decoder import support
+    from specx.memory.footprint import REENCODED, Shape, file_scheme, reencodes
+
+    info = support.inspect(gguf)
+    before, after = read(gguf).weights, read(gguf, reencode=True).weights
+    file_bytes, q4_bytes = dict(info.groups), dict(info.q4_groups)
+    for i, (old, new) in enumerate(zip(before.layers, after.layers)):
+        saved = sum(m.nbytes for m in (*old.qkv, *old.o, *old.gate_up, *old.down)) - \
+            sum(m.nbytes for m in (*new.qkv, *new.o, *new.gate_up, *new.down))
+        assert saved > 0 and file_bytes[("layer", i)] - q4_bytes[("layer", i)] == saved
+    assert {k: v for k, v in file_bytes.items() if k[0] != "layer"} == \
+        {k: v for k, v in q4_bytes.items() if k[0] != "layer"}
+    shape = Shape(name="d", model_type="qwen2", groups=(), layers=1, kv_heads=1, head_dim=1, hidden=1, intermediate=1,
+                  vocab=1, max_context=1, tied=False, file_bytes=info.groups, file_format=info.format,
+                  q4_bytes=info.q4_groups)
+    assert reencodes("auto") and reencodes("q4") and not reencodes("q8")
+    assert REENCODED in file_scheme(shape, True).name and file_scheme(shape, True).exact == info.q4_groups
+    assert file_scheme(shape).exact == info.groups
