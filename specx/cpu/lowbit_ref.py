@@ -55,8 +55,8 @@ def quantize_q2_k(x: np.ndarray) -> np.ndarray:
 def quantize_q4_0(x: np.ndarray) -> np.ndarray:
     """(rows, cols) float32, cols a multiple of 32 -> (rows * cols / 32 * 18,) uint8: ggml's quantize_row_q4_0_ref
     (per block, the value of largest magnitude, the first of equals, gives d = max / -8, stored as fp16; id = 1 / d
-    in float32, 0 where the fp16 d is 0 (lowbit.c says why); each value min(15, trunc(x * id + 8.5)), values j and j + 16 in byte j's low and
-    high nibble)."""
+    in float32, 0 where the fp16 d is 0 (lowbit.c says why); each value min(15, trunc(x * id + 8.5)), values j
+    and j + 16 in byte j's low and high nibble)."""
     v = np.asarray(x, dtype=np.float32).reshape(-1, Q4_0_BLOCK)
     peak = v[np.arange(len(v)), np.abs(v).argmax(1)]
     peak = np.where(np.abs(peak) > 0, peak, np.float32(0))   # a block of zeros: +0, as ggml's max starts

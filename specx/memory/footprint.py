@@ -105,8 +105,9 @@ FOUR_BIT = 0.5 + 1 / 64 + 4 / (64 * 256)
 
 
 NATIVE = " (file)"   # a scheme name ending so holds the weights as the file does (lean decoder)
-NATIVE_QUANTS = ("auto", "none", "q8", "q4")   # --quant values that run a file on the lean decoder (q8: int8 activations;
-#                                                 q4: a drafter's wider layers re-encoded to Q4_0)
+# --quant values that run a file on the lean decoder (q8: int8 activations; q4: a drafter's wider layers re-encoded
+# to Q4_0, decoder/reencode.py)
+NATIVE_QUANTS = ("auto", "none", "q8", "q4")
 REENCODED = " re-encoded to Q4_0"   # in a scheme's name before NATIVE: a drafter's wider layers so (file_scheme)
 # The lean decoder's mode per role when not asked (memory/placement.py says why): a drafter's is q4
 NATIVE_MODE = {"target": "q8", "drafter": "q4"}

@@ -16,11 +16,12 @@ CPU_BACKENDS = ("fp16", "int8", "int4")   # the fast path's weight-only CPU kern
 DRAFT_WEIGHTS = ("int8dyn",)               # ... and the drafter-only one the plan may price a drafter in
 BNB = ("int8", "nf4", "fp4")
 # The lean decoder's mode (cpu/quant.py) per role when not asked (NATIVE_MODE, kept in footprint.py with the
-# schemes that price it): int8 activations per 32 values for both. A drafter never changes the output; for the target q8 passed the quality guard (greedy agreement 99.1%,
-# perplexity ratio 1.000 with the dequantized float32 model) and verifies 5 tokens 1.6x faster than float32
-# activations (benchmarks/results/2026-11-26-native-cpu). `--quant none` keeps float32 activations (exact). A
-# drafter's wider layers are also re-encoded to Q4_0 (q4, decoder/reencode.py): its step reads less
-# (benchmarks/results/2026-11-29-drafter-bits); `--draft-quant q8` keeps the file's blocks.
+# schemes that price it): int8 activations per 32 values for both. A drafter never changes the output; for the
+# target q8 passed the quality guard (greedy agreement 99.1%, perplexity ratio 1.000 with the dequantized float32
+# model) and verifies 5 tokens 1.6x faster than float32 activations (benchmarks/results/2026-11-26-native-cpu).
+# `--quant none` keeps float32 activations (exact). A drafter's wider layers are also re-encoded to Q4_0 (q4,
+# decoder/reencode.py): its step reads less (benchmarks/results/2026-11-29-drafter-bits); `--draft-quant q8`
+# keeps the file's blocks.
 DENSE_DTYPES = ("bfloat16", "float16")   # on one GPU, these run on specx's CUDA decoder (_dense_on_gpu)
 MOE_SLACK = 2          # --moe-offload without a planned budget: room for the experts of this many tokens
 

@@ -45,7 +45,7 @@ class CostModel:
     calibration: Calibration | None = None   # None: a new one, with these knobs
     clock: int = 0             # rounds observed in this answer
     measured_at: dict[int, int] = field(default_factory=dict)   # forward size → the round it was last timed
-    lifetime: int = 0          # rounds observed over this pair's answers (carried; forget_stale)
+    lifetime: int = 0          # rounds observed over this pair's answers (carried; _forget_stale)
     timed: dict[int, int] = field(default_factory=dict)   # forward size → the lifetime round it was last timed
     catchup_s: float | None = None   # seconds a model round spends catching up after copies (this answer; rate)
     quiet: bool = False        # the last round drafted nothing (plain decoding)
@@ -129,10 +129,10 @@ class CostModel:
     def _forget_stale(self) -> None:
         """Drop the time of a forward size not timed for AutoKnobs.stale_rounds rounds (over the pair's
         answers; one loaded from disk counts from this process's first round), plain decoding's excepted
-        and the freshest other size kept (the longest, among equals): verify_time then interpolates it from fresher sizes. A time
-        measured in a slow phase of a shared CPU, at a size drafts then stopped reaching because it
-        looked dear, had stayed for a whole session (benchmarks/results/2026-11-29-drift); an estimate
-        that is too low is timed again at once, one that is too high never was."""
+        and the freshest other size kept (the longest, among equals): verify_time then interpolates it from
+        fresher sizes. A time measured in a slow phase of a shared CPU, at a size drafts then stopped
+        reaching because it looked dear, had stayed for a whole session (benchmarks/results/2026-11-29-drift);
+        an estimate that is too low is timed again at once, one that is too high never was."""
         limit = self.lifetime - self.knobs.stale_rounds
         sizes = sorted((m for m in self.verify_s if m != 1), key=lambda m: (self.timed.get(m, 0), m))
         for m in sizes[:-1]:
