@@ -54,6 +54,13 @@ def expected_bytes(type_id: int, rows: int, cols: int) -> int:
     return rows * (cols // per_block) * size
 
 
+def reencoded_bytes(rows: int, cols: int, nbytes: int) -> int:
+    """A drafter's layer matrix of `nbytes` once re-encoded (decoder/reencode.py): Q4_0's bytes where they are
+    fewer and its rows whole Q4_0 blocks, else its own (it is kept as it is). The memory plan prices with it."""
+    q4_0, per_block, _ = BLOCKS["Q4_0"]
+    return nbytes if cols % per_block else min(nbytes, expected_bytes(q4_0, rows, cols))
+
+
 def check(w: QWeight) -> None:
     """Refuse a weight whose bytes do not match its type and shape (never let a kernel read past them)."""
     if not isinstance(w.data, np.ndarray) or w.data.dtype != np.uint8 or w.data.ndim != 1:

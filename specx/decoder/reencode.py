@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..cpu.qweight import BLOCKS, QWeight, expected_bytes
+from ..cpu.qweight import BLOCKS, QWeight, expected_bytes, reencoded_bytes
 from . import resident
 from .weights import Weights
 
@@ -22,7 +22,7 @@ CHUNK_ROWS = 512   # rows decoded and quantized at a time: bounds the float32 sc
 
 def wider(m: QWeight) -> bool:
     """Whether a matrix holds more bytes a weight than Q4_0 would (and its rows are whole Q4_0 blocks)."""
-    return m.cols % BLOCKS["Q4_0"][1] == 0 and m.nbytes > expected_bytes(Q4_0, m.rows, m.cols)
+    return reencoded_bytes(m.rows, m.cols, m.nbytes) < m.nbytes
 
 
 def layer_matrices(weights: Weights) -> list[QWeight]:

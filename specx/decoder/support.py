@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cpu.qweight import BLOCKS
+from ..cpu.qweight import BLOCKS, reencoded_bytes
 from ..errors import SpecxError
 from . import config as configs
 
@@ -82,9 +82,9 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
         key = _group_of(name)
         groups[key] = groups.get(key, 0) + nbytes
         elements, matrix = math.prod(shape), len(shape) == 2
-        q4[key] = q4.get(key, 0) + (_q4_bytes(nbytes, elements, shape[-1] if folder else shape[0])
-                                    if matrix and key[0] == "layer" else nbytes)
         rows = (shape[0] if folder else shape[1]) if matrix else 0   # a GGUF lists ne0 (columns) first
+        q4[key] = q4.get(key, 0) + (reencoded_bytes(rows, elements // rows, nbytes)
+                                    if matrix and rows and key[0] == "layer" else nbytes)
         if not folder:
             on_gpu[key] = on_gpu.get(key, 0) + (device_bytes(kind, rows, shape[0]) if matrix else 4 * elements)
         params, linear, out = counts.get(key, (0, 0, 0))
@@ -95,12 +95,6 @@ def _inspect(path: str, size: int, mtime: int) -> FileInfo:
     fmt = "/".join(k for k, _ in sorted(kinds.items(), key=lambda kv: -kv[1])) or "?"
     return FileInfo(why, tuple(groups.items()), fmt, tuple(counts.items()), config, tuple(on_gpu.items()),
                     tuple(q4.items()))
-
-
-def _q4_bytes(nbytes: int, elements: int, row: int) -> int:
-    """A layer matrix's bytes once re-encoded (reencode.wider: only where Q4_0 takes fewer, rows whole blocks)."""
-    q4 = elements // 32 * 18
-    return q4 if row % 32 == 0 and q4 < nbytes else nbytes
 
 
 def _gguf(path: Path) -> tuple[dict[str, tuple[str, tuple[int, ...], int]], dict]:

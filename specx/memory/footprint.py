@@ -122,9 +122,15 @@ def file_scheme(shape: Shape, reencoded: bool = False) -> Scheme:
     return Scheme(shape.file_format + NATIVE, 0.0, "float32", device="cpu", exact=shape.file_bytes)
 
 
+def native_mode(role: str, quant: str) -> str:
+    """The lean decoder's mode for a role and the --quant asked: none → f32, q8 → q8, q4 → q4 (a drafter's),
+    else the role's default (NATIVE_MODE)."""
+    return "f32" if quant == "none" else quant if quant in ("q8", "q4") else NATIVE_MODE[role]
+
+
 def reencodes(draft_quant: str) -> bool:
     """Whether a drafter on the lean decoder re-encodes its wider layers under this --draft-quant."""
-    return draft_quant == "q4" or draft_quant == "auto" and NATIVE_MODE["drafter"] == "q4"
+    return native_mode("drafter", draft_quant) == "q4"
 
 
 def is_native(name: str) -> bool:

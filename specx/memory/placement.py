@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from .footprint import NATIVE_MODE
+from .footprint import native_mode
 
 CPU_BACKENDS = ("fp16", "int8", "int4")   # the fast path's weight-only CPU kernels (fastpath.py)
 DRAFT_WEIGHTS = ("int8dyn",)               # ... and the drafter-only one the plan may price a drafter in
@@ -124,12 +124,6 @@ def _check_devices(plan) -> None:
     if wants_gpu and not torch.cuda.is_available():
         raise UsageError("the memory plan places layers on a GPU, and PyTorch sees none here",
                          "drop gpu=… from --mem-budget to run on the CPU (`specx plan` simulates GPUs)")
-
-
-def native_mode(role: str, quant: str) -> str:
-    """The lean decoder's mode for a role and the --quant asked: none → f32, q8 → q8, q4 → q4 (a drafter's),
-    else the role's default (NATIVE_MODE)."""
-    return "f32" if quant == "none" else quant if quant in ("q8", "q4") else NATIVE_MODE[role]
 
 
 ACTIVATIONS = {"f32": "float32 activations (exact)", "q8": "int8 activations per 32 values into the linears (q8)",
