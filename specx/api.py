@@ -226,14 +226,14 @@ def stream(model: "Pair | ModelOptions", prompt: str, run: RunOptions = RunOptio
     _say(notify, pair.explanation + (f"; {pair.target.kernels}" if pair.target.kernels else ""))
     ids = prompt_ids(pair.target.tokenizer, prompt, run.system, run.raw)
     validate(pair, ids)
-    return generation(pair, ids, run, stop_event=stop_event, notify=notify)
+    return generation(pair, ids, run, stop_event=stop_event, notify=notify, reuse=None if run.reuse else 0)
 
 
 def generation(pair: Pair, ids: list[int], run: RunOptions, *, stop_event: threading.Event | None = None,
-               reuse: int = 0, notify: Callable[[str], None] | None = None):
-    """The engine run of one answer to prompt `ids` (validated) with `run`'s options; `reuse`: how many of
-    the first ids the pair's caches already hold (engine/session.py: reusable). `stream` and `specx serve`
-    both answer through here, so one request gives the same text either way."""
+               reuse: int | None = 0, notify: Callable[[str], None] | None = None):
+    """The engine run of one answer to prompt `ids` (validated) with `run`'s options; `reuse`: at most how many
+    of the first ids to keep from the pair's caches (None: as many as they hold; engine/loop.py's reused).
+    `stream` and `specx serve` both answer through here, so one request gives the same text either way."""
     from .engine.loop import Generation
 
     sampling = run.sampling

@@ -60,6 +60,9 @@ class RunOptions:
     confidence: float = 0.4
     guard: bool = False
     tree: int = 0   # token trees: at most this many nodes a verify; 0 chains; -1 sized by measured costs
+    # keep the prompt's first tokens that a loaded pair's caches hold from its previous answer (a shared system
+    # prompt, a conversation so far) instead of reading them again; the same output either way
+    reuse: bool = True
 
     def __post_init__(self):
         from .policy.policy import POLICIES
@@ -90,7 +93,7 @@ class Options:
 
 MODEL_FIELDS = tuple(f.name for f in fields(ModelOptions))
 RUN_FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "seed", "system", "stop", "raw", "draft_policy",
-              "confidence", "guard", "tree")
+              "confidence", "guard", "tree", "reuse")
 DISPLAY_FIELDS = ("stats", "color")
 
 

@@ -50,7 +50,7 @@ def specx_call(pair, config: Config, sampling: Sampling):
     def go(prompt: Prompt, max_tokens: int) -> Sample:
         tokens: list[int] = []
         run = RunOptions(max_tokens, sampling, draft_policy=config.policy, confidence=config.confidence,
-                         guard=config.tuned, tree=config.tree)
+                         guard=config.tuned, tree=config.tree, reuse=False)   # each answer whole, as the peers
         generation = stream(pair, prompt.text, run)
         stats = None
         for event in generation:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -16,6 +16,7 @@ from . import linear
 from . import resident
 from . import weights as weight_files
 from .gguf_file import open_gguf
+from .held import Held
 from .tokenizer import load_tokenizer
 from .model import Cache, Decoder
 
@@ -38,6 +39,7 @@ class LeanLM:
     forward_s: float = 0.0        # time spent in forward(), for the loop's overhead figure
     placement: str = ""
     experts: object = None        # never: the lean decoder runs dense models only
+    record: Held = field(default_factory=Held, init=False, repr=False)   # which tokens the cache holds (held.py)
 
     def __post_init__(self):
         w = self.model.weights
@@ -66,6 +68,12 @@ class LeanLM:
         return 0 if self.cache is None else self.cache.length
 
     @property
+    def held(self) -> list[int]:
+        """The tokens the cache's first slots hold as plain decoding of them would (held.py): what the next
+        answer may keep of its prompt."""
+        return self.record.upto(self.cached)
+
+    @property
     def device(self) -> torch.device:
         return torch.device("cpu")
 
@@ -87,8 +95,9 @@ class LeanLM:
         """Append ids to the cache; (T, V) logits, or (1, V) for the last position only. `positions` and
         `mask`: a token tree's rotary positions and (T, T) ancestry, or (T, m + T) where the tree's first nodes
         are the last m cached slots (engine/tree.py; Decoder.forward)."""
-        t = time.perf_counter()
+        t, start = time.perf_counter(), self.cached
         logits = self._logits(ids, last_only, positions, mask)
+        self.record.wrote(start, ids, tree=mask is not None or positions is not None)
         self.forward_s += time.perf_counter() - t
         return logits
 
@@ -100,11 +109,13 @@ class LeanLM:
         """Drop cached positions beyond `length`."""
         if self.cache is not None:
             self.cache.crop(length)
+        self.record.crop(length)
 
     def compact(self, start: int, slots: list[int]) -> None:
         """Keep the cached slots `slots` (ascending, from `start` on: a verified tree's accepted path) at
         start, start+1, …; forget everything after them."""
         self.cache.compact(start, slots)
+        self.record.compact(start, slots)
 
     @property
     def trees(self) -> str:

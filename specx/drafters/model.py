@@ -107,7 +107,7 @@ class ModelDrafter(NoDrafter):
             return
         if self.head is not None:
             self.head.restart(seq)
-        kept = common_prefix(self.held, seq[self.offset:reuse]) if reuse > self.offset else 0
+        kept = self._kept(seq, reuse)
         if kept:
             self._crop(kept)
         else:
@@ -123,8 +123,19 @@ class ModelDrafter(NoDrafter):
     def would_read(self, seq: list[int], reuse: int = 0) -> int:
         """How many tokens prefill(seq, reuse) would need to read with no window: seq[:-1] beyond what
         its cache keeps."""
-        kept = common_prefix(self.held, seq[self.offset:reuse]) if reuse > self.offset else 0
+        kept = self._kept(seq, reuse)
         return len(seq) - 1 - (self.offset + kept if kept else 0)
+
+    def _kept(self, seq: list[int], reuse: int) -> int:
+        """How many tokens of its cache an answer keeps: those of the prompt's first `reuse` it holds, as its
+        own count says and its model's record of the cache (LM.held) confirms (another user of the same model
+        may have written over them)."""
+        if reuse <= self.offset:
+            return 0
+        want = seq[self.offset:reuse]
+        record = getattr(self.lm, "held", None)
+        kept = common_prefix(self.held, want)
+        return kept if record is None else min(kept, common_prefix(record, want))
 
     def _unread(self, seq: list[int]) -> list[int]:
         """The tokens of seq its cache lacks. More than this answer's window of them (a long prompt,

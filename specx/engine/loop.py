@@ -17,7 +17,18 @@ from ..memory.probe import peak_rss_bytes
 from ..policy.base import Policy, TreeRound
 from ..state.limits import MAX_TREE
 from ..policy.policy import make
-from .types import Done, Event, Round, Sampling, Stats
+from .types import Done, Event, Round, Sampling, Stats, common_prefix
+
+
+def reused(target, prompt: list[int], reuse: int | None) -> int:
+    """How many of the prompt's first tokens the answer keeps from the target's cache: at most `reuse` (None: no
+    bound; 0: none), and only those the cache holds as plain decoding of them would (its record, LM.held), short
+    of the last prompt token, which the first verify reads. A target without a record is trusted for `reuse`."""
+    held = getattr(target, "held", None)
+    if held is None:
+        return reuse or 0
+    shared = min(common_prefix(prompt, held), len(prompt) - 1)
+    return shared if reuse is None else min(reuse, shared)
 
 
 class Generation:
@@ -25,10 +36,10 @@ class Generation:
 
     def __init__(self, target, drafter, prompt_ids: list[int], *, k: int, max_tokens: int,
                  sampling: Sampling, stop_strings: tuple[str, ...] = (), stop: threading.Event | None = None,
-                 policy: Policy | None = None, reuse: int = 0, on_done: Callable[[], None] | None = None,
+                 policy: Policy | None = None, reuse: int | None = 0, on_done: Callable[[], None] | None = None,
                  tree: int = 0):
         self.target, self.drafter, self.prompt = target, drafter, list(prompt_ids)
-        self.reuse = reuse  # the first `reuse` prompt tokens may already be cached (chat turns)
+        self.reuse = reused(target, self.prompt, reuse)
         self.on_done = on_done   # called once the run ends (the pair keeps what it measured)
         self.k, self.max_tokens, self.sampling = k, max_tokens, sampling
         # token trees: at most `tree` nodes a verify (-1: as many as the cost model finds cheap; 0: chains),
@@ -43,8 +54,8 @@ class Generation:
         self.text = TextStream(target.tokenizer, stop_strings)
         self.stop = stop or threading.Event()
         self.eos = target.eos_ids
-        self.stats = Stats(prompt_tokens=len(self.prompt), k=k, drafter=drafter.name, draft_policy=self.policy.name,
-                           placement=getattr(target, "placement", ""))
+        self.stats = Stats(prompt_tokens=len(self.prompt), reused=self.reuse, k=k, drafter=drafter.name,
+                           draft_policy=self.policy.name, placement=getattr(target, "placement", ""))
         self.generator = torch.Generator().manual_seed(sampling.seed) if sampling.seed is not None else None
         self.context = min(target.max_context, drafter.max_context) if k else target.max_context
 

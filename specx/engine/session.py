@@ -110,7 +110,7 @@ class Turn:
                                      tree=session.tree,
                                      on_done=(lambda: pair.remember(session.sampling.greedy))
                                      if session.draft_policy == "auto" else None)
-        self.stats = self.generation.stats
+        self.stats, self.reuse = self.generation.stats, self.generation.reuse   # as far as the caches hold them
         # Prompt tokens this turn forwards: all but the cached prefix and the last one (fed to verify).
         # The previous answer's last token was never fed to the target, so it is forwarded now.
         self.prefilled = len(ids) - 1 - min(self.reuse, pair.target.cached)

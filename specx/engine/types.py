@@ -42,6 +42,7 @@ class Stats:
     """Running totals; names follow vLLM's spec-decode metrics."""
 
     prompt_tokens: int = 0
+    reused: int = 0               # prompt tokens kept from the target's cache (an earlier answer read them)
     new_tokens: int = 0
     rounds: int = 0
     drafted: int = 0
@@ -133,7 +134,8 @@ class Stats:
     def as_dict(self) -> dict:
         """JSON-ready view with the derived rates."""
         return {
-            "prompt_tokens": self.prompt_tokens, "new_tokens": self.new_tokens, "rounds": self.rounds,
+            "prompt_tokens": self.prompt_tokens, "reused_prompt_tokens": self.reused, "new_tokens": self.new_tokens,
+            "rounds": self.rounds,
             "drafted": self.drafted, "accepted": self.accepted,
             "acceptance_rate": round(self.acceptance_rate, 4),
             "mean_acceptance_length": round(self.mean_acceptance_length, 4),

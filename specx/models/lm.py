@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
+from ..decoder.held import Held
 from ..progress import quiet
 
 
@@ -24,7 +25,8 @@ class LM:
     cache: object = None
     forward_s: float = 0.0
     placement: str = ""           # the memory plan's one line, e.g. "target 62% gpu / 38% cpu, drafter gpu"
-    experts: object = None        # the MoE expert cache (memory/experts.py) when experts are offloaded        # time spent in forward(), for the loop's overhead figure
+    experts: object = None        # the MoE expert cache (memory/experts.py) when experts are offloaded
+    record: Held = field(default_factory=Held, init=False, repr=False)   # which tokens the cache holds (held.py)
 
     trees = "transformers' models verify chains only (token trees need the lean decoder)"   # see LeanLM.trees
 
@@ -43,11 +45,17 @@ class LM:
 
         # No config: every layer keeps all positions, so a sliding-window layer can still be cropped.
         self.cache = DynamicCache()
+        self.record.clear()
 
     @property
     def cached(self) -> int:
         """Tokens whose keys and values are in the cache."""
         return self.cache.get_seq_length()
+
+    @property
+    def held(self) -> list[int]:
+        """The tokens the cache holds (decoder/held.py): what the next answer may keep of its prompt."""
+        return self.record.upto(self.cached)
 
     @property
     def device(self):
@@ -81,12 +89,13 @@ class LM:
     @torch.inference_mode()
     def forward(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
         """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
-        t = time.perf_counter()
+        t, start = time.perf_counter(), self.cached
         x = torch.tensor([ids], dtype=torch.long, device=self.device)
         with quiet():
             out = self.model(input_ids=x, **{_cache_argument(self.model): self.cache}, use_cache=True,
                              logits_to_keep=1 if last_only else 0)
         logits = out.logits[0]
+        self.record.wrote(start, ids)
         if x.device.type == "cuda":   # kernels run asynchronously: time them, not their launch
             torch.cuda.synchronize(x.device)
         self.forward_s += time.perf_counter() - t
@@ -97,6 +106,7 @@ class LM:
         extra = self.cached - length
         if extra > 0:
             self.cache.crop(-extra)
+        self.record.crop(length)
 
 
 def _cache_argument(model) -> str:

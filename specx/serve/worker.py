@@ -150,7 +150,7 @@ class Engine:
         job.deliver(Started())
         start = time.perf_counter()
         events = generation(self.pair, job.ids, job.run, stop_event=job.stop, reuse=job.reused)
-        job.stats = events.stats
+        job.stats, job.reused = events.stats, events.reuse   # as far as the caches hold them
         committed, self.cached = list(job.ids), []   # not trusted until the answer ends cleanly
         for event in events:
             if isinstance(event, Done):

@@ -29,14 +29,14 @@ ROUND = {
 }
 STATS = {
     "type": "object", "additionalProperties": False,
-    "required": ["prompt_tokens", "new_tokens", "rounds", "drafted", "accepted", "acceptance_rate",
+    "required": ["prompt_tokens", "reused_prompt_tokens", "new_tokens", "rounds", "drafted", "accepted", "acceptance_rate",
                  "mean_acceptance_length", "per_position_acceptance", "decode_tok_s", "end_to_end_tok_s",
                  "time_to_first_token_s", "prefill_s", "draft_s", "verify_s", "decode_s", "total_s",
                  "peak_bytes", "k", "draft_policy", "mean_drafted", "drafter", "forward_s", "overhead_share",
                  "notices", "placement", "gpu_peak_bytes", "experts", "tree_rounds", "mean_tree_nodes",
                  "mean_tree_path"],
     "properties": {
-        "prompt_tokens": INT, "new_tokens": INT, "rounds": INT, "drafted": INT, "accepted": INT,
+        "prompt_tokens": INT, "reused_prompt_tokens": INT, "new_tokens": INT, "rounds": INT, "drafted": INT, "accepted": INT,
         "acceptance_rate": {"type": "number", "minimum": 0, "maximum": 1},
         "mean_acceptance_length": NUM,
         "per_position_acceptance": {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1}},

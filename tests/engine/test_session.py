@@ -62,9 +62,11 @@ def test_each_turn_equals_a_fresh_run_and_prefills_only_new_tokens(drafter):
     previous: list[int] = []   # the last turn's prompt and answer
     last_prompt = 0
     for user in USER_TURNS:
+        held = pair.target.held   # what the target's cache holds: the last turn's tokens but perhaps its last
+        assert held == previous[:len(held)] and len(held) >= len(previous) - 1
         turn = session.ask(user)
         before = len(pair.target.prefilled)
-        assert turn.reuse == min(common_prefix(turn.ids, previous), len(turn.ids) - 1)
+        assert turn.reuse == min(common_prefix(turn.ids, held), len(turn.ids) - 1)
         got = tokens(list(turn))
         assert got == fresh_tokens(fresh, turn.ids, 12)
         # only the new tokens (and the last answer token, which the target never saw) are forwarded
