@@ -13,7 +13,10 @@ Configurations (greedy, the same prompt ids for all, built with the target's cha
             (`--drafter DRAFTER.gguf+ngram`), draft policy auto;
   ngram     specx with the n-gram drafter alone;
   vocabN    the default setup with the drafter's output layer trimmed to N rows and the context's ids
-            (`--draft-vocab N`, VocabTrim; vocab0: every row).
+            (`--draft-vocab N`, VocabTrim; vocab0: every row);
+  NAME-cold any of the specx ones on a pair of its own whose every answer reads its whole prompt
+            (`reuse=False`); without -cold an answer keeps the prefix its prompt shares with what the pair's
+            caches hold (the chat template's system prompt), as llama-cpp-python keeps its own.
 Configurations alternate inside every repeat (rotated order) so drift cancels. A time is end to end (the
 prompt pass included, loading excluded); decode-only times are kept too. Every specx output is compared with
 specx's plain output (lossless: must be equal), llama.cpp's with specx's plain output (agreement, reported).
@@ -83,14 +86,14 @@ def llama_child(path: str, threads: int, ctx: int) -> None:
         print(json.dumps({"tokens": out, "total_s": time.perf_counter() - t, "first_s": first or 0.0}), flush=True)
 
 
-def specx_runner(pair, policy: str):
+def specx_runner(pair, policy: str, reuse: bool = True):
     import specx
     from specx.engine.types import Done, Round
 
     def go(prompt: str, n: int):
         tokens, stats = [], None
         t = time.perf_counter()
-        for event in specx.stream(pair, prompt, max_tokens=n, draft_policy=policy):
+        for event in specx.stream(pair, prompt, max_tokens=n, draft_policy=policy, reuse=reuse):
             if isinstance(event, Round):
                 tokens.extend(event.token_ids)
             elif isinstance(event, Done):
@@ -130,19 +133,21 @@ def main() -> int:
           file=sys.stderr, flush=True)
     t = time.perf_counter()
     pairs = {}
-    if "none" in configs:
-        pairs["none"] = specx.load(args.target, "none")
-    if "default" in configs:
-        pairs["default"] = specx.load(args.target, f"{args.drafter}+ngram")
-    if "ngram" in configs:
-        pairs["ngram"] = specx.load(args.target, "ngram")
     for name in configs:
-        if name.startswith("vocab"):
-            pairs[name] = specx.load(args.target, f"{args.drafter}+ngram", draft_vocab=int(name[5:]))
+        base = name.removesuffix("-cold")
+        if base == "none":
+            pairs[name] = specx.load(args.target, "none")
+        elif base == "default":
+            pairs[name] = specx.load(args.target, f"{args.drafter}+ngram")
+        elif base == "ngram":
+            pairs[name] = specx.load(args.target, "ngram")
+        elif base.startswith("vocab"):
+            pairs[name] = specx.load(args.target, f"{args.drafter}+ngram", draft_vocab=int(base[5:]))
     print(f"specx loaded in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
     any_pair = next(iter(pairs.values()))
     tokenizer, eos = any_pair.target.tokenizer, sorted(any_pair.target.eos_ids)
-    runners = {name: specx_runner(pair, "fixed" if name == "none" else "auto") for name, pair in pairs.items()}
+    runners = {name: specx_runner(pair, "fixed" if name.startswith("none") else "auto", not name.endswith("-cold"))
+               for name, pair in pairs.items()}
     llama = LlamaCpp(args.target, threads) if "llamacpp" in configs else None
     samples = []
     try:
