@@ -89,7 +89,7 @@ def _prepare(options: ModelOptions, notify: Callable[[str], None] | None = None)
     `k` None: each policy's default, as `specx run` without -k (Pair.draft_tokens)."""
     from .policy import measured
     from .decoder import vocabtrim
-    from .drafters.compat import check_drafter
+    from .drafters.compat import check_drafter, same_tokenizer
     from .engine.draft import NoDrafter
     from .drafters.model import ModelDrafter
     from .drafters.hybrid import HybridDrafter
@@ -113,9 +113,11 @@ def _prepare(options: ModelOptions, notify: Callable[[str], None] | None = None)
     choice = "none" if k == 0 else choice
     draft_source = None if choice in SPECIAL else source_for(choice, Ask(o.draft_quant, o.draft_dtype or o.dtype,
                                                                                 o.mem_budget))
-    if draft_source is not None:
+    draft_tokens = 0   # the drafter tokenizer's length where it was built for the check (else the target's)
+    if draft_source is not None and not same_tokenizer(source, draft_source):   # one tokenizer: nothing to check
         target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
         check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
+        draft_tokens = len(draft_tok)
     may_self = choice == "self" or (drafter == "auto" and choice == "ngram")   # auto: where the target can
     applied = plan_run(source, draft_source, k, o.dtype, runtime_quant(o.quant), o.mem_budget, o.allow_disk_offload,
                        o.moe_offload, runtime_quant(o.draft_quant), notify,
@@ -142,8 +144,9 @@ def _prepare(options: ModelOptions, notify: Callable[[str], None] | None = None)
             pair.measured_key = measured.make_key(target, source.path, "ngram")
         return pair
     d = applied.drafter
-    draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (o.draft_dtype or o.dtype), d.weights,
-                       0 if d.dispatched else vocabtrim.choose_keep(o.draft_vocab, len(draft_tok), d.weights.startswith("native")),
+    keep = 0 if d.dispatched else vocabtrim.choose_keep(o.draft_vocab, draft_tokens or len(target.tokenizer),
+                                                        d.weights.startswith("native"))
+    draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (o.draft_dtype or o.dtype), d.weights, keep,
                        placement=d)
     ratio = target.n_params / max(draft_lm.n_params, 1)
     if ratio < 1:

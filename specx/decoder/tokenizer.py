@@ -117,6 +117,19 @@ def tokenizer_inputs(gguf: GGUFFile) -> tuple[dict, dict]:
     return tokenizer, config
 
 
+def same_vocabulary(a: GGUFFile, b: GGUFFile) -> bool:
+    """Whether two files' tokenizers encode and decode alike, known without building either: every tokenizer.*
+    value but the chat templates the same bytes, and the same class picked (the cache key's inputs but the
+    chat template, which renders prompts and tokenizes nothing, and general.name and the architecture, which
+    only pick the class). A drafter of the target's family has the target's vocabulary so."""
+    def keys(g: GGUFFile) -> list[str]:
+        return sorted(k for k in g.meta if k.startswith("tokenizer.") and not k.startswith("tokenizer.chat_template"))
+
+    if keys(a) != keys(b):
+        return False
+    return all(a.raw_meta(k) == b.raw_meta(k) for k in keys(a)) and tokenizer_class(a) is tokenizer_class(b)
+
+
 def tokenizer_class(gguf: GGUFFile):
     """The class AutoTokenizer picks for this file: its model type's, else TokenizersBackend."""
     from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES, tokenizer_class_from_name

@@ -8,6 +8,7 @@ fit in available memory next to the target's; otherwise the n-gram drafter. The 
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -76,20 +77,23 @@ def source_params(source) -> int:
         return 0
 
 
-def consider(name: str, target, target_tok, target_eos) -> Considered:
-    """One candidate: downloaded? same tokenizer? how many parameters? (no weights are loaded)"""
+def consider(name: str, target, target_tokenizer) -> Considered:
+    """One candidate: downloaded? same tokenizer? how many parameters? (no weights are loaded; no tokenizer
+    built where both files hold one tokenizer; `target_tokenizer()`: the target's tokenizer and eos ids)"""
     from ..memory.variant import entry_for, source_for
     from ..models import catalog
-    from .compat import check_drafter
+    from .compat import check_drafter, same_tokenizer
     from ..models.resolve import eos_ids, load_tokenizer
 
     try:
         entry = entry_for(name)   # the file a run takes (a drafter preset's GGUF without CUDA)
         if not catalog.is_local(entry):
-            return remote(name, entry, target_tok, target_eos)
+            return remote(name, entry, *target_tokenizer())
         source = source_for(name)
-        tok = load_tokenizer(source)
-        check_drafter(target_tok, tok, target_eos, eos_ids(source, tok))
+        if not same_tokenizer(target, source):
+            tok = load_tokenizer(source)
+            target_tok, target_eos = target_tokenizer()
+            check_drafter(target_tok, tok, target_eos, eos_ids(source, tok))
     except IncompatibleDrafter:
         return Considered(name, why_not="different tokenizer")
     except SpecxError as e:
@@ -130,9 +134,12 @@ def pick(target, dtype: str = "float32", memory: int | None = None) -> tuple[str
         return "ngram", f"{target.name} names no model drafter"
     from ..models.resolve import eos_ids, load_tokenizer
 
-    target_tok = load_tokenizer(target)
-    target_eos = eos_ids(target, target_tok)
-    seen = [consider(n, target, target_tok, target_eos) for n in names]
+    @functools.cache
+    def target_tokenizer():   # built only where a candidate needs comparing
+        tok = load_tokenizer(target)
+        return tok, eos_ids(target, tok)
+
+    seen = [consider(n, target, target_tokenizer) for n in names]
     target_params = source_params(target)
     per = BYTES_PER_PARAM.get(dtype, 4)
     memory = available_memory() if memory is None else memory

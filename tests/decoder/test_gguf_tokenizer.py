@@ -9,7 +9,8 @@ import pytest
 
 from conftest import fixture_model
 from specx.decoder.gguf_file import open_gguf
-from specx.decoder.tokenizer import load_tokenizer
+from specx.decoder.tokenizer import load_tokenizer, same_vocabulary
+from specx.drafters.compat import check_drafter
 from specx.errors import ModelFileError, ModelUnavailable
 
 FIXTURES = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
@@ -60,7 +61,8 @@ def assert_same(ref, tok, ref_json: str | None = None) -> None:
 
 
 def tiny_vocab_gguf(path, arch: str = "qwen2", kind: str = "gpt2", tokens: list[str] | None = None,
-                    rows: int | None = None, bos: int | None = None, model: str | None = None):
+                    rows: int | None = None, bos: int | None = None, model: str | None = None,
+                    template: str | None = None):
     """A GGUF with a small byte-level ("gpt2") or sentencepiece ("llama") vocabulary and one tensor."""
     import gguf
 
@@ -82,7 +84,7 @@ def tiny_vocab_gguf(path, arch: str = "qwen2", kind: str = "gpt2", tokens: list[
         w.add_bos_token_id(6 if bos is None else bos)
         w.add_eos_token_id(8)
         w.add_pad_token_id(6)
-        w.add_chat_template("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+        w.add_chat_template(template or "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
                             "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
     else:
         tokens = ["<unk>", "<s>", "</s>", "▁", "a", "b", "▁a", "ab", "▁ab"] + [f"<0x{i:02X}>" for i in range(256)]
@@ -172,6 +174,27 @@ def test_the_cache_is_keyed_by_the_tokenizer_not_the_file(tmp_path, cache):
     assert len(entries(cache)) == 2
 
 
+RENAMED = ["a", "b", "ab", "Ġ", "Ġa", "Ċ", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool>"]
+
+
+@pytest.mark.parametrize("change, same", [
+    ({}, True),                                      # another file (other tensors) of the same tokenizer
+    ({"template": "{{ messages[0].content }}"}, True),   # another chat template only
+    ({"tokens": RENAMED}, False),                    # one token renamed
+    ({"bos": 7}, False),                             # another special token id
+    ({"arch": "llama"}, False),                      # the same metadata picking another tokenizer class
+])
+def test_one_vocabulary_is_known_from_the_metadata_as_the_check_finds_it(tmp_path, cache, change, same):
+    """same_vocabulary (a drafter's check without building tokenizers) says yes only where the tokenizers built
+    from both files pass check_drafter."""
+    with (open_gguf(tiny_vocab_gguf(tmp_path / "a.gguf")) as a,
+          open_gguf(tiny_vocab_gguf(tmp_path / "b.gguf", rows=12, **change)) as b):
+        assert same_vocabulary(a, b) == same
+        if same:
+            ta, tb = load_tokenizer(a), load_tokenizer(b)
+            check_drafter(ta, tb, frozenset({ta.eos_token_id}), frozenset({tb.eos_token_id}))
+
+
 def test_a_damaged_cache_entry_is_rebuilt(tmp_path, cache):
     with open_gguf(tiny_vocab_gguf(tmp_path / "t.gguf")) as g:
         expect = load_tokenizer(g).backend_tokenizer.to_str()
@@ -248,3 +271,14 @@ def test_fixture_tokenizers_equal_transformers_fresh_and_cached(name, reference,
         assert_same(ref, load_tokenizer(g), ref_json)
         assert_same(ref, load_tokenizer(g), ref_json)
     assert len(entries(cache)) == 1
+
+
+@pytest.mark.slow
+def test_the_fixture_drafter_has_its_targets_vocabulary(cache):
+    """The Qwen 0.5B drafter's file and the 1.5B target's differ in their chat templates only: one vocabulary,
+    as the check on the built tokenizers finds; SmolLM2's is another."""
+    with (open_gguf(fixture_model("qwen2.5-coder-1.5b")) as a, open_gguf(fixture_model("qwen2.5-coder-0.5b")) as b,
+          open_gguf(fixture_model("smollm2-135m")) as c):
+        assert same_vocabulary(a, b) and not same_vocabulary(a, c)
+        ta, tb = load_tokenizer(a), load_tokenizer(b)
+        check_drafter(ta, tb, frozenset({ta.eos_token_id}), frozenset({tb.eos_token_id}))
