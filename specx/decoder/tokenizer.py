@@ -119,15 +119,16 @@ def tokenizer_inputs(gguf: GGUFFile) -> tuple[dict, dict]:
 
 def same_vocabulary(a: GGUFFile, b: GGUFFile) -> bool:
     """Whether two files' tokenizers encode and decode alike, known without building either: every tokenizer.*
-    value but the chat templates the same bytes, and the same class picked (the cache key's inputs but the
-    chat template, which renders prompts and tokenizes nothing, and general.name and the architecture, which
-    only pick the class). A drafter of the target's family has the target's vocabulary so."""
+    value but the chat templates the same bytes, and the same model type (the cache key's inputs but the chat
+    template, which renders prompts and tokenizes nothing, and general.name and the architecture, which only
+    pick the class, a function of the model type). A drafter of the target's family has the target's
+    vocabulary so."""
     def keys(g: GGUFFile) -> list[str]:
         return sorted(k for k in g.meta if k.startswith("tokenizer.") and not k.startswith("tokenizer.chat_template"))
 
     if keys(a) != keys(b):
         return False
-    return all(a.raw_meta(k) == b.raw_meta(k) for k in keys(a)) and tokenizer_class(a) is tokenizer_class(b)
+    return all(a.raw_meta(k) == b.raw_meta(k) for k in keys(a)) and _model_type(a) == _model_type(b)
 
 
 def tokenizer_class(gguf: GGUFFile):
