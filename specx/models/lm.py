@@ -91,9 +91,15 @@ class LM:
         """Append ids to the cache; (T, V) logits, or (1, V) for the last position only."""
         t, start = time.perf_counter(), self.cached
         x = torch.tensor([ids], dtype=torch.long, device=self.device)
-        with quiet():
-            out = self.model(input_ids=x, **{_cache_argument(self.model): self.cache}, use_cache=True,
-                             logits_to_keep=1 if last_only else 0)
+        try:
+            with quiet():
+                out = self.model(input_ids=x, **{_cache_argument(self.model): self.cache}, use_cache=True,
+                                 logits_to_keep=1 if last_only else 0)
+        except BaseException:
+            # cut short (Ctrl-C inside torch), some layers of the cache may hold these ids and others not, and a
+            # crop then removes as many from each: nothing it holds is claimed until it is reset
+            self.record.crop(0)
+            raise
         logits = out.logits[0]
         self.record.wrote(start, ids)
         if x.device.type == "cuda":   # kernels run asynchronously: time them, not their launch

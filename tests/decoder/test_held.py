@@ -141,3 +141,28 @@ def test_another_user_of_the_cache_is_seen(models):
     got, stats = answer(target, NoDrafter(), prompt, 0, 0, len(prompt) - 1)
     assert stats.reused == 4
     assert got == answer(target.fresh(), NoDrafter(), prompt, 0, 0, 0)[0]
+
+
+def test_a_transformers_forward_cut_short_claims_nothing_and_the_next_answer_is_exact():
+    """Ctrl-C inside torch after the first layer appended to transformers' cache: its layers then hold different
+    lengths, so a crop would cut valid tokens from the others; the record claims nothing, and the next answer
+    (which would keep its whole prompt otherwise) reads it again and equals an answer from an empty cache."""
+    from conftest import tiny_lm
+    from specx.engine.draft import NoDrafter
+
+    lm, fresh = tiny_lm(), tiny_lm()
+    prompt = ids(30, 12)
+    answer(lm, NoDrafter(), prompt, 0, 0, None)
+    layer = lm.model.model.layers[1]
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    hook = layer.register_forward_pre_hook(stop)
+    with pytest.raises(KeyboardInterrupt):
+        lm.forward(ids(31, 3))
+    hook.remove()
+    assert lm.held == []
+    got, stats = answer(lm, NoDrafter(), prompt, 0, 0, None)
+    assert stats.reused == 0
+    assert got == answer(fresh, NoDrafter(), prompt, 0, 0, None)[0]
