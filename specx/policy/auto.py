@@ -105,14 +105,19 @@ class Auto(Switched):
             return 0                      # one plain round measures what drafting must beat
         if self.off:
             if self.probing:
-                return self.k_max         # until the drafter proposes something
-            return 0 if self._waiting() else self.k_max   # the probe; update() turns drafting back on if it pays
+                return self._longest()    # until the drafter proposes something
+            return 0 if self._waiting() else self._longest()   # the probe; update() turns it back on if it pays
         if self._refresh():
             return 0
         if self.cost.best_k(self.k_max) == 0 and self.judged >= knobs.min_judged:   # enough evidence to give up
             self._go_off(self.cost.explain(0))
             return 0
-        return self.k_max                 # drafting pays: the drafter's own stops end each draft
+        return self._longest()            # drafting pays: the drafter's own stops end each draft
+
+    def _longest(self) -> int:
+        """k_max, or less where no longer draft is worth verifying even if all of it is accepted: the
+        drafter stops there rather than make tokens that `trim` cuts (CostModel.longest_worth)."""
+        return self.cost.longest_worth(self.k_max)
 
     def _grow(self, best: int | None, source: str) -> int | None:
         """Where copying pays and the last copy of this kind was accepted whole, copy at least twice

@@ -275,6 +275,20 @@ class CostModel:
         tokens = _tokens_per_round([self.calibration.acceptance(c) for c in confidences])
         return max(range(len(tokens)), key=lambda m: (tokens[m] / verify[m], -m))
 
+    def longest_worth(self, k_max: int) -> int:
+        """The longest model draft worth verifying were all its tokens accepted: the m in 1..k_max maximising
+        (m + 1) / verify_time(m + 1), the shortest of equals (k_max until plain decoding and a longer forward
+        are known; whether to draft at all is best_k's call). worth_verifying never keeps more: with chances
+        of acceptance that do not rise along a draft, tokens(m) / verify(m + 1) is highest at or before
+        this m (a test holds the claim on random drafts and costs); so a drafter that goes further makes
+        tokens only to have them cut. On the CPU pair it made 16 tokens to have 6 verified
+        (benchmarks/results/2026-11-29-longest)."""
+        times = {m: self.verify_time(m + 1) for m in range(k_max + 1)}
+        if times[0] is None or all(times[m] is None for m in range(1, k_max + 1)):
+            return k_max
+        return max((m for m in range(1, k_max + 1) if times[m] is not None),
+                   key=lambda m: ((m + 1) / times[m], -m))
+
     def break_even(self) -> float | None:
         """The chance of being used that a drafted token needs to pay for itself: its drafting step
         over a plain token's time (None until both are measured)."""

@@ -83,3 +83,36 @@ def test_dropped_drafts_keep_the_output_and_turn_drafting_off(make_lm):
     assert [t for r in rounds for t in r.token_ids] == [t for e in plain if isinstance(e, Round) for t in e.token_ids]
     assert any(r.draft_s > 0 and r.drafted == 0 for r in rounds)
     assert all(r.drafted == 0 for r in rounds) and policy.off
+
+
+# Verify seconds by forward size on the dev CPU's default pair (benchmarks/results/2026-11-29-longest): 8 tokens
+# a forward is the best rate; 9 tokens take the kernel's second pass.
+PAIR = {1: 0.0343, 2: 0.0402, 3: 0.0463, 4: 0.0523, 5: 0.0596, 7: 0.0782, 8: 0.0817, 9: 0.1034, 17: 0.1926}
+
+
+def test_no_draft_longer_than_the_longest_worth_verifying_is_kept():
+    """worth_verifying keeps at most longest_worth's tokens, whatever the confidences and verify costs: the
+    chances that a draft survives to each length never rise along it."""
+    gen = torch.Generator().manual_seed(5)
+    for _ in range(300):
+        sizes = sorted({1, *(torch.randint(2, 18, (int(torch.randint(1, 6, (1,), generator=gen)),),
+                                           generator=gen).tolist())})
+        times = (torch.rand(len(sizes), generator=gen) * 2 + 0.1).cumsum(0).tolist()
+        model = CostModel(verify_s=dict(zip(sizes, times)))
+        n = int(torch.randint(1, 17, (1,), generator=gen))
+        confidences = tuple(torch.rand(n, generator=gen).tolist())
+        assert model.worth_verifying(confidences) <= model.longest_worth(n)
+
+
+def test_auto_drafts_no_further_than_it_would_verify():
+    """On the pair's costs a model draft stops at 7 tokens (a forward of 8), where it went to k = 16 and had
+    all but 6-7 cut; until longer forwards are measured it may go to k."""
+    model = CostModel(verify_s=dict(PAIR))
+    assert model.longest_worth(16) == 7 and model.longest_worth(4) == 4
+    assert CostModel(verify_s={1: 0.0343}).longest_worth(16) == 16
+    assert CostModel(verify_s={1: 0.003, 2: 0.7, 17: 12.0}).longest_worth(16) == 1   # drafting at all: best_k
+    policy = make("auto", 16)
+    policy.cost.verify_s.update(PAIR)
+    for _ in range(10):   # confident drafts accepted whole, at a cheap drafting step
+        policy.update(7, 7, 7 * 0.008, PAIR[8], MODEL, made=7, confidences=(0.99,) * 7)
+    assert policy.next_k() == 7
