@@ -307,9 +307,20 @@ class CostModel:
         base = self.break_even()
         if base is None:
             return (None,) * n
-        plain = self.verify_s[1]
+        plain, pace = self.verify_s[1], self.pace(n)
         prices = self.row_prices(n + 1)[1:]   # draft length m: the row from m + 1 tokens to m + 2
-        return tuple(base if p is None else base + p / plain for p in prices)
+        return tuple(pace * (base if p is None else base + p / plain) for p in prices)
+
+    def pace(self, k_max: int) -> float:
+        """What a second of drafting earns, in plain decoding's tokens: the best expected rate of drafts of up
+        to k_max tokens (rate) over plain decoding's, at least 1. A further token is worth its time only if it
+        earns at that rate, since the time would otherwise start the next round, not a plain step (a long-run
+        rate is highest where each round stops once its marginal rate falls below it). Priced against plain
+        decoding, the fixture pair's model rounds ran on to 4 tokens at 35 tok/s where rounds of 3 made 41
+        (benchmarks/results/2026-11-29-longest, -pace)."""
+        plain = self.verify_s.get(1)
+        rates = [r for r in (self.rate(k) for k in range(1, max(k_max, 1) + 1)) if r is not None]
+        return max(1.0, max(rates) * plain) if plain and rates else 1.0
 
     def read_budget(self, tokens: int) -> float | None:
         """The seconds a model drafter may spend reading the whole prompt of an answer of up to

@@ -313,12 +313,34 @@ def test_the_survival_floor_prices_a_further_token_at_its_draft_step_and_verify_
     from specx.policy.costmodel import CostModel
 
     flat = CostModel(verify_s={1: 0.4, 2: 0.4, 3: 0.4}, draft_step_s=0.08)
-    assert flat.survival_floor(1) == pytest.approx(flat.break_even()) == pytest.approx(0.2)
+    assert flat.survival_floor(1) == pytest.approx(flat.pace(1) * flat.break_even())
+    assert flat.break_even() == pytest.approx(0.2)
     steep = CostModel(verify_s={n: 0.4 + 0.04 * (n - 1) for n in (1, 2, 3, 5)}, draft_step_s=0.08)
-    assert steep.survival_floor(1) == pytest.approx((0.08 + 0.04) / 0.4)        # 2 → 3 tokens
-    assert steep.survival_floor(3) == pytest.approx((0.08 + 0.04) / 0.4)        # 4 → 5
-    assert steep.survival_floor(9) < steep.survival_floor(3)   # beyond the longest measured: growing as log n
-    assert CostModel(verify_s={1: 0.4}, draft_step_s=0.08).survival_floor(1) == pytest.approx(0.2)
+    assert steep.survival_floor(1) == pytest.approx(steep.pace(1) * (0.08 + 0.04) / 0.4)   # 2 → 3 tokens
+    assert steep.survival_floor(3) == pytest.approx(steep.pace(3) * (0.08 + 0.04) / 0.4)   # 4 → 5
+    floors = steep.survival_floors(9)
+    assert floors[8] < floors[2]   # beyond the longest measured: growing as log n
+    assert CostModel(verify_s={1: 0.4}, draft_step_s=0.08).survival_floor(1) == pytest.approx(0.2)   # pace 1
+
+
+def test_a_further_token_must_earn_its_time_at_the_pace_drafting_makes():
+    """A drafted token's time would otherwise start the next round: where drafting makes tokens at 1.5× plain
+    decoding's rate, a token must be accepted with 1.5× the chance that would pay against plain decoding; where
+    drafting does not beat plain decoding (no evidence, or a drafter mostly wrong) the floors are as before."""
+    from specx.policy.costmodel import CostModel
+
+    times = {n: 0.04 + 0.006 * (n - 1) for n in range(1, 10)}
+    sure = CostModel(verify_s=dict(times), draft_step_s=0.011)
+    for _ in range(20):
+        sure.observe(4, 4, 4 * 0.011, times[5])
+    pace = sure.pace(8)
+    assert pace == pytest.approx(max(sure.rate(k) for k in range(1, 9)) * times[1]) and pace > 1.3
+    base, prices = sure.break_even(), sure.row_prices(9)[1:]
+    assert sure.survival_floors(8) == pytest.approx(tuple(pace * (base + p / times[1]) for p in prices))
+    wrong = CostModel(verify_s=dict(times), draft_step_s=0.011)
+    for _ in range(20):
+        wrong.observe(4, 0, 4 * 0.011, times[5])
+    assert wrong.pace(8) == 1.0
     assert CostModel(verify_s={2: 0.4}, draft_step_s=0.08).survival_floor(1) is None
 
 
