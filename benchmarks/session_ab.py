@@ -5,7 +5,8 @@
         -c q4=DRAFTER.gguf+ngram [--target T.gguf] [--repeats 3] [--per-category 2] [--tokens 128] [--json out.json]
 
 Each `-c NAME=DRAFTER[,option=value…]` is `specx.load(TARGET, DRAFTER, **options)` (an option's value is an int
-where it reads as one; `draft_policy=` is given to each answer instead), loaded once and kept for the whole session, so each setup carries its own measured costs
+where it reads as one; `draft_policy=` is given to each answer instead, and `old=1` runs the functions a script
+replaced with old_side as they were), loaded once and kept for the whole session, so each setup carries its own measured costs
 from answer to answer as a chat or a server does (a policy drifting over a session shows only so). Every repeat
 runs every bench prompt (the first N of each category) under every setup, in an order rotated per prompt so the
 machine's drift cancels. After each answer: its speed, rounds, tokens drafted and accepted, and the drafting step
@@ -38,6 +39,20 @@ def setup(spec: str) -> tuple[str, str, dict]:
     return name, drafter, options
 
 
+OLD = {"on": False}   # set while an answer of a setup given `old=1` runs
+
+
+def old_side(owner, name: str, before) -> None:
+    """Run `before` in place of owner.name during the answers of the setups given `old=1`: a rule against the
+    one it replaced, in one process, each on its own loaded pair (the results scripts that call main())."""
+    now = getattr(owner, name)
+
+    def either(*args, **kwargs):
+        return (before if OLD["on"] else now)(*args, **kwargs)
+
+    setattr(owner, name, either)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-c", "--config", action="append", required=True, help="NAME=DRAFTER[,option=value...]")
@@ -60,6 +75,7 @@ def main() -> int:
 
     prompts = suite.calibration(suite.load(args.prompts), args.per_category)
     policies = {name: options.pop("draft_policy", "auto") for name, _, options in setups}   # an answer's option
+    olds = {name for name, _, options in setups if options.pop("old", 0)}                   # see old_side
     pairs = [(name, specx.load(args.target, drafter, **options)) for name, drafter, options in setups]
     for name, pair in pairs:
         print(f"{name}: {pair.explanation}", flush=True)
@@ -68,7 +84,11 @@ def main() -> int:
         for i, p in enumerate(prompts):
             shift = (rep * len(prompts) + i) % len(pairs)
             for name, pair in pairs[shift:] + pairs[:shift]:
-                s = run_one(pair, p.text, args.tokens, 0, policies[name])
+                OLD["on"] = name in olds
+                try:
+                    s = run_one(pair, p.text, args.tokens, 0, policies[name])
+                finally:
+                    OLD["on"] = False
                 cost = pair.costs.get(True) if getattr(pair, "costs", None) else None
                 step = cost.draft_step_s * 1e3 if cost is not None and cost.draft_step_s else None
                 out.append({"name": name, "cat": p.category, "rep": rep, "prompt": i, "step_ms": step, **s})

@@ -1,7 +1,7 @@
 """`auto` with its model drafts capped at the longest worth verifying (CostModel.longest_worth), against `auto`
-as before (the cap replaced by k_max in this process), `--draft-policy fixed -k 3` and plain decoding, each on its
-own loaded default pair kept for the session (benchmarks/session_ab.py's rotation and report; its last ratio is
-new / old).
+as before (the cap replaced by k_max: session_ab.old_side), `--draft-policy fixed -k 3` and plain decoding, each
+on its own loaded default pair kept for the session (benchmarks/session_ab.py's rotation and report; its last
+ratio is new / old).
 
     python benchmarks/results/2026-11-29-longest/ab.py [--repeats 3] [--per-category 2] [--json out.json]
 """
@@ -9,41 +9,15 @@ import os
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import session_ab  # noqa: E402
-import trees  # noqa: E402
-import specx  # noqa: E402
 from specx.policy import auto  # noqa: E402
 
 D = str(Path(os.environ.get("SPECX_FIXTURE_MODELS", "~/.cache/specx-fixture-models")).expanduser()
         / "qwen2.5-coder-0.5b.gguf") + "+ngram"
-capped, answer, load = auto.Auto._longest, trees.run_one, specx.load
-OLD = {"on": False}   # set while an answer of the `old` pair runs
-
-
-def longest(self):
-    return self.k_max if OLD["on"] else capped(self)
-
-
-def run(pair, prompt, n, tree, policy):
-    OLD["on"] = getattr(pair, "old", False)
-    try:
-        return answer(pair, prompt, n, tree, policy)
-    finally:
-        OLD["on"] = False
-
-
-def loading(target, drafter, **options):
-    old = options.pop("old", 0)
-    pair = load(target, drafter, **options)
-    pair.old = bool(old)
-    return pair
-
 
 if __name__ == "__main__":
-    auto.Auto._longest, trees.run_one, specx.load = longest, run, loading
+    session_ab.old_side(auto.Auto, "_longest", lambda self: self.k_max)
     sys.argv[1:1] = ["-c", "plain=none", "-c", f"old={D},old=1", "-c", f"fixed3={D},k=3,draft_policy=fixed",
                      "-c", f"new={D}"]
     sys.exit(session_ab.main())
