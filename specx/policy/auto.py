@@ -45,7 +45,7 @@ class Auto(Switched):
         estimate, so drafts end early rather than late), with the calibration measured so far; for a
         token tree of up to `tree` nodes, what its drafter forwards and verify rows cost (tree_costs)."""
         stops = Stops(self.threshold, self.cost.survival_floors(model_k), self.cost.calibration.table())
-        costs = self.cost.tree_costs(tree) if tree else None
+        costs = self.cost.tree_costs(tree, model_k) if tree else None   # priced at the chain's pace
         return stops if costs is None else replace(stops, level_costs=costs[0], node_costs=costs[1])
 
     def trim(self, draft):

@@ -200,16 +200,20 @@ class CostModel:
             return times[rows]
         return _between(times, rows, sorted(times)) or (max(times.values()) if times else None)
 
-    def tree_costs(self, nodes: int) -> tuple[tuple[float | None, ...], tuple[float | None, ...]] | None:
-        """What growing a token tree of up to `nodes` nodes costs, in plain decoding's tokens (what a node must
-        be accepted with the chance of to pay for itself): a drafter forward of r rows, r = 1..nodes
-        (draft_time), and the n-th node's verify row, n = 1..nodes (a forward of n + 1 tokens against one of
-        n: row_prices). None until plain decoding is measured. The survival floors price a chain this way."""
+    def tree_costs(self, nodes: int, k_max: int | None = None
+                   ) -> tuple[tuple[float | None, ...], tuple[float | None, ...]] | None:
+        """What growing a token tree of up to `nodes` nodes costs, in plain decoding's tokens at drafting's pace
+        (pace over drafts of up to k_max tokens, by default `nodes`: what a node must be accepted with the chance
+        of to pay for itself): a drafter forward of r rows, r = 1..nodes (draft_time), and the n-th node's
+        verify row, n = 1..nodes (a forward of n + 1 tokens against one of n: row_prices). None until plain
+        decoding is measured. The survival floors price a chain this way, so a tree of one row a level stops
+        where the chain does."""
         plain = self.verify_s.get(1)
         if not plain:
             return None
-        levels = tuple(None if (t := self.draft_time(r)) is None else t / plain for r in range(1, nodes + 1))
-        rows = tuple(None if p is None else p / plain for p in self.row_prices(nodes))
+        unit = plain / self.pace(nodes if k_max is None else k_max)   # seconds a chance of 1 must pay for
+        levels = tuple(None if (t := self.draft_time(r)) is None else t / unit for r in range(1, nodes + 1))
+        rows = tuple(None if p is None else p / unit for p in self.row_prices(nodes))
         return levels, rows
 
     def row_prices(self, n: int) -> tuple[float | None, ...]:

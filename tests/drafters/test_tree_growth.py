@@ -33,6 +33,13 @@ def test_a_chain_shaped_tree_stops_where_the_chain_does():
         floor = cost.survival_floor(m)
         assert stops.level_costs[0] + stops.node_costs[m] == pytest.approx(floor)
         assert branching.pays(floor * 1.01, 1, m, m, stops) and not branching.pays(floor * 0.99, 1, m, m, stops)
+    paced = _measured()   # drafting that makes tokens faster than plain decoding prices both at its pace
+    for _ in range(10):
+        paced.observe(4, 4, 4 * STEP, VERIFY[5])
+    assert paced.pace(12) > 1.2
+    stops, floors = _stops(paced, 12), paced.survival_floors(12)
+    for m in range(1, 12):
+        assert stops.level_costs[0] + stops.node_costs[m] == pytest.approx(floors[m - 1])
 
 
 def test_a_wider_forward_costs_more_to_grow():
