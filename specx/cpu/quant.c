@@ -444,7 +444,51 @@ static void simd_kernel(int type, int mode, const float *x, const uint8_t *xq, i
 #undef CASE
 }
 #define SPX_SIMD 1
+
+/* DECODED: in a call of 2·RMAX rows or more (a prompt pass, a wide verify), the first RMAX rows passing over a
+   tile of weights leave its groups decoded in a buffer of DECODED_BYTES per thread (in L2), and the next RMAX
+   rows read them there instead of decoding them again: the same decoded values and the same arithmetic per
+   row, so the same bits. A last set of fewer rows decodes as without it, and so do shorter calls, where
+   nothing would read what the first set stores (storing alone costs time: benchmarks/results/2026-11-29-decoded,
+   which also sized the buffer: a smaller one gained less, a larger one no more). */
+#define SPX_DECODED 1
+#define DECODED_BYTES (160 << 10)   /* per thread, allocated at its first such call and kept */
+/* the first 8 rows decode and store, the next read (both R = 8: fewer rows decode as without DECODED) */
+#define DECODED_FN(T)                                                                                          \
+    static __attribute__((noinline)) void q8_store_##T(const uint8_t *xq, int64_t K, const uint8_t *w, int64_t nout, \
+                                                       int64_t rowbytes, wq *dec, float *y, int64_t ldy) {      \
+        q8_rows_from(T, RMAX, 2, xq, K, w, dec, nout, rowbytes, y, ldy);                                        \
+    }                                                                                                          \
+    static __attribute__((noinline)) void q8_stored_##T(const uint8_t *xq, int64_t K, wq *dec, int64_t nout,      \
+                                                        float *y, int64_t ldy) {                                 \
+        q8_rows_from(T, RMAX, 1, xq, K, 0, dec, nout, 0, y, ldy);                                               \
+    }
+QUANT_TYPES(DECODED_FN)
+
+/* RMAX rows of X against nout weight rows at w, the decoded weights left in dec (store), or against the rows a
+   store left in dec */
+static void decoded_kernel(int type, int store, const uint8_t *xq, int64_t K, const uint8_t *w, int64_t nout,
+                           int64_t rowbytes, wq *dec, float *y, int64_t ldy) {
+#define CASE(T)                                                 \
+    case T:                                                     \
+        if (store) q8_store_##T(xq, K, w, nout, rowbytes, dec, y, ldy); \
+        else q8_stored_##T(xq, K, dec, nout, y, ldy);            \
+        break;
+    switch (type) { QUANT_TYPES(CASE) default: break; }
+#undef CASE
+}
 #endif
+#ifndef SPX_DECODED
+#define SPX_DECODED 0
+#endif
+static int decoded_on = 1;
+/* DECODED on (1) or off (0; tests and benchmarks compare), -1 changes nothing; returns the previous setting, or -1
+   where this build has no DECODED path */
+int32_t spx_set_decoded(int32_t on) {
+    const int was = decoded_on;
+    if (on >= 0) decoded_on = on != 0;
+    return SPX_DECODED ? was : -1;
+}
 
 
 
@@ -464,14 +508,32 @@ static void kernel(int type, int mode, const float *x, const uint8_t *xq, int64_
 
 /* ---------------------------------------------------------------- the driver */
 
+#if SPX_DECODED
+/* This thread's DECODED buffer for a call of M rows of a K-value weight type, or 0 where the call takes no such
+   buffer (too few rows, float weights, turned off, no memory, a row longer than the buffer) */
+static wq *decoded_buffer(int type, const uint8_t *xq, int64_t M, int64_t K) {
+    static _Thread_local wq *dec;   /* allocated at the thread's first such call and kept */
+    if (!xq || M < 2 * RMAX || is_float_type(type) || !decoded_on || (K + QKK - 1) / QKK * (int64_t)sizeof(wq) > DECODED_BYTES)
+        return 0;
+    if (!dec) dec = aligned_alloc(64, DECODED_BYTES);
+    return dec;
+}
+#endif
+
 /* Outputs [n0, n1) of one segment for all M rows: a long X is cut into chunks that stay in cache, each
-   chunk's rows pass over a tile of weights in groups of at most RMAX. */
+   chunk's rows pass over a tile of weights in groups of at most RMAX (with DECODED, a tile the buffer holds
+   decoded, stored by a chunk's first RMAX rows and read by its next full groups). */
 static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, int64_t M, int64_t K,
                          const uint8_t *w, int64_t rowbytes, int64_t n0, int64_t n1, float *y, int64_t ldy) {
     const int64_t xrow = mode == MODE_Q8 && !is_float_type(type) ? xq_stride(K) : K * 4;
     int64_t chunk = XCHUNK_BYTES / xrow;
     chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
+#if SPX_DECODED
+    wq *dec = decoded_buffer(type, xq, M, K);
+    int64_t tile = dec ? DECODED_BYTES / ((K + QKK - 1) / QKK * (int64_t)sizeof(wq)) : TILE_BYTES / rowbytes;
+#else
     int64_t tile = TILE_BYTES / rowbytes;
+#endif
     if (tile < 1) tile = 1;
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
         const int64_t m1 = m0 + chunk < M ? m0 + chunk : M;
@@ -479,6 +541,13 @@ static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, 
             const int64_t t1 = t0 + tile < n1 ? t0 + tile : n1;
             for (int64_t r = m0; r < m1; r += RMAX) {
                 const int64_t R = m1 - r < RMAX ? m1 - r : RMAX;
+#if SPX_DECODED
+                if (dec && R == RMAX && m1 - m0 >= 2 * RMAX) {
+                    decoded_kernel(type, r == m0, xq + r * xq_stride(K), K, w + t0 * rowbytes, t1 - t0, rowbytes, dec,
+                                   y + r * ldy + t0, ldy);
+                    continue;
+                }
+#endif
                 kernel(type, mode, x + r * K, xq ? xq + r * xq_stride(K) : 0, R, K, w + t0 * rowbytes, t1 - t0,
                        rowbytes, y + r * ldy + t0, ldy);
             }

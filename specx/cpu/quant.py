@@ -115,6 +115,13 @@ class Library:
         either way. Returns the previous setting."""
         return int(self.lib.spx_set_xspan(int(nbytes)))
 
+    def decode_once(self, on: bool | None = None) -> bool:
+        """Whether q8 calls of more than 8 rows decode each tile of weights once for all their rows (quant.c's
+        DECODED, in the AVX-512 and AVX2 builds) rather than once per 8 rows; results are the same either way. `on`
+        sets it (None: unchanged; the setting is the loaded library's). Returns the previous setting, False
+        where this build has no such path."""
+        return self.lib.spx_set_decoded(-1 if on is None else int(on)) == 1
+
     def use_amx(self, on: bool) -> bool:
         """Run q8 calls of AMX_TYPES with at least `amx_min_rows()` rows on AMX (where this build has it; the
         same bits either way, only the speed differs; the setting is the loaded library's, shared by every
@@ -233,6 +240,8 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
     lib.spx_set_prefetch.restype = ctypes.c_int64
     lib.spx_set_prefetch_l2.argtypes = [ctypes.c_int32]
     lib.spx_set_prefetch_l2.restype = ctypes.c_int
+    lib.spx_set_decoded.argtypes = [ctypes.c_int32]
+    lib.spx_set_decoded.restype = ctypes.c_int32
     lib.spx_set_amx.argtypes = [ctypes.c_int32]
     lib.spx_set_amx.restype = ctypes.c_int
     lib.spx_amx_init.restype = ctypes.c_int

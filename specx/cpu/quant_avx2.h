@@ -295,30 +295,76 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const i
     }
 }
 
+/* Group s of weight row wr decoded for the q8 arithmetic (X_OFFSET's form when xoff), the blocks a partial last
+   group lacks given zero scales */
+static inline __attribute__((always_inline)) void q8_group(const int type, const int xoff, const uint8_t *wr, int64_t s,
+                                                           int64_t nblocks, int last, wq *o) {
+    uint8_t pad[Q8_PAD];
+    int tail;
+    const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, 0, pad, &tail);
+    decode_q8(type, xoff, g, o);
+    if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
+        const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
+                                                                   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+        o->a[0] = _mm256_and_ps(o->a[0], keep);
+        o->a[1] = _mm256_and_ps(o->a[1], keep);
+        o->b = _mm256_and_ps(o->b, keep);
+    }
+}
+
+/* DECODED's copy of a decoded group: only the parts q8_row reads for this type (fewer bytes through L2) */
+static inline __attribute__((always_inline)) void wq_put(const int type, wq *d, const wq *o) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) d->w[i] = o->w[i];
+#if !SPX_VNNI
+    if (wide_weights(type))
+        for (int i = 0; i < 8; ++i) d->sw[i] = o->sw[i];
+#endif
+    d->a[0] = o->a[0];
+    d->a[1] = o->a[1];
+    if (q8_kind(type) != KIND_S) d->b = o->b;
+    if (q8_kind(type) == KIND_K2) d->b1 = o->b1;
+    if (!unsigned_weights(type)) d->corr[0] = o->corr[0], d->corr[1] = o->corr[1];
+}
+
+static inline __attribute__((always_inline)) void wq_get(const int type, wq *o, const wq *d) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) o->w[i] = d->w[i];
+#if !SPX_VNNI
+    if (wide_weights(type))
+        for (int i = 0; i < 8; ++i) o->sw[i] = d->sw[i];
+#endif
+    o->a[0] = d->a[0];
+    o->a[1] = d->a[1];
+    o->b = q8_kind(type) != KIND_S ? d->b : _mm256_setzero_ps();
+    o->b1 = q8_kind(type) == KIND_K2 ? d->b1 : _mm256_setzero_ps();
+    o->corr[0] = unsigned_weights(type) ? _mm256_setzero_si256() : d->corr[0];
+    o->corr[1] = unsigned_weights(type) ? _mm256_setzero_si256() : d->corr[1];
+}
+
 /* Groups [s0, s1) of weight row wr (the call's last row: last) for R rows into their accumulators; `next`: the
-   weights read after this span's when they do not follow them (XSPAN), 0 otherwise */
-static inline __attribute__((always_inline)) void q8_span(const int type, const int R, const uint8_t *xq, int64_t stride,
-                                                          int64_t nblocks, const uint8_t *wr, int last, int64_t s0,
+   weights read after this span's when they do not follow them (XSPAN), 0 otherwise. DECODED (quant.c):
+   `decoded` 2 also stores each decoded group in the row's `dec`, 1 reads them from there instead of decoding;
+   both in the form without X_OFFSET, which gives the same sums (so 2 runs with R > OFFSET_ROWS only). */
+static inline __attribute__((always_inline)) void q8_span(const int type, const int R, const int decoded,
+                                                          const uint8_t *xq, int64_t stride, int64_t nblocks,
+                                                          const uint8_t *wr, wq *dec, int last, int64_t s0,
                                                           int64_t s1, const uint8_t *next, __m256 (*acc)[2],
                                                           __m256 (*accb)[2]) {
     const int64_t gbytes = block_values(type) == QKK ? block_bytes(type) : 8 * block_bytes(type);
-    uint8_t pad[Q8_PAD];
+    const int xoff = decoded == 1 ? 0 : x_offset(type, R);
     for (int64_t s = s0; s < s1; ++s) {
-        int tail;
-        const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, 0, pad, &tail);
-        if (next) prefetch_at(next + (s - s0) * gbytes, gbytes);
         wq o;
-        decode_q8(type, x_offset(type, R), g, &o);
-        if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
-            const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
-                                                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
-            o.a[0] = _mm256_and_ps(o.a[0], keep);
-            o.a[1] = _mm256_and_ps(o.a[1], keep);
-            o.b = _mm256_and_ps(o.b, keep);
+        if (decoded == 1)
+            wq_get(type, &o, &dec[s]);
+        else {
+            if (next) prefetch_at(next + (s - s0) * gbytes, gbytes);
+            q8_group(type, xoff, wr, s, nblocks, last, &o);
+            if (decoded == 2) wq_put(type, &dec[s], &o);
         }
         const uint8_t *xg = xq + s * XG;
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) q8_row(type, x_offset(type, R), &o, xg + r * stride, acc[r], accb[r]);
+        for (int r = 0; r < R; ++r) q8_row(type, xoff, &o, xg + r * stride, acc[r], accb[r]);
     }
 }
 
@@ -328,9 +374,12 @@ static inline float q8_result_avx2(int kind, const __m256 *acc, const __m256 *ac
     return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
 }
 
-static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
-                                                          const uint8_t *w, int64_t nout, int64_t rowbytes, float *y,
-                                                          int64_t ldy) {
+/* R rows of X against nout weight rows at w (`decoded` 0 or 2: see q8_span), or against those rows as a call
+   with `decoded` 2 left them in dec (1) */
+static inline __attribute__((always_inline)) void q8_rows_from(const int type, const int R, const int decoded,
+                                                               const uint8_t *xq, int64_t K, const uint8_t *w,
+                                                               wq *dec, int64_t nout, int64_t rowbytes, float *y,
+                                                               int64_t ldy) {
     const int64_t groups = (K + QKK - 1) / QKK, stride = xq_stride(K), nblocks = K / QK;
     const int64_t span = xspan(R, groups), gbytes = block_values(type) == QKK ? block_bytes(type) : 8 * block_bytes(type);
     const int kind = q8_kind(type);
@@ -339,7 +388,8 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
             __m256 acc[RMAX][2], accb[RMAX][2];
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = accb[r][0] = accb[r][1] = _mm256_setzero_ps();
-            q8_span(type, R, xq, stride, nblocks, w + c * rowbytes, c == nout - 1, 0, groups, 0, acc, accb);
+            q8_span(type, R, decoded, xq, stride, nblocks, decoded == 1 ? 0 : w + c * rowbytes,
+                    decoded ? dec + c * groups : 0, c == nout - 1, 0, groups, 0, acc, accb);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) y[r * ldy + c] = q8_result_avx2(kind, acc[r], accb[r]);
         }
@@ -359,8 +409,9 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
                 __m256 a[RMAX][2], b[RMAX][2];
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) a[r][0] = acc[c][r][0], a[r][1] = acc[c][r][1], b[r][0] = accb[c][r][0], b[r][1] = accb[c][r][1];
-                q8_span(type, R, xq, stride, nblocks, w + (c0 + c) * rowbytes, c0 + c == nout - 1, s0, s1,
-                        span_at(w, rowbytes, gbytes, c0, n, c + 1, s0, span, groups), a, b);
+                q8_span(type, R, decoded, xq, stride, nblocks, decoded == 1 ? 0 : w + (c0 + c) * rowbytes,
+                        decoded ? dec + (c0 + c) * groups : 0, c0 + c == nout - 1, s0, s1,
+                        decoded == 1 ? 0 : span_at(w, rowbytes, gbytes, c0, n, c + 1, s0, span, groups), a, b);
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) acc[c][r][0] = a[r][0], acc[c][r][1] = a[r][1], accb[c][r][0] = b[r][0], accb[c][r][1] = b[r][1];
             }
@@ -369,6 +420,12 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) y[r * ldy + c0 + c] = q8_result_avx2(kind, acc[c][r], accb[c][r]);
     }
+}
+
+static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
+                                                          const uint8_t *w, int64_t nout, int64_t rowbytes, float *y,
+                                                          int64_t ldy) {
+    q8_rows_from(type, R, 0, xq, K, w, 0, nout, rowbytes, y, ldy);
 }
 
 /* ---- f32 mode: one 8-lane accumulator per (row, output); each unit (a 32-value block or a superblock) is

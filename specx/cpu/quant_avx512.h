@@ -440,37 +440,85 @@ static inline float q8_result_simd(int kind, __m512 acc, __m256 accb, __m512 acc
     return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
 }
 
-/* Groups [s0, s1) of weight row wr (the call's last row: last) for R rows into their accumulators; `next`: where
-   the weights read after this span's lie (0: ahead of them, in the same row) */
-static inline __attribute__((always_inline)) void q8_span(const int type, const int R, const uint8_t *xq, int64_t stride,
-                                                          int64_t nblocks, const uint8_t *wr, int last, int64_t s0,
-                                                          int64_t s1, const uint8_t *next, const uint8_t *then,
-                                                          __m512 *acc, __m256 *accb, __m512 *accb16) {
+/* DECODED's copy of a decoded group: only the parts q8_row reads for this type (fewer bytes through L2) */
+static inline __attribute__((always_inline)) void wq_put(const int type, wq *d, const wq *o) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) d->w[k] = o->w[k];
+    d->a = o->a;
+    if (q8_kind(type) == KIND_K2) d->b16 = o->b16;
+    else if (q8_kind(type) != KIND_S) d->b = o->b;
+    if (!unsigned_weights(type)) d->corr = o->corr;
+#if !SPX_VNNI
+    if (wide_weights(type))
+        for (int k = 0; k < 4; ++k) d->neg[k] = o->neg[k];
+#endif
+}
+
+static inline __attribute__((always_inline)) void wq_get(const int type, wq *o, const wq *d) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) o->w[k] = d->w[k];
+    o->a = d->a;
+    o->b16 = q8_kind(type) == KIND_K2 ? d->b16 : _mm512_setzero_ps();
+    o->b = q8_kind(type) == KIND_SM || q8_kind(type) == KIND_KM ? d->b : _mm256_setzero_ps();
+    o->corr = unsigned_weights(type) ? _mm512_setzero_si512() : d->corr;
+#if !SPX_VNNI
+    if (wide_weights(type))
+        for (int k = 0; k < 4; ++k) o->neg[k] = d->neg[k];
+#endif
+}
+
+/* Group s of weight row wr decoded for the q8 arithmetic (X_OFFSET's form when xoff), the blocks a partial last
+   group lacks given zero scales */
+static inline __attribute__((always_inline)) void q8_group(const int type, const int xoff, const uint8_t *wr, int64_t s,
+                                                           int64_t nblocks, int last, const uint8_t *next, wq *o) {
     const int64_t gbytes = block_values(type) == QKK ? block_bytes(type) : 8 * block_bytes(type);
     uint8_t pad[Q8_PAD];
-    for (int64_t s = s0; s < s1; ++s) {
-        int tail;
-        const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, words_past(type), pad, &tail);
-        if (next) {
-            prefetch_at(next + (s - s0) * gbytes, gbytes);
-            if (then) prefetch_l2_at(then + (s - s0) * gbytes, gbytes);
-        } else
-            prefetch_ahead(g, gbytes);
-        wq o;
-        decode_q8(type, x_offset(type, R), g, &o);
-        if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
-            o.a = _mm512_maskz_mov_ps((__mmask16)(((1u << tail) - 1) * 0x0101u), o.a);
-            o.b = _mm256_maskz_mov_ps((__mmask8)((1u << tail) - 1), o.b);
-        }
-        const uint8_t *xg = xq + s * XG;
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) q8_row(type, x_offset(type, R), &o, xg + r * stride, &acc[r], &accb[r], &accb16[r]);
+    int tail;
+    const uint8_t *g = q8_group_at(type, wr, s, nblocks, last, words_past(type), pad, &tail);
+    if (!next) prefetch_ahead(g, gbytes);
+    decode_q8(type, xoff, g, o);
+    if (tail && g != pad) {   /* decoded past the row's end: those blocks' scales to zero (TAIL in quant.c) */
+        o->a = _mm512_maskz_mov_ps((__mmask16)(((1u << tail) - 1) * 0x0101u), o->a);
+        o->b = _mm256_maskz_mov_ps((__mmask8)((1u << tail) - 1), o->b);
     }
 }
 
-static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
-                                                          const uint8_t *w, int64_t nout, int64_t rowbytes, float *y,
-                                                          int64_t ldy) {
+/* Groups [s0, s1) of weight row wr (the call's last row: last) for R rows into their accumulators; `next`: where
+   the weights read after this span's lie (0: ahead of them, in the same row). DECODED (quant.c): `decoded` 2
+   also stores each decoded group in the row's `dec`, 1 reads them from there instead of decoding; both in the
+   form without X_OFFSET, which gives the same sums (so 2 runs with R > OFFSET_ROWS only). */
+static inline __attribute__((always_inline)) void q8_span(const int type, const int R, const int decoded,
+                                                          const uint8_t *xq, int64_t stride, int64_t nblocks,
+                                                          const uint8_t *wr, wq *dec, int last,
+                                                          int64_t s0, int64_t s1, const uint8_t *next,
+                                                          const uint8_t *then, __m512 *acc, __m256 *accb,
+                                                          __m512 *accb16) {
+    const int64_t gbytes = block_values(type) == QKK ? block_bytes(type) : 8 * block_bytes(type);
+    const int xoff = decoded == 1 ? 0 : x_offset(type, R);
+    for (int64_t s = s0; s < s1; ++s) {
+        wq o;
+        if (decoded == 1)
+            wq_get(type, &o, &dec[s]);
+        else {
+            if (next) {
+                prefetch_at(next + (s - s0) * gbytes, gbytes);
+                if (then) prefetch_l2_at(then + (s - s0) * gbytes, gbytes);
+            }
+            q8_group(type, xoff, wr, s, nblocks, last, next, &o);
+            if (decoded == 2) wq_put(type, &dec[s], &o);
+        }
+        const uint8_t *xg = xq + s * XG;
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) q8_row(type, xoff, &o, xg + r * stride, &acc[r], &accb[r], &accb16[r]);
+    }
+}
+
+/* R rows of X against nout weight rows at w (`decoded` 0 or 2: see q8_span), or against those rows as a call
+   with `decoded` 2 left them in dec (1) */
+static inline __attribute__((always_inline)) void q8_rows_from(const int type, const int R, const int decoded,
+                                                               const uint8_t *xq, int64_t K, const uint8_t *w,
+                                                               wq *dec, int64_t nout,
+                                                               int64_t rowbytes, float *y, int64_t ldy) {
     const int64_t groups = (K + QKK - 1) / QKK, stride = xq_stride(K), nblocks = K / QK;
     const int64_t span = xspan(R, groups);
     const int64_t gbytes = block_values(type) == QKK ? block_bytes(type) : 8 * block_bytes(type);
@@ -483,7 +531,8 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
                 acc[r] = accb16[r] = _mm512_setzero_ps();
                 accb[r] = _mm256_setzero_ps();
             }
-            q8_span(type, R, xq, stride, nblocks, w + c * rowbytes, c == nout - 1, 0, groups, 0, 0, acc, accb, accb16);
+            q8_span(type, R, decoded, xq, stride, nblocks, decoded == 1 ? 0 : w + c * rowbytes, decoded ? dec + c * groups : 0,
+                    c == nout - 1, 0, groups, 0, 0, acc, accb, accb16);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) y[r * ldy + c] = q8_result_simd(q8_kind(type), acc[r], accb[r], accb16[r]);
         }
@@ -508,10 +557,10 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
                 __m256 b[RMAX];
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) a[r] = acc[c][r], a16[r] = accb16[c][r], b[r] = accb[c][r];
-                const uint8_t *next = span_at(w, rowbytes, gbytes, c0, n, c + 1, s0, span, groups);
-                const uint8_t *then = span_at(w, rowbytes, gbytes, c0, n, c + 2, s0, span, groups);
-                q8_span(type, R, xq, stride, nblocks, w + (c0 + c) * rowbytes, c0 + c == nout - 1, s0, s1, next, then,
-                        a, b, a16);
+                const uint8_t *next = decoded == 1 ? 0 : span_at(w, rowbytes, gbytes, c0, n, c + 1, s0, span, groups);
+                const uint8_t *then = decoded == 1 ? 0 : span_at(w, rowbytes, gbytes, c0, n, c + 2, s0, span, groups);
+                q8_span(type, R, decoded, xq, stride, nblocks, decoded == 1 ? 0 : w + (c0 + c) * rowbytes,
+                        decoded ? dec + (c0 + c) * groups : 0, c0 + c == nout - 1, s0, s1, next, then, a, b, a16);
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) acc[c][r] = a[r], accb16[c][r] = a16[r], accb[c][r] = b[r];
             }
@@ -521,6 +570,12 @@ static inline __attribute__((always_inline)) void q8_rows(const int type, const 
             for (int r = 0; r < R; ++r)
                 y[r * ldy + c0 + c] = q8_result_simd(q8_kind(type), acc[c][r], accb[c][r], accb16[c][r]);
     }
+}
+
+static inline __attribute__((always_inline)) void q8_rows(const int type, const int R, const uint8_t *xq, int64_t K,
+                                                          const uint8_t *w, int64_t nout, int64_t rowbytes, float *y,
+                                                          int64_t ldy) {
+    q8_rows_from(type, R, 0, xq, K, w, 0, nout, rowbytes, y, ldy);
 }
 
 /* ---- f32 mode: each (row, output) sums into two 16-lane accumulators: values 0..15 of every 32-value

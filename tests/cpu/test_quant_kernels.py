@@ -306,6 +306,34 @@ def test_spans_of_groups_change_no_result_in_every_build():
             lib.xspan(was)
 
 
+@needs_kernels
+def test_weights_decoded_once_for_many_rows_change_no_result_in_every_build():
+    """quant.c's DECODED (a call of many rows keeps each tile of weights decoded by its first 8 rows for the
+    next ones) gives the bits of decoding in every pass, for every type: several tiles, a partial last set of
+    rows, a partial last group, with and without XSPAN; builds without the path say so."""
+    rng = np.random.default_rng(23)
+    weights = {name: quant_ref.random_weight(name, 37, 9 * 256 + (96 if BLOCKS[name][1] == 32 else 0), rng)
+               for name in QUANTIZED}
+    for lib in builds_here():
+        has = lib.decode_once(None)
+        assert has == (lib.name in ("avx512", "avx2")), lib.describe()
+        was = lib.xspan(-1)
+        try:
+            for name, w in weights.items():
+                for m in (24, 43):
+                    x = inputs(m, w.cols, m)
+                    lib.decode_once(False)
+                    lib.xspan(0)
+                    plain = lib.matmul(x, [w], "q8")
+                    lib.decode_once(True)
+                    for nbytes in (0, 3000):
+                        lib.xspan(nbytes)
+                        assert torch.equal(lib.matmul(x, [w], "q8"), plain), (name, m, nbytes, lib.describe())
+        finally:
+            lib.decode_once(True)
+            lib.xspan(was)
+
+
 def test_spans_take_half_of_the_l1_data_cache():
     """XSPAN's size follows the machine's L1 data cache (48 KiB: 24 KiB); unknown, quant.c keeps its own."""
     assert quant.xspan_bytes(48 << 10) == 24 << 10 and quant.xspan_bytes(32 << 10) == 16 << 10
