@@ -509,13 +509,15 @@ static void kernel(int type, int mode, const float *x, const uint8_t *xq, int64_
 /* ---------------------------------------------------------------- the driver */
 
 #if SPX_DECODED
-/* This thread's DECODED buffer for a call of M rows of a K-value weight type, or 0 where the call takes no such
-   buffer (too few rows, float weights, turned off, no memory, a row longer than the buffer) */
-static wq *decoded_buffer(int type, const uint8_t *xq, int64_t M, int64_t K) {
+/* This thread's DECODED buffer for a call of M rows of a K-value weight type, *tile set to the outputs it holds;
+   or 0, *tile unchanged, where the call takes no such buffer (too few rows, float weights, turned off, no memory,
+   a row longer than the buffer) */
+static wq *decoded_buffer(int type, const uint8_t *xq, int64_t M, int64_t K, int64_t *tile) {
     static _Thread_local wq *dec;   /* allocated at the thread's first such call and kept */
-    if (!xq || M < 2 * RMAX || is_float_type(type) || !decoded_on || (K + QKK - 1) / QKK * (int64_t)sizeof(wq) > DECODED_BYTES)
-        return 0;
+    const int64_t outputs = DECODED_BYTES / ((K + QKK - 1) / QKK * (int64_t)sizeof(wq));
+    if (!xq || M < 2 * RMAX || is_float_type(type) || !decoded_on || outputs < 1) return 0;
     if (!dec) dec = aligned_alloc(64, DECODED_BYTES);
+    if (dec) *tile = outputs;
     return dec;
 }
 #endif
@@ -528,13 +530,11 @@ static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, 
     const int64_t xrow = mode == MODE_Q8 && !is_float_type(type) ? xq_stride(K) : K * 4;
     int64_t chunk = XCHUNK_BYTES / xrow;
     chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
-#if SPX_DECODED
-    wq *dec = decoded_buffer(type, xq, M, K);
-    int64_t tile = dec ? DECODED_BYTES / ((K + QKK - 1) / QKK * (int64_t)sizeof(wq)) : TILE_BYTES / rowbytes;
-#else
     int64_t tile = TILE_BYTES / rowbytes;
-#endif
     if (tile < 1) tile = 1;
+#if SPX_DECODED
+    wq *dec = decoded_buffer(type, xq, M, K, &tile);
+#endif
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
         const int64_t m1 = m0 + chunk < M ? m0 + chunk : M;
         for (int64_t t0 = n0; t0 < n1; t0 += tile) {
