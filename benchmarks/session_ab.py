@@ -5,7 +5,7 @@
         -c q4=DRAFTER.gguf+ngram [--target T.gguf] [--repeats 3] [--per-category 2] [--tokens 128] [--json out.json]
 
 Each `-c NAME=DRAFTER[,option=value…]` is `specx.load(TARGET, DRAFTER, **options)` (an option's value is an int
-where it reads as one; `draft_policy=` is given to each answer instead, and `old=1` runs the functions a script
+where it reads as one; `draft_policy=` and `confidence=` are given to each answer instead, and `old=1` runs the functions a script
 replaced with old_side as they were), loaded once and kept for the whole session, so each setup carries its own measured costs
 from answer to answer as a chat or a server does (a policy drifting over a session shows only so). Every repeat
 runs every bench prompt (the first N of each category) under every setup, in an order rotated per prompt so the
@@ -75,6 +75,8 @@ def main() -> int:
 
     prompts = suite.calibration(suite.load(args.prompts), args.per_category)
     policies = {name: options.pop("draft_policy", "auto") for name, _, options in setups}   # an answer's option
+    floors = {name: {"confidence": float(options.pop("confidence"))} if "confidence" in options else {}
+              for name, _, options in setups}                                                 # ... and this one
     olds = {name for name, _, options in setups if options.pop("old", 0)}                   # see old_side
     pairs = [(name, specx.load(args.target, drafter, **options)) for name, drafter, options in setups]
     for name, pair in pairs:
@@ -86,7 +88,7 @@ def main() -> int:
             for name, pair in pairs[shift:] + pairs[:shift]:
                 OLD["on"] = name in olds
                 try:
-                    s = run_one(pair, p.text, args.tokens, 0, policies[name])
+                    s = run_one(pair, p.text, args.tokens, 0, policies[name], **floors[name])
                 finally:
                     OLD["on"] = False
                 cost = pair.costs.get(True) if getattr(pair, "costs", None) else None

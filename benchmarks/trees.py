@@ -26,12 +26,12 @@ FIXTURES = Path(os.environ.get("SPECX_FIXTURE_MODELS", "~/.cache/specx-fixture-m
 HERE = Path(__file__).resolve().parent
 
 
-def run_one(pair, prompt: str, n: int, tree: int, policy: str) -> dict:
+def run_one(pair, prompt: str, n: int, tree: int, policy: str, **run) -> dict:
     import specx
     from specx.engine.types import Done, Round
 
     tokens, rounds = [], []
-    for event in specx.stream(pair, prompt, max_tokens=n, draft_policy=policy, tree=tree):
+    for event in specx.stream(pair, prompt, max_tokens=n, draft_policy=policy, tree=tree, **run):
         if isinstance(event, Round):
             tokens.extend(event.token_ids)
             if event.token_ids:
