@@ -244,6 +244,8 @@ def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str
     else:
         reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {_weights(scheme)}, placed first "
                        "because it runs k times per round")
+    if dev == CPU and is_native(scheme.name):   # specx's decoder reads a long prompt a chunk at a time
+        head = activation_bytes(drafter, ctx, act, native=True)
     runtime = runtime_bytes(drafter, scheme.name, dev == CPU, draft_scheme=scheme.name)
     if need(scheme) + head + (runtime if dev == CPU else 0) > room[dev]:
         from .planner import refuse

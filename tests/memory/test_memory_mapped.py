@@ -110,3 +110,27 @@ def test_the_plan_says_where_a_native_target_is_read_from(tmp_path, monkeypatch,
     t = replace(shape_of_file(info, "m"), file_bytes=info.groups, file_format=info.format)
     said = " ".join(cpu_plan(t, context=64).reasons)
     assert ("copied to 2 MiB pages" in said) is offered and ("mapped from the file" in said) is not offered
+
+
+def test_a_native_cpu_drafter_reserves_the_headroom_of_its_chunked_prompt_pass(tmp_path):
+    """A GGUF drafter on specx's decoder reads a long prompt PROMPT_CHUNK tokens at a time, as the target does:
+    the plan's headroom is the larger of the two models' chunked activations, not the drafter's whole prompt
+    at once (which priced the fixture pair's plan 224 MiB above it, 1.20x its measured peak RSS)."""
+    from test_decoder_gguf import gguf_model, write_gguf
+    from specx.decoder import support
+    from specx.memory.planner import activation_bytes
+    from specx.memory.shapes import shape_of_file
+
+    shapes = []
+    for name in ("t", "d"):
+        path = tmp_path / f"{name}.gguf"
+        write_gguf(gguf_model("llama"), "llama", path)
+        info = support.inspect(path)
+        shapes.append(replace(shape_of_file(info, name), file_bytes=info.groups, file_format=info.format,
+                              max_context=8192))   # (the tiny file says 128: a long prompt is the point)
+    target, drafter = shapes
+    context = 4096
+    p = plan(target, drafter, Budgets(None, 64 * G, 0), Request(context=context))
+    assert p.target.native and p.drafter.native, "both GGUFs run as their files hold them"
+    chunked = max(activation_bytes(s, context, 4, native=True) for s in shapes)
+    assert dict(p.headroom)["cpu"] == chunked < activation_bytes(drafter, context, 4)
