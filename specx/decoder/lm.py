@@ -130,7 +130,7 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations; "q4", drafters only: q8 with the wider
     layer matrices re-encoded to Q4_0, decoder/reencode.py)."""
     lower, mode = mode == "q4", "q8" if mode == "q4" else mode
-    f = read(path, huge_pages=resident.wanted(), reencode=lower)
+    f = read(path, huge_pages=resident.wanted(), reencode=lower, output=not draft_vocab)
     activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
     amx = linear.prompt_note(f.weights.types(), mode)
     activations += f", {amx}" if amx else ""
@@ -145,6 +145,8 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
 
         usable = min(len(f.tokenizer), f.config.vocab_size)
         head = vocabtrim.DraftHead(f.weights.output, vocabtrim.keep_ids(f.tokenizer, usable, draft_vocab), usable)
+        if not f.weights.output.data.flags.writeable:   # the file's map, its kept rows copied: its pages leave
+            resident.release(f.weights.output.data)
         kernels += f", {vocabtrim.describe(head.base, f.config.vocab_size, context=True)}"
     return LeanLM(Decoder(f.config, f.weights, context, mode), f.tokenizer, f.name, eos=f.eos, kernels=kernels,
                   vocab=f.config.vocab_size, head=head)
@@ -172,13 +174,15 @@ class ModelFiles:
         return f", {vocabtrim.describe(self.keep, self.config.vocab_size)}"
 
 
-def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False, reencode: bool = False) -> ModelFiles:
+def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False, reencode: bool = False,
+         output: bool = True) -> ModelFiles:
     """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids.
-    `huge_pages`: the matrices copied to 2 MiB pages while the tokenizer loads (resident.py); `reencode`: a
-    drafter's wider layer matrices re-encoded to Q4_0 first (reencode.py)."""
+    `huge_pages`: the matrices copied to 2 MiB pages while the tokenizer loads (resident.py), the output layer
+    too unless `output` is False; `reencode`: a drafter's wider layer matrices re-encoded to Q4_0 first
+    (reencode.py)."""
     path = Path(path)
     config, weights, tokenizer, eos, moved, said = (_from_folder if path.is_dir() else _from_gguf)(path, huge_pages,
-                                                                                                  reencode)
+                                                                                                  reencode, output)
     keep = None
     if draft_vocab:
         from . import vocabtrim
@@ -199,25 +203,25 @@ def _lower(weights, reencode: bool):
     return low, lower.describe(weights, low)
 
 
-def _from_gguf(path: Path, huge_pages: bool, reencode: bool = False):
+def _from_gguf(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True):
     gguf = open_gguf(path)
     shapes = {name: info.shape for name, info in gguf.tensors.items()}
     freqs = gguf.array("rope_freqs.weight") if "rope_freqs.weight" in gguf.tensors else None
     config = configs.from_gguf(gguf.meta, shapes, freqs)
     weights, said = _lower(weight_files.from_gguf(gguf, config), reencode)
-    move = resident.Move(weights) if huge_pages else None
+    move = resident.Move(weights, output) if huge_pages else None
     tokenizer = load_tokenizer(gguf)
     moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id, gguf.meta.get("tokenizer.ggml.eos_token_id")}
     return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights, said
 
 
-def _from_folder(path: Path, huge_pages: bool, reencode: bool = False):
+def _from_folder(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True):
     from transformers import AutoConfig, AutoTokenizer
 
     config = configs.from_hf(AutoConfig.from_pretrained(path, trust_remote_code=False))
     weights, said = _lower(weight_files.from_safetensors(path, config), reencode)
-    move = resident.Move(weights) if huge_pages else None
+    move = resident.Move(weights, output) if huge_pages else None
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id}

@@ -53,11 +53,15 @@ def describe() -> str:
     return "its layers copied to 2 MiB pages (fewer TLB misses than through the file's map)"
 
 
-def copy_in(weights: Weights) -> Weights:
+def copy_in(weights: Weights, output: bool = True) -> Weights:
     """`weights` with every layer matrix and the output layer in one huge-page region (a tied output layer is
     also the embedding, which then comes along); vectors are copies already, an untied embedding stays mapped
-    and read by rows."""
-    whole = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)] + [weights.output]
+    and read by rows. `output` False: an untied output layer stays mapped too (a drafter's VocabTrim copies the
+    rows it scores, vocabtrim.DraftHead, and reads the context's few others from the file); a tied one is the
+    embedding, looked up every token, and is copied still."""
+    output = output or weights.output is weights.embed
+    whole = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)] + \
+        ([weights.output] if output else [])
     block, at, moved = region(sum(_padded(m.nbytes) for m in whole)), 0, {}
     for m in whole:
         if id(m) not in moved:
@@ -73,7 +77,7 @@ def copy_in(weights: Weights) -> Weights:
         return replace(l, qkv=[moved[id(m)] for m in l.qkv], o=[moved[id(m)] for m in l.o],
                        gate_up=[moved[id(m)] for m in l.gate_up], down=[moved[id(m)] for m in l.down])
 
-    output = moved[id(weights.output)]
+    output = moved[id(weights.output)] if output else weights.output
     embed = output if weights.embed is weights.output else weights.embed
     return replace(weights, embed=embed, layers=[layer(l) for l in weights.layers], output=output)
 
@@ -83,14 +87,14 @@ class Move:
     memory is slow in a virtual machine, whose host backs a guest page only when it is first touched.
     `result()` waits and returns the moved weights, or `weights` as they were if memory could not be had."""
 
-    def __init__(self, weights: Weights):
-        self._weights, self._moved = weights, None
+    def __init__(self, weights: Weights, output: bool = True):
+        self._weights, self._output, self._moved = weights, output, None
         self._thread = threading.Thread(target=self._run, name="specx-weights-to-huge-pages", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            self._moved = copy_in(self._weights)
+            self._moved = copy_in(self._weights, self._output)
         except (OSError, MemoryError, ValueError):
             self._moved = None
 

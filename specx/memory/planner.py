@@ -92,6 +92,18 @@ def _layer_kv(shape: Shape, g: Group, context: int, act: int) -> int:
     return context * shape.kv_heads * shape.head_dim * 2 * act if g.kind == "layer" else 0
 
 
+def _head_by_rows(shape, placements, reasons) -> list[Placement]:
+    """A drafter on specx's decoder scores the rows its VocabTrim copy holds (runtime_bytes counts them) and reads
+    the context's few others from the file: its untied output layer stays in the file's map and takes no resident
+    memory (decoder/resident.copy_in; a tied one is the embedding, copied)."""
+    kind = "head"
+    full = sum(p.bytes for p in placements if p.kind == kind)
+    if reasons is not None and full:
+        reasons.append(f"drafter: its {fmt_bytes(full)} output layer stays in the weight file: it scores the rows "
+                       "it keeps a copy of (VocabTrim) and reads the context's others by rows")
+    return [replace(p, bytes=0, scheme=p.scheme + " (read by rows)") if p.kind == kind else p for p in placements]
+
+
 def _gpu_order(groups: tuple[Group, ...], tied: bool) -> list[Group]:
     """Groups by claim on the GPU, strongest first: small top-level pieces, layers 0…N−1, then the
     untied input embeddings (a lookup), then experts (last layer's first to go)."""
@@ -207,6 +219,8 @@ def _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons) -> 
     the rows a run can touch (mapped.py)."""
     from .mapped import read_by_rows, resident_embedding, stays_mapped
 
+    if role == "drafter" and on_cpu and not shape.tied and draft_head_bytes(shape, quant):
+        placements = _head_by_rows(shape, placements, reasons)
     if read_by_rows(shape, quant, on_cpu):
         out = [replace(p, bytes=0, scheme=p.scheme + " (read by rows)") if p.kind == "embed" else p
                for p in placements]

@@ -67,10 +67,31 @@ def test_a_copy_that_fails_leaves_the_map_and_says_nothing_of_huge_pages(tmp_pat
     path = write_gguf(gguf_model("qwen2"), "qwen2", tmp_path / "q.gguf")
     monkeypatch.setattr(resident, "wanted", lambda: True)
 
-    def fail(weights):
+    def fail(weights, output=True):
         raise MemoryError
 
     monkeypatch.setattr(resident, "copy_in", fail)
     lm = load(path)
     assert "2 MiB pages" not in lm.kernels
     assert not any(m.data.flags.writeable for m in lm.model.weights.matrices())
+
+
+@pytest.mark.parametrize("family", ["qwen2", "qwen2-tied"])
+def test_a_drafters_output_layer_stays_in_the_map_and_its_drafts_are_the_same(tmp_path, monkeypatch, family):
+    """A drafter with VocabTrim (draft_vocab > 0) scores the rows its DraftHead copied: its layers go to huge
+    pages, its untied output layer stays in the file's map (a tied one is the embedding, looked up every token:
+    copied), and its logits equal those of the same drafter whose output layer was copied too."""
+    path = write_gguf(gguf_model(family), family, tmp_path / f"{family}.gguf")
+    monkeypatch.setattr(resident, "wanted", lambda: True)
+    tied = family == "qwen2-tied"
+    kept = resident.copy_in(read(path).weights, output=False)
+    assert kept.output.data.flags.writeable is tied and (kept.embed is kept.output) is tied
+    assert all(m.data.flags.writeable for l in kept.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down))
+    drafter = load(path, draft_vocab=64)
+    weights = drafter.model.weights
+    assert "2 MiB pages" in drafter.kernels and weights.output.data.flags.writeable is tied
+    copied = load(path)   # every matrix copied, the output layer included
+    tokens = ids(12)
+    got = drafter.forward(tokens)
+    full = copied.forward(tokens)[:, drafter.head.ids]
+    assert torch.equal(got, full)

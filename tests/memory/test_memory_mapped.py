@@ -134,3 +134,30 @@ def test_a_native_cpu_drafter_reserves_the_headroom_of_its_chunked_prompt_pass(t
     assert p.target.native and p.drafter.native, "both GGUFs run as their files hold them"
     chunked = max(activation_bytes(s, context, 4, native=True) for s in shapes)
     assert dict(p.headroom)["cpu"] == chunked < activation_bytes(drafter, context, 4)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2-tied"])
+@pytest.mark.parametrize("vocab", [0, 65536])
+def test_a_native_drafters_output_layer_is_read_by_rows_and_priced_at_nothing(tmp_path, family, vocab):
+    """A GGUF drafter on specx's decoder whose vocabulary VocabTrim trims (vocab 65,536 here; the tiny files' own is
+    too small to trim: 0) scores the rows its copy holds (priced in its runtime) and leaves its untied output
+    layer in the file: the plan prices it at 0 bytes and says so. Untrimmed, tied (the embedding, copied), and
+    for the target, whose every verify reads it whole, it is priced whole."""
+    from test_decoder_gguf import gguf_model, write_gguf
+    from specx.decoder import support
+    from specx.memory.shapes import shape_of_file
+
+    shapes = []
+    for name in ("t", "d"):
+        path = tmp_path / f"{name}.gguf"
+        write_gguf(gguf_model(family), family, path)
+        info = support.inspect(path)
+        shapes.append(replace(shape_of_file(info, name), file_bytes=info.groups, file_format=info.format))
+    if vocab:
+        shapes = [replace(s, vocab=vocab) for s in shapes]
+    p = plan(shapes[0], shapes[1], Budgets(None, 64 * G, 0), Request(context=64))
+    kind, mapped = ("embed", False) if family == "qwen2-tied" else ("head", bool(vocab))
+    table = next(g for g in p.drafter.placements if g.kind == kind)
+    assert (table.bytes == 0) is mapped and table.scheme.endswith("(read by rows)") is mapped
+    assert next(g for g in p.target.placements if g.kind == kind).bytes > 0
+    assert any("output layer stays in the weight file" in r for r in p.reasons) is mapped
