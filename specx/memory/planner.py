@@ -92,15 +92,17 @@ def _layer_kv(shape: Shape, g: Group, context: int, act: int) -> int:
     return context * shape.kv_heads * shape.head_dim * 2 * act if g.kind == "layer" else 0
 
 
-def _head_by_rows(shape, placements, reasons) -> list[Placement]:
-    """A drafter on specx's decoder scores the rows its VocabTrim copy holds (runtime_bytes counts them) and reads
-    the context's few others from the file: its untied output layer stays in the file's map and takes no resident
-    memory (decoder/resident.copy_in; a tied one is the embedding, copied)."""
-    kind = "head"
+BY_ROWS = {"embed": "input embedding is read from the weight file by rows, as tokens need them: it takes no "
+                    "resident memory",
+           "head": "output layer stays in the weight file: it scores the rows it keeps a copy of (VocabTrim) and "
+                   "reads the context's others by rows"}
+
+
+def _by_rows(role: str, kind: str, placements: list[Placement], reasons) -> list[Placement]:
+    """The `kind` group read from the weight file by rows (BY_ROWS): priced at none, and said."""
     full = sum(p.bytes for p in placements if p.kind == kind)
     if reasons is not None and full:
-        reasons.append(f"drafter: its {fmt_bytes(full)} output layer stays in the weight file: it scores the rows "
-                       "it keeps a copy of (VocabTrim) and reads the context's others by rows")
+        reasons.append(f"{role}: its {fmt_bytes(full)} {BY_ROWS[kind]}")
     return [replace(p, bytes=0, scheme=p.scheme + " (read by rows)") if p.kind == kind else p for p in placements]
 
 
@@ -215,20 +217,16 @@ def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements:
 
 
 def _mapped(role, shape, dtype, quant, placements, context, on_cpu, reasons) -> list[Placement]:
-    """An untied embedding read by rows costs no resident memory; one that stays memory-mapped is priced by
-    the rows a run can touch (mapped.py)."""
+    """An untied embedding read by rows costs no resident memory, nor does the untied output layer of a drafter on
+    specx's decoder that scores a VocabTrim copy of its rows (runtime_bytes counts the copy; decoder/resident.py
+    leaves the layer in the file's map; a tied one is the embedding, copied); an embedding that stays
+    memory-mapped is priced by the rows a run can touch (mapped.py)."""
     from .mapped import read_by_rows, resident_embedding, stays_mapped
 
     if role == "drafter" and on_cpu and not shape.tied and draft_head_bytes(shape, quant):
-        placements = _head_by_rows(shape, placements, reasons)
+        placements = _by_rows(role, "head", placements, reasons)
     if read_by_rows(shape, quant, on_cpu):
-        out = [replace(p, bytes=0, scheme=p.scheme + " (read by rows)") if p.kind == "embed" else p
-               for p in placements]
-        full = sum(p.bytes for p in placements if p.kind == "embed")
-        if reasons is not None and full:
-            reasons.append(f"{role}: its {fmt_bytes(full)} input embedding is read from the weight file by rows, "
-                           "as tokens need them: it takes no resident memory")
-        return out
+        return _by_rows(role, "embed", placements, reasons)
     if not stays_mapped(shape, dtype, quant, on_cpu):
         return placements
     out = []
