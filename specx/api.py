@@ -89,11 +89,11 @@ def _prepare(options: ModelOptions, notify: Callable[[str], None] | None = None)
     `k` None: each policy's default, as `specx run` without -k (Pair.draft_tokens)."""
     from .policy import measured
     from .decoder import vocabtrim
-    from .drafters.compat import check_drafter, same_tokenizer
+    from .drafters.compat import check_drafter
     from .engine.draft import NoDrafter
     from .drafters.model import ModelDrafter
     from .drafters.hybrid import HybridDrafter
-    from .models.resolve import dtype_name, eos_ids, load_lm, load_tokenizer
+    from .models.resolve import dtype_name, eos_ids, load_lm, load_tokenizer, same_tokenizer
     from .drafters.ngram import NgramDrafter
     from .memory.placement import attach_experts, plan_run
     from .policy.policy import DEFAULT_K, draft_cap
@@ -114,7 +114,8 @@ def _prepare(options: ModelOptions, notify: Callable[[str], None] | None = None)
     draft_source = None if choice in SPECIAL else source_for(choice, Ask(o.draft_quant, o.draft_dtype or o.dtype,
                                                                                 o.mem_budget))
     draft_tokens = 0   # the drafter tokenizer's length where it was built for the check (else the target's)
-    if draft_source is not None and not same_tokenizer(source, draft_source):   # one tokenizer: nothing to check
+    shared = draft_source is not None and same_tokenizer(source, draft_source)   # one tokenizer: nothing to check
+    if draft_source is not None and not shared:
         target_tok, draft_tok = load_tokenizer(source), load_tokenizer(draft_source)
         check_drafter(target_tok, draft_tok, eos_ids(source, target_tok), eos_ids(draft_source, draft_tok))
         draft_tokens = len(draft_tok)
@@ -147,7 +148,7 @@ def _prepare(options: ModelOptions, notify: Callable[[str], None] | None = None)
     keep = 0 if d.dispatched else vocabtrim.choose_keep(o.draft_vocab, draft_tokens or len(target.tokenizer),
                                                         d.weights.startswith("native"))
     draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (o.draft_dtype or o.dtype), d.weights, keep,
-                       placement=d)
+                       placement=d, tokenizer=target.tokenizer if shared else None)   # (its own on transformers)
     ratio = target.n_params / max(draft_lm.n_params, 1)
     if ratio < 1:
         _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "

@@ -57,10 +57,11 @@ class DenseLM(LeanLM):
 
 
 def load(path: str | Path, device, dtype: str = "bfloat16", *, context: int | None = None,
-         draft_vocab: int = 0, use_graphs: bool = True, blocks: bool = False) -> DenseLM:
+         draft_vocab: int = 0, use_graphs: bool = True, blocks: bool = False, tokenizer=None) -> DenseLM:
     """A GGUF file or safetensors folder as a DenseLM on `device`, its matrices dequantized once to `dtype`, or
-    with `blocks` (a GGUF) kept in their blocks (gpu/blocks.py) and run by the block kernels (gpu/qmatmul.py)."""
-    f = read(path, draft_vocab)
+    with `blocks` (a GGUF) kept in their blocks (gpu/blocks.py) and run by the block kernels (gpu/qmatmul.py);
+    `tokenizer`: lm.read's."""
+    f = read(path, draft_vocab, tokenizer=tokenizer)
     formats = f.weights.types()
     dense = from_weights(f.weights, DTYPES[dtype], torch.device(device), blocks=blocks)
     lm = DenseLM(DenseDecoder(f.config, dense, context), f.tokenizer, f.name, eos=f.eos, vocab=f.config.vocab_size,

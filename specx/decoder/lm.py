@@ -123,14 +123,15 @@ class LeanLM:
         return ""
 
 
-def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, mode: str = "f32") -> LeanLM:
+def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, mode: str = "f32",
+         tokenizer=None) -> LeanLM:
     """A GGUF file or a safetensors folder as a LeanLM. UnsupportedArchitecture: run transformers' model instead.
     `context`: cache positions (default model.DEFAULT_CONTEXT or the model's own, the smaller);
     `draft_vocab` > 0 keeps that many output rows (VocabTrim; drafters only); `mode`: the linear kernels'
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations; "q4", drafters only: q8 with the wider
-    layer matrices re-encoded to Q4_0, decoder/reencode.py)."""
+    layer matrices re-encoded to Q4_0, decoder/reencode.py); `tokenizer`: read's."""
     lower, mode = mode == "q4", "q8" if mode == "q4" else mode
-    f = read(path, huge_pages=resident.wanted(), reencode=lower, output=not draft_vocab)
+    f = read(path, huge_pages=resident.wanted(), reencode=lower, output=not draft_vocab, tokenizer=tokenizer)
     activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
     amx = linear.prompt_note(f.weights.types(), mode)
     activations += f", {amx}" if amx else ""
@@ -175,14 +176,15 @@ class ModelFiles:
 
 
 def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False, reencode: bool = False,
-         output: bool = True) -> ModelFiles:
+         output: bool = True, tokenizer=None) -> ModelFiles:
     """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids.
     `huge_pages`: the matrices copied to 2 MiB pages while the tokenizer loads (resident.py), the output layer
     too unless `output` is False; `reencode`: a drafter's wider layer matrices re-encoded to Q4_0 first
-    (reencode.py)."""
+    (reencode.py); `tokenizer`: one already built for this vocabulary (a drafter's, its target's: see
+    models/resolve.same_tokenizer), used instead of building a second."""
     path = Path(path)
-    config, weights, tokenizer, eos, moved, said = (_from_folder if path.is_dir() else _from_gguf)(path, huge_pages,
-                                                                                                  reencode, output)
+    config, weights, tokenizer, eos, moved, said = (_from_folder if path.is_dir() else _from_gguf)(
+        path, huge_pages, reencode, output, tokenizer)
     keep = None
     if draft_vocab:
         from . import vocabtrim
@@ -203,26 +205,26 @@ def _lower(weights, reencode: bool):
     return low, lower.describe(weights, low)
 
 
-def _from_gguf(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True):
+def _from_gguf(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True, tokenizer=None):
     gguf = open_gguf(path)
     shapes = {name: info.shape for name, info in gguf.tensors.items()}
     freqs = gguf.array("rope_freqs.weight") if "rope_freqs.weight" in gguf.tensors else None
     config = configs.from_gguf(gguf.meta, shapes, freqs)
     weights, said = _lower(weight_files.from_gguf(gguf, config), reencode)
     move = resident.Move(weights, output) if huge_pages else None
-    tokenizer = load_tokenizer(gguf)
+    tokenizer = tokenizer or load_tokenizer(gguf)
     moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id, gguf.meta.get("tokenizer.ggml.eos_token_id")}
     return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights, said
 
 
-def _from_folder(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True):
+def _from_folder(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True, tokenizer=None):
     from transformers import AutoConfig, AutoTokenizer
 
     config = configs.from_hf(AutoConfig.from_pretrained(path, trust_remote_code=False))
     weights, said = _lower(weight_files.from_safetensors(path, config), reencode)
     move = resident.Move(weights, output) if huge_pages else None
-    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    tokenizer = tokenizer or AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id}
     generation = path / "generation_config.json"

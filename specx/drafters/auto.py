@@ -82,8 +82,8 @@ def consider(name: str, target, target_tokenizer) -> Considered:
     built where both files hold one tokenizer; `target_tokenizer()`: the target's tokenizer and eos ids)"""
     from ..memory.variant import entry_for, source_for
     from ..models import catalog
-    from .compat import check_drafter, same_tokenizer
-    from ..models.resolve import eos_ids, load_tokenizer
+    from ..models.resolve import eos_ids, load_tokenizer, same_tokenizer
+    from .compat import check_drafter
 
     try:
         entry = entry_for(name)   # the file a run takes (a drafter preset's GGUF without CUDA)

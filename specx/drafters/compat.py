@@ -13,18 +13,6 @@ def _special_ids(tok) -> dict[str, int]:
     return {k: v for k, v in ids.items() if v is not None}
 
 
-def same_tokenizer(target, drafter) -> bool:
-    """Whether two resolved models (models/resolve.Source) are GGUF files of one vocabulary (decoder/tokenizer.py's
-    same_vocabulary): then check_drafter would pass, and neither tokenizer needs building to know it."""
-    if target.kind != "gguf" or drafter.kind != "gguf":
-        return False
-    from ..decoder.gguf_file import open_gguf
-    from ..decoder.tokenizer import same_vocabulary
-
-    with open_gguf(target.path) as a, open_gguf(drafter.path) as b:
-        return same_vocabulary(a, b)
-
-
 def check_drafter(target_tok, draft_tok, target_eos: frozenset[int], draft_eos: frozenset[int]) -> None:
     """Raise IncompatibleDrafter naming the first difference; padding rows past the tokenizers are fine."""
     t_vocab, d_vocab = _vocab(target_tok), _vocab(draft_tok)

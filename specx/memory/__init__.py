@@ -12,6 +12,9 @@ def plan_for(source, drafter_source=None, context: int | None = None, k: int = 4
     `self_draft`: the target drafts for itself (its lean decoder keeps a copy of its first output rows);
     `self_copy`: with a Q2_K copy of its layers (`--drafter self-q2k`), priced with its KV cache.
     """
+    from dataclasses import replace
+
+    from ..models.resolve import same_tokenizer
     from .shapes import shape_for
     from .planner import Request, plan
     from .probe import Budgets, detect, parse_mem_budget
@@ -23,6 +26,8 @@ def plan_for(source, drafter_source=None, context: int | None = None, k: int = 4
         budgets = detect(override)
     target = shape_for(source)
     drafter = shape_for(drafter_source) if drafter_source is not None else None
+    if drafter is not None and same_tokenizer(source, drafter_source):   # loading builds one tokenizer for both
+        drafter = replace(drafter, shares_tokenizer=True)
     return plan(target, drafter, budgets, Request(context, k, dtype, quant, allow_disk, draft_quant, self_draft,
                                                     self_copy),
                 simulated=simulated)

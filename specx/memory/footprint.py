@@ -15,10 +15,20 @@ RUNTIME_PER_ENTRY = 340
 # The specx process itself: Python with torch and transformers imported held 238 MiB RSS (same source). It
 # is resident before any budget is read, so it is never drawn from one, but a plan's peak RSS includes it.
 PROCESS_BYTES = 238 * 2**20
+# A drafter whose file holds its target's vocabulary (models/resolve.same_tokenizer) is given the target's
+# tokenizer on specx's decoders (models/resolve.load_lm), so beyond its tensors it holds only its file's parsed
+# metadata, whose token and merge strings take up to 200 bytes an entry (a GGUF opened alone: 172-198; Gemma 3's
+# 97), and its decoder's objects: the Qwen2.5-Coder 0.5B beside its 1.5B added 30-32 MiB beyond its tensors
+# (benchmarks/results/2026-11-29-plan-pair), 8 MiB plus 200 bytes an entry.
+SHARED_RUNTIME_BASE = 8 * 2**20
+META_PER_ENTRY = 200
 
 
-def runtime_overhead(vocab: int) -> int:
-    """CPU bytes a loaded model holds beyond its tensors, for a vocabulary of `vocab` entries."""
+def runtime_overhead(vocab: int, shares_tokenizer: bool = False) -> int:
+    """CPU bytes a loaded model holds beyond its tensors, for a vocabulary of `vocab` entries; a drafter that
+    `shares_tokenizer` with its target builds none of its own."""
+    if shares_tokenizer:
+        return SHARED_RUNTIME_BASE + META_PER_ENTRY * max(vocab, 0)
     return RUNTIME_BASE + RUNTIME_PER_ENTRY * max(vocab, 0)
 
 
@@ -58,6 +68,7 @@ class Shape:
     file_bytes: tuple = ()    # ((kind, layer), bytes) per group as the file holds them, when specx's lean
                               # decoder runs the file as it is (decoder/support.py); () otherwise
     file_format: str = ""     # how that file holds its matrices, e.g. "Q4_K/Q6_K"
+    shares_tokenizer: bool = False   # a drafter whose file holds its target's vocabulary: it builds no tokenizer
     gpu_bytes: tuple = ()     # ((kind, layer), bytes) per group as specx's GPU block kernels hold a GGUF's blocks
     q4_bytes: tuple = ()      # ((kind, layer), bytes) per group with the wider layer matrices re-encoded to Q4_0
                               # (a drafter's, decoder/reencode.py)

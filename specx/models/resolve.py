@@ -177,6 +177,19 @@ def load_tokenizer(source: Source):
         raise ModelUnavailable(f"cannot load the tokenizer of {source.name}: {e}") from None
 
 
+def same_tokenizer(target: Source, drafter: Source) -> bool:
+    """Whether two resolved models are GGUF files of one vocabulary (decoder/tokenizer.py's same_vocabulary): then
+    a drafter check would pass, neither tokenizer needs building to know it, and loading builds one tokenizer for
+    both (decoder/tokenizer.py caches it by content)."""
+    if target.kind != "gguf" or drafter.kind != "gguf":
+        return False
+    from ..decoder.gguf_file import open_gguf
+    from ..decoder.tokenizer import same_vocabulary
+
+    with open_gguf(target.path) as a, open_gguf(drafter.path) as b:
+        return same_vocabulary(a, b)
+
+
 def eos_ids(source: Source, tokenizer) -> frozenset[int]:
     """End-of-sequence ids known without weights: the tokenizer's, plus generation_config.json's."""
     ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
@@ -190,23 +203,26 @@ def eos_ids(source: Source, tokenizer) -> frozenset[int]:
 _LOADED: dict[tuple, object] = {}
 
 
-def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vocab: int = 0, placement=None):
+def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vocab: int = 0, placement=None,
+            tokenizer=None):
     """Load model + tokenizer (memoised per process) as an LM with its own cache.
 
     `weights` is a resolved CPU weight precision (fastpath.choose): none, fp16, int8 or int4.
     `draft_vocab` > 0 keeps only that many output rows (VocabTrim; for drafters only).
     `placement` (placement.Load with from_pretrained arguments): a device map, disk offload or a
-    bitsandbytes quantization from the memory plan; such a model keeps transformers' own layers."""
+    bitsandbytes quantization from the memory plan; such a model keeps transformers' own layers.
+    `tokenizer`: its target's, for a drafter of the target's vocabulary (same_tokenizer) on specx's decoders, which
+    then build no second one; transformers' models load their own."""
     from ..cpu import fastpath
     from ..decoder import vocabtrim
     from ..progress import library_calls
     from .lm import LM
 
     if weights.startswith("native"):   # the lean decoder, on the file's own weights (memory/placement.py)
-        return _load_lean(source, weights.split()[-1], draft_vocab)
+        return _load_lean(source, weights.split()[-1], draft_vocab, tokenizer)
     if weights.startswith("dense"):    # the CUDA decoder: "dense DEVICE DTYPE CONTEXT [blocks]" (memory/placement.py)
         _, device, dense_dtype, context, *blocks = weights.split()
-        return _load_dense(source, device, dense_dtype, int(context), draft_vocab, blocks == ["blocks"])
+        return _load_dense(source, device, dense_dtype, int(context), draft_vocab, blocks == ["blocks"], tokenizer)
     dispatched = placement is not None and placement.dispatched
     key = (str(source.path), dtype_name(dtype), weights, draft_vocab,   # "auto" and "float32" are one model
            placement.kwargs if dispatched else ())
@@ -229,30 +245,34 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     return _LOADED[key].fresh()
 
 
-def _load_lean(source: Source, mode: str, draft_vocab: int):
-    """specx's lean decoder on a GGUF file or safetensors folder as it is (decoder/lm.py), memoised per process."""
+def _load_lean(source: Source, mode: str, draft_vocab: int, tokenizer=None):
+    """specx's lean decoder on a GGUF file or safetensors folder as it is (decoder/lm.py), memoised per process (one
+    given another model's tokenizer apart from one with its own: their chat templates may differ)."""
     from ..decoder.lm import load
     from ..progress import library_calls
 
-    key = (str(source.path), "native", mode, draft_vocab)
+    key = (str(source.path), "native", mode, draft_vocab, id(tokenizer) if tokenizer is not None else None)
     if key not in _LOADED:
         with library_calls():
-            lm = load(source.path, draft_vocab=draft_vocab, mode=mode)
+            lm = load(source.path, draft_vocab=draft_vocab, mode=mode, tokenizer=tokenizer)
         lm.name = source.name
         _LOADED[key] = lm
     return _LOADED[key].fresh()
 
 
-def _load_dense(source: Source, device: str, dtype: str, context: int, draft_vocab: int, blocks: bool = False):
+def _load_dense(source: Source, device: str, dtype: str, context: int, draft_vocab: int, blocks: bool = False,
+                tokenizer=None):
     """specx's CUDA decoder (decoder/dense_lm.py) on a GGUF file or safetensors folder, memoised per process;
     `blocks`: a GGUF's matrices kept in their blocks (gpu/blocks.py)."""
     from ..decoder.dense_lm import load
     from ..progress import library_calls
 
-    key = (str(source.path), "dense", device, dtype, context, draft_vocab, blocks)
+    key = (str(source.path), "dense", device, dtype, context, draft_vocab, blocks,
+           id(tokenizer) if tokenizer is not None else None)
     if key not in _LOADED:
         with library_calls():
-            lm = load(source.path, device, dtype, context=context, draft_vocab=draft_vocab, blocks=blocks)
+            lm = load(source.path, device, dtype, context=context, draft_vocab=draft_vocab, blocks=blocks,
+                      tokenizer=tokenizer)
         lm.name = source.name
         _LOADED[key] = lm
     return _LOADED[key].fresh()

@@ -161,3 +161,24 @@ def test_a_native_drafters_output_layer_is_read_by_rows_and_priced_at_nothing(tm
     assert (table.bytes == 0) is mapped and table.scheme.endswith("(read by rows)") is mapped
     assert next(g for g in p.target.placements if g.kind == kind).bytes > 0
     assert any("output layer stays in the weight file" in r for r in p.reasons) is mapped
+
+
+def test_a_drafter_holding_its_targets_vocabulary_is_priced_without_a_tokenizer_of_its_own(tmp_path):
+    """A GGUF drafter on specx's decoder whose file holds its target's vocabulary is given the target's tokenizer
+    when it loads, so its runtime is priced without one, and the plan says so; a drafter of another vocabulary
+    (here another model type) is priced with its own."""
+    from test_decoder_gguf import gguf_model, write_gguf
+    from specx.memory import plan_for
+    from specx.memory.footprint import runtime_overhead
+    from specx.memory.shapes import shape_for
+    from specx.memory.variant import source_for
+
+    for name, family in (("t", "llama"), ("same", "llama"), ("other", "qwen2")):
+        write_gguf(gguf_model(family), family, tmp_path / f"{name}.gguf")
+    target = source_for(str(tmp_path / "t.gguf"))
+    for name, shared in (("same", True), ("other", False)):
+        p = plan_for(target, source_for(str(tmp_path / f"{name}.gguf")), 64, budgets="cpu=64GiB")
+        vocab = shape_for(source_for(str(tmp_path / f"{name}.gguf"))).vocab
+        assert p.drafter.runtime_bytes == runtime_overhead(vocab, shared) > 0
+        assert p.drafter.native
+        assert any("given the target's tokenizer" in r for r in p.reasons) is shared
