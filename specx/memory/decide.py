@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from . import backends as bk
-from .footprint import (BLOCKS as BLOCKS_SUFFIX, DTYPE_BYTES, NATIVE_QUANTS, REENCODED, Scheme, Shape, blocks_scheme,
-                        fastpath_copy, file_scheme, int8dyn_scheme, is_blocks, is_native, plain, reencodes,
-                        runtime_overhead)
-from .plan import MemoryPlan, Placement
-from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, runtime_bytes, scheme_for, self_copy_bytes, speculation_bytes)
+from .decoders import native, on_blocks, weights_phrase
+from .drafter_fit import place_drafter
+from .footprint import (DTYPE_BYTES, Scheme, Shape, blocks_scheme, fastpath_copy, file_scheme, is_blocks, is_native,
+                        plain, runtime_overhead)
+from .plan import MemoryPlan
+from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, scheme_for, self_copy_bytes, speculation_bytes)
 from .probe import Budgets, fmt_bytes
 
 BNB = ("int8", "nf4", "fp4")
@@ -44,25 +45,6 @@ def _compute_dtype(req: Request, gpu: bool, reasons: list[str]) -> str:
     reasons.append("dtype: " + ("bfloat16, the GPU's native half precision" if bf16 else
                                 "float16, since this GPU lacks bfloat16"))
     return "bfloat16" if bf16 else "float16"
-
-
-def native(shape: Shape, fast: str, dtype: str, quant: str) -> bool:
-    """Whether a model runs on specx's lean decoder, its weights as the file holds them: on the CPU, a
-    file the decoder reads (Shape.file_bytes), no dtype asked for and no other weight precision."""
-    return fast == CPU and bool(shape.file_bytes) and dtype == "auto" and quant in NATIVE_QUANTS
-
-
-def on_blocks(shape: Shape, fast: str, dtype: str, quant: str, simulated: bool) -> bool:
-    """Whether a GGUF runs on a GPU in its own blocks (gpu/blocks.py, on specx's CUDA decoder): a file that
-    decoder runs (Shape.gpu_bytes), no other weight precision asked for, a half-precision compute dtype, and
-    Triton there to compile the block kernels for an Ampere or newer GPU (a simulated GPU budget assumes it)."""
-    if fast != GPU or not shape.gpu_bytes or quant not in ("auto", "none"):
-        return False
-    if dtype not in ("auto", "bfloat16", "float16"):
-        return False
-    from ..gpu.qmatmul import available
-
-    return simulated or not available(0)
 
 
 def _ladder(req: Request, fast: str, compute: str, simulated: bool, reasons: list[str],
@@ -152,7 +134,7 @@ def _decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request
     drafter_plan, spec_dev, budget = None, fast, dict(room)
     room[CPU] -= runtime_overhead(target.vocab)   # the target's tokenizer and objects live in CPU memory
     if drafter is not None:
-        drafter_plan, spec_dev = _place_drafter(drafter, compute, ctx, room, fast, reasons, headroom,
+        drafter_plan, spec_dev = place_drafter(drafter, compute, ctx, room, fast, reasons, headroom,
                                                  req.draft_quant, req.dtype, simulated, draft_place)
     ladder = _ladder(req, fast, compute, simulated, reasons, target)
     _check_largest(target, ladder, budget, fast)
@@ -212,78 +194,6 @@ def _check_largest(target: Shape, ladder: list[Scheme], budget: dict, fast: str)
         raise refuse(f"the {'GPU' if fast == GPU else 'CPU'} budget is below the largest layer of {target.name} "
                      f"({biggest.name} in {smallest.name})", [(fast, smallest.group_bytes(biggest), budget[fast])],
                      "raise --mem-budget or pick a smaller model")
-
-
-def _place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str, reasons: list[str],
-                   headroom: dict, draft_quant: str = "auto", dtype: str = "auto", simulated: bool = False,
-                   place: str = "first") -> tuple:
-    """The drafter goes first onto the fastest device (it runs k times a round), whole or not at all;
-    on the CPU in the weights it will run in (`draft_quant`, resolved as loading resolves it); on a GPU in the
-    compute dtype, or a GGUF drafter in its own blocks where that does not fit. `place` (decide's second
-    tries): "blocks" a GGUF drafter's blocks on the GPU (decide asks only where it has them), "cpu" the CPU."""
-    act = DTYPE_BYTES[compute]
-    need = lambda s: sum(s.group_bytes(g) for g in drafter.groups)  # noqa: E731
-    dev, scheme = fast, plain(compute)
-    head = activation_bytes(drafter, ctx, act)
-    minimum = need(scheme) + head + MIN_DRAFT_CONTEXT * drafter.kv_elems_per_token() * act
-    if on_blocks(drafter, fast, dtype, draft_quant, simulated) and (place == "blocks" or fast == GPU and
-                                                                    minimum > room[GPU]):
-        scheme = blocks_scheme(drafter, compute)   # the file's blocks where a bfloat16 copy does not fit
-        minimum = need(scheme) + head + MIN_DRAFT_CONTEXT * drafter.kv_elems_per_token() * act
-    gpu_short = fast == GPU and (minimum > room[GPU] or place == "cpu")
-    if fast == CPU or gpu_short:
-        dev = CPU
-        scheme = file_scheme(drafter, reencodes(draft_quant)) if native(drafter, CPU, dtype, draft_quant) else \
-            _cpu_drafter_scheme(drafter, draft_quant)
-    if place != "first":
-        reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {_weights(scheme)}, so that the "
-                       "target fits whole on the GPU (placed first in bfloat16, it would not)")
-    elif gpu_short:
-        reasons.append(f"drafter: on the CPU in {_weights(scheme)}, since it needs {fmt_bytes(minimum)} and the "
-                       f"GPU budget is {fmt_bytes(room[GPU])}")
-    else:
-        reasons.append(f"drafter: whole on the {'GPU' if dev == GPU else 'CPU'} in {_weights(scheme)}, placed first "
-                       "because it runs k times per round")
-    if dev == CPU and is_native(scheme.name):   # specx's decoder reads a long prompt a chunk at a time
-        head = activation_bytes(drafter, ctx, act, native=True)
-    runtime = runtime_bytes(drafter, scheme.name, dev == CPU, draft_scheme=scheme.name)
-    if drafter.shares_tokenizer and is_native(scheme.name):
-        reasons.append("drafter: its file holds the target's vocabulary, so it is given the target's tokenizer and "
-                       "none of its own is priced")
-    if need(scheme) + head + (runtime if dev == CPU else 0) > room[dev]:
-        from .planner import refuse
-        raise refuse(f"the drafter {drafter.name} does not fit", [(dev, need(scheme) + head, room[dev])],
-                     "pick a smaller drafter, or --drafter ngram")
-    placed = [Placement(g.name, g.kind, dev, scheme.name, scheme.group_bytes(g), 0, g.parts) for g in drafter.groups]
-    room[dev] -= need(scheme)
-    room[CPU] -= runtime
-    headroom[dev] = max(headroom[dev], head)
-    quant = "none" if scheme.name == scheme.other_dtype or is_native(scheme.name) or is_blocks(scheme.name) \
-        else scheme.name
-    plan = make_model_plan("drafter", drafter, scheme.other_dtype, quant, placed, ctx, False, ctx, reasons)
-    return plan, dev
-
-
-def _cpu_drafter_scheme(drafter: Shape, draft_quant: str) -> Scheme:
-    """The drafter's weights on the CPU: int8dyn where fbgemm exists (fastpath.choose), else float32."""
-    from ..cpu.fastpath import choose
-
-    weights = choose(draft_quant, "drafter")
-    if weights == "int8dyn":
-        return int8dyn_scheme(drafter)
-    cpu = bk.backend(CPU, weights)
-    return cpu.scheme() if weights != "none" and cpu else plain("float32")
-
-
-def _weights(scheme: Scheme) -> str:
-    if is_blocks(scheme.name):
-        return f"{scheme.name.removesuffix(BLOCKS_SUFFIX)} as the file holds them (specx's GPU block kernels)"
-    if is_native(scheme.name):
-        held = scheme.name.removesuffix(' (file)')
-        return f"{held} {'from the file' if REENCODED in held else 'as the file holds it'} (specx's lean decoder)"
-    if scheme.name == "int8dyn":
-        return "int8 weights and activations (fp16 where a layer narrows its input)"
-    return scheme.name if scheme.name == scheme.other_dtype else f"{scheme.name} weights"
 
 
 def _best_spill(target, drafter, ladder, compute, ctx, levels, room, budget, headroom, fast, spec_dev, d_act,
@@ -373,9 +283,9 @@ def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, lad
             + (" and the fast path's packed copy)" if fast == CPU and first.name == "float32" else ")")
             + " and this is the most faithful precision that does")
         if is_native(scheme.name):
-            reasons.append(f"target: whole {where}, {_weights(scheme)}: {_native_source(fast)}, no converted copy")
+            reasons.append(f"target: whole {where}, {weights_phrase(scheme)}: {_native_source(fast)}, no converted copy")
         elif is_blocks(scheme.name):
-            reasons.append(f"target: whole {where}, {_weights(scheme)}: the file's blocks copied to the GPU once, "
+            reasons.append(f"target: whole {where}, {weights_phrase(scheme)}: the file's blocks copied to the GPU once, "
                            "no converted copy" + ("" if scheme is first else f", as {first.name} does not fit"))
         else:
             reasons.append(f"target: whole {where} in {scheme.name}, because {why}")
