@@ -33,7 +33,7 @@ import torch
 
 from . import build
 from .qweight import QWeight, check
-from .quant_ref import random_weight
+from .quant_prefetch import PREFETCH_WAYS, prefetch_choice
 
 SOURCE = Path(__file__).with_name("quant.c")
 PARTS = ("quant_blocks.h", "quant_simd.h", "quant_avx512.h", "quant_avx2.h", "quant_amx.h")   # included by quant.c: their hash joins the options
@@ -56,10 +56,6 @@ VBMI_FLAGS = ("avx512vbmi", "-mavx512vbmi")
 AMX_FLAGS = (("amx_tile", "amx_int8"), ("-mamx-tile", "-mamx-int8"))
 AMX_ENV = "SPECX_AMX"   # 0: never use AMX (benchmarks and tests compare both ways)
 AMX_TYPES = ("Q4_K", "Q6_K", "Q8_0", "Q5_0")   # the weight types quant_amx.h runs
-PREFETCH_ENV = "SPECX_QUANT_PREFETCH"   # 1 or 0: prefetch (into L1 and L2) or not, instead of timing (prefetch_choice)
-PREFETCH_BYTES = 2048   # L1 distance (L2: twice it), timed against none: 1-2 KB was best on the AVX-512 dev machine
-PREFETCH_LAYERS = 6     # 1.5B-shaped layers the prefetch timing reads in turn (prefetch_stack): 180 MB
-PREFETCH_SAVED = ".prefetch3.json"   # the saved pick (3: timed again on the layer stack)
 _state: dict[str, object] = {}
 
 
@@ -262,63 +258,6 @@ def parts_hash() -> str:
     so this option makes a changed header a new build."""
     digest = hashlib.sha256(b"".join(SOURCE.with_name(part).read_bytes() for part in PARTS))
     return digest.hexdigest()[:16]
-
-
-PREFETCH_WAYS = {"off": (0, False), "into L1": (PREFETCH_BYTES, False), "into L1 and L2": (PREFETCH_BYTES, True)}
-
-
-def prefetch_choice(lib: Library):
-    """Whether to prefetch weights ahead of the reads, into L1 only or into L2 too (PREFETCH_WAYS): it never
-    changes a result, only the speed. On the AVX-512 dev machine prefetching into L1 made the 1.5B's linear
-    layers 1.3-1.5x faster at 1 and 5 rows (one thread, benchmarks/results/2026-11-26-quant-kernels), and
-    adding L2 another 6-8% (2 threads, 2026-11-27-five-rows); rowgemm's L2 prefetching slowed a Zen 1
-    machine. So it is timed once per machine (cpu/timed.py), unless SPECX_QUANT_PREFETCH says, on what a
-    forward reads: PREFETCH_LAYERS layers shaped and typed as the 1.5B fixture's (prefetch_stack), in turn.
-    One Q4_K 8960x1536 layer, timed before, told the ways apart by less than its noise on a Zen 4 and picked
-    "off" there, where whole forwards of the 1.5B ran 1.1-1.2x (1 row) to 1.5x (2 rows) slower than "into L1
-    and L2"; the stack picked "into L1 and L2", the fastest way for whole forwards of 1-3 rows, in every one of
-    11 timings there, by 25-40% (benchmarks/results/2026-11-29-prefetch).
-    The AVX-512 build's incumbent is "into L1 and L2": a challenger must beat it clearly."""
-    from . import timed
-
-    value = os.environ.get(PREFETCH_ENV, "").strip()
-    if value in ("0", "1"):
-        return timed.Choice("weight prefetching", {"1": "into L1 and L2", "0": "off"}[value], source=PREFETCH_ENV)
-    inputs = {}
-
-    def activations(rows: int, cols: int) -> torch.Tensor:
-        """The same inputs for every way: rows of the model's width, and the down projection's wider ones."""
-        if (rows, cols) not in inputs:
-            inputs[rows, cols] = torch.randn(rows, cols, generator=torch.Generator().manual_seed(cols))
-        return inputs[rows, cols]
-
-    def way(nbytes: int, l2: bool):
-        def make(layers):
-            def run(x):
-                lib.prefetch(nbytes, l2)
-                for weights in layers:
-                    for w in weights:
-                        lib.matmul(activations(x.shape[0], w.cols), [w], "q8")
-            return run
-        return make
-
-    order = sorted(PREFETCH_WAYS, key=lambda name: name != "into L1 and L2") if lib.name == "avx512" else \
-        list(PREFETCH_WAYS)   # the incumbent first
-    stack = timed.Workload(f"{PREFETCH_LAYERS} Q4_K_M layers of a 1.5B model",
-                           lambda: prefetch_stack(np.random.default_rng(0)))
-    return timed.choose("weight prefetching", lib.path.with_suffix(PREFETCH_SAVED),
-                        {name: way(*PREFETCH_WAYS[name]) for name in order}, workload=stack)
-
-
-def prefetch_stack(rng: np.random.Generator) -> list[list[QWeight]]:
-    """PREFETCH_LAYERS layers of random blocks as a 1.5B Q4_K_M model holds them (Qwen2.5-1.5B's shapes: the
-    fused QKV, the attention output and the fused gate/up in Q4_K over its width of 1536, the down projection
-    in Q6_K over 8960): about 30 MB each, together more than a last-level cache, so each is read from memory."""
-    width, hidden, qkv = 1536, 8960, 2048
-    return [[random_weight("Q4_K", qkv, width, rng, extreme=False),
-             random_weight("Q4_K", width, width, rng, extreme=False),
-             random_weight("Q4_K", 2 * hidden, width, rng, extreme=False),
-             random_weight("Q6_K", width, hidden, rng, extreme=False)] for _ in range(PREFETCH_LAYERS)]
 
 
 def cpu_flags() -> set[str]:

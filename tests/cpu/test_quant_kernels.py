@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from specx.cpu import quant, quant_ref
+from specx.cpu import quant, quant_prefetch, quant_ref
 from specx.cpu.qweight import BLOCKS, QWeight, dequantize, reference
 
 needs_kernels = pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
@@ -350,7 +350,7 @@ def test_prefetching_changes_no_result():
     was = lib.prefetch(0)
     try:
         outs = []
-        for nbytes, l2 in quant.PREFETCH_WAYS.values():
+        for nbytes, l2 in quant_prefetch.PREFETCH_WAYS.values():
             lib.prefetch(nbytes, l2)
             outs.append([lib.matmul(x, group, mode) for mode in quant.MODES])
         assert all(torch.equal(a, b) for first, other in zip(outs, outs[1:]) for a, b in zip(first, other))
@@ -361,9 +361,9 @@ def test_prefetching_changes_no_result():
 @pytest.mark.parametrize(("value", "pick"), [("0", "off"), ("1", "into L1 and L2")])
 def test_the_environment_decides_weight_prefetching(monkeypatch, value, pick):
     """SPECX_QUANT_PREFETCH=0/1 decides without timing, and its pick is one of the ways the library sets."""
-    monkeypatch.setenv(quant.PREFETCH_ENV, value)
-    choice = quant.prefetch_choice(None)
-    assert choice.pick == pick and pick in quant.PREFETCH_WAYS and choice.source == quant.PREFETCH_ENV
+    monkeypatch.setenv(quant_prefetch.PREFETCH_ENV, value)
+    choice = quant_prefetch.prefetch_choice(None)
+    assert choice.pick == pick and pick in quant_prefetch.PREFETCH_WAYS and choice.source == quant_prefetch.PREFETCH_ENV
 
 
 @needs_kernels
@@ -372,19 +372,19 @@ def test_weight_prefetching_is_timed_on_layers_a_forward_reads(tmp_path, monkeyp
     pick saved beside the build (its sentence naming that workload) and read back by the next process."""
     import dataclasses
 
-    monkeypatch.delenv(quant.PREFETCH_ENV, raising=False)
-    monkeypatch.setattr(quant, "PREFETCH_LAYERS", 1)
+    monkeypatch.delenv(quant_prefetch.PREFETCH_ENV, raising=False)
+    monkeypatch.setattr(quant_prefetch, "PREFETCH_LAYERS", 1)
     lib = dataclasses.replace(quant._default(), path=tmp_path / "quant-test.so")
     was = lib.prefetch(0, False)
     try:
-        choice = quant.prefetch_choice(lib)
-        again = quant.prefetch_choice(lib)
+        choice = quant_prefetch.prefetch_choice(lib)
+        again = quant_prefetch.prefetch_choice(lib)
     finally:
         lib.prefetch(*was)
-    assert choice.source == "timed" and choice.pick in quant.PREFETCH_WAYS and set(choice.ms) == set(quant.PREFETCH_WAYS)
+    assert choice.source == "timed" and choice.pick in quant_prefetch.PREFETCH_WAYS and set(choice.ms) == set(quant_prefetch.PREFETCH_WAYS)
     assert "1 Q4_K_M layers of a 1.5B model" in choice.sentence()
     assert (again.source, again.pick, again.ms) == ("saved", choice.pick, choice.ms)
-    layer = quant.prefetch_stack(np.random.default_rng(0))[0]
+    layer = quant_prefetch.prefetch_stack(np.random.default_rng(0))[0]
     assert [(w.rows, w.cols) for w in layer] == [(2048, 1536), (1536, 1536), (17920, 1536), (1536, 8960)]
 
 
