@@ -148,7 +148,7 @@ def _prepare(options: ModelOptions, notify: Callable[[str], None] | None = None)
     keep = 0 if d.dispatched else vocabtrim.choose_keep(o.draft_vocab, draft_tokens or len(target.tokenizer),
                                                         d.weights.startswith("native"))
     draft_lm = load_lm(draft_source, d.dtype if d.dispatched else (o.draft_dtype or o.dtype), d.weights, keep,
-                       placement=d, tokenizer=target.tokenizer if shared else None)   # (its own on transformers)
+                       placement=d, tokenizer=target.tokenizer if shared else None)
     ratio = target.n_params / max(draft_lm.n_params, 1)
     if ratio < 1:
         _say(notify, f"warning: the drafter ({draft_lm.n_params / 1e6:.0f}M parameters) is larger than the "

@@ -24,7 +24,7 @@ def main(context: int, k: int, paths: list[str]) -> None:
         pass
 
     from specx.models.lm import LM  # noqa: F401
-    from specx.models.resolve import load_lm, model_dir, resolve
+    from specx.models.resolve import load_lm, model_dir, resolve, same_tokenizer
 
     specs = [p.rpartition("=")[::2] if "=" in p else (p, "none") for p in paths]
     sources = [resolve(p) for p, _ in specs]
@@ -32,7 +32,10 @@ def main(context: int, k: int, paths: list[str]) -> None:
         model_dir(s, "float32")        # the converted copy exists (or is made) before the baseline
     gc.collect()
     before, _ = rss()
-    lms = [load_lm(s, "float32", weights) for s, (_, weights) in zip(sources, specs)]
+    lms = []
+    for s, (_, weights) in zip(sources, specs):   # a drafter of the target's vocabulary gets its tokenizer, as in a run
+        shared = bool(lms) and same_tokenizer(sources[0], s)
+        lms.append(load_lm(s, "float32", weights, tokenizer=lms[0].tokenizer if shared else None))
     loaded, _ = rss()
     ids = list(range(1000, 1000 + context - k - 1))
     for lm in lms:                     # prompt, then one verify-sized forward: the cache holds `context`

@@ -212,7 +212,7 @@ def _from_gguf(path: Path, huge_pages: bool, reencode: bool = False, output: boo
     config = configs.from_gguf(gguf.meta, shapes, freqs)
     weights, said = _lower(weight_files.from_gguf(gguf, config), reencode)
     move = resident.Move(weights, output) if huge_pages else None
-    tokenizer = tokenizer or load_tokenizer(gguf)
+    tokenizer = load_tokenizer(gguf) if tokenizer is None else tokenizer
     moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id, gguf.meta.get("tokenizer.ggml.eos_token_id")}
     return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights, said
@@ -224,7 +224,7 @@ def _from_folder(path: Path, huge_pages: bool, reencode: bool = False, output: b
     config = configs.from_hf(AutoConfig.from_pretrained(path, trust_remote_code=False))
     weights, said = _lower(weight_files.from_safetensors(path, config), reencode)
     move = resident.Move(weights, output) if huge_pages else None
-    tokenizer = tokenizer or AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False) if tokenizer is None else tokenizer
     moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id}
     generation = path / "generation_config.json"

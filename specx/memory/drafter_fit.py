@@ -44,7 +44,7 @@ def place_drafter(drafter: Shape, compute: str, ctx: int, room: dict, fast: str,
     if dev == CPU and is_native(scheme.name):   # specx's decoder reads a long prompt a chunk at a time
         head = activation_bytes(drafter, ctx, act, native=True)
     runtime = runtime_bytes(drafter, scheme.name, dev == CPU, draft_scheme=scheme.name)
-    if drafter.shares_tokenizer and is_native(scheme.name):
+    if drafter.shares_tokenizer:
         reasons.append("drafter: its file holds the target's vocabulary, so it is given the target's tokenizer and "
                        "none of its own is priced")
     if need(scheme) + head + (runtime if dev == CPU else 0) > room[dev]:

@@ -16,9 +16,9 @@ RUNTIME_PER_ENTRY = 340
 # is resident before any budget is read, so it is never drawn from one, but a plan's peak RSS includes it.
 PROCESS_BYTES = 238 * 2**20
 # A drafter whose file holds its target's vocabulary (models/resolve.same_tokenizer) is given the target's
-# tokenizer on specx's decoders (models/resolve.load_lm), so beyond its tensors it holds only its file's parsed
-# metadata, whose token and merge strings take up to 200 bytes an entry (a GGUF opened alone: 172-198; Gemma 3's
-# 97), and its decoder's objects: the Qwen2.5-Coder 0.5B beside its 1.5B added 30-32 MiB beyond its tensors
+# tokenizer (models/resolve.load_lm), so beyond its tensors it holds only its file's parsed metadata, whose token
+# and merge strings take up to 200 bytes an entry (a GGUF opened alone: 172-198; Gemma 3's 97), and its model's
+# objects: the Qwen2.5-Coder 0.5B beside its 1.5B added 30-32 MiB beyond its tensors on specx's decoder
 # (benchmarks/results/2026-11-29-plan-pair), 8 MiB plus 200 bytes an entry.
 SHARED_RUNTIME_BASE = 8 * 2**20
 META_PER_ENTRY = 200

@@ -176,9 +176,9 @@ def act_bytes(dtype: str) -> int:
 def runtime_bytes(shape: Shape, scheme_name: str, on_cpu: bool, draft_scheme: str = "") -> int:
     """CPU bytes beyond the tensors: tokenizer and objects, plus on the CPU the fast path's packed copy and,
     for a drafter (`draft_scheme`: the scheme its weights run in), its copy of its kept output rows."""
-    from .footprint import fastpath_copy, is_native, runtime_overhead
+    from .footprint import fastpath_copy, runtime_overhead
 
-    base = runtime_overhead(shape.vocab, shape.shares_tokenizer and is_native(draft_scheme))
+    base = runtime_overhead(shape.vocab, shape.shares_tokenizer)
     return base + fastpath_copy(shape, scheme_name) + draft_head_bytes(shape, draft_scheme) if on_cpu else base
 
 

@@ -211,8 +211,8 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     `draft_vocab` > 0 keeps only that many output rows (VocabTrim; for drafters only).
     `placement` (placement.Load with from_pretrained arguments): a device map, disk offload or a
     bitsandbytes quantization from the memory plan; such a model keeps transformers' own layers.
-    `tokenizer`: its target's, for a drafter of the target's vocabulary (same_tokenizer) on specx's decoders, which
-    then build no second one; transformers' models load their own."""
+    `tokenizer`: its target's, for a drafter of the target's vocabulary (same_tokenizer), which then builds no
+    second one (memoised apart from the same model with its own: chat templates may differ)."""
     from ..cpu import fastpath
     from ..decoder import vocabtrim
     from ..progress import library_calls
@@ -225,12 +225,13 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
         return _load_dense(source, device, dense_dtype, int(context), draft_vocab, blocks == ["blocks"], tokenizer)
     dispatched = placement is not None and placement.dispatched
     key = (str(source.path), dtype_name(dtype), weights, draft_vocab,   # "auto" and "float32" are one model
-           placement.kwargs if dispatched else ())
+           placement.kwargs if dispatched else (), id(tokenizer) if tokenizer is not None else None)
     if key not in _LOADED:
         folder = model_dir(source, dtype)   # a GGUF is converted once first (store.converted_copy)
         with library_calls():
-            model, tokenizer = _from_pretrained(source, folder, dtype,
-                                                placement.from_pretrained_kwargs() if dispatched else {})
+            model, own = _from_pretrained(source, folder, dtype,
+                                          placement.from_pretrained_kwargs() if dispatched else {}, tokenizer is None)
+        tokenizer = own if tokenizer is None else tokenizer
         n_params = sum(p.numel() for p in model.parameters())
         vocab = int(model.get_output_embeddings().weight.size(0))
         keep = None
@@ -278,13 +279,13 @@ def _load_dense(source: Source, device: str, dtype: str, context: int, draft_voc
     return _LOADED[key].fresh()
 
 
-def _from_pretrained(source: Source, folder: Path, dtype: str, placed: dict):
+def _from_pretrained(source: Source, folder: Path, dtype: str, placed: dict, with_tokenizer: bool = True):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     placed = {**placed, "dtype": torch_dtype(dtype)}
     try:
         model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, **placed)
-        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False) if with_tokenizer else None
     except ValueError as e:
         raise ModelUnavailable(f"cannot load {source.name}: {e}",
                                "specx supports the architectures transformers implements natively") from None

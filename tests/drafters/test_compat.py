@@ -37,16 +37,18 @@ def test_near_miss_tokenizers_are_refused(drafter, eos, expected):
     assert info.value.exit_code == 3 and "ngram" in info.value.hint
 
 
-def test_a_gguf_drafter_of_the_targets_vocabulary_is_given_the_targets_tokenizer(tmp_path):
-    """A drafter whose file holds the target's vocabulary builds no tokenizer of its own on specx's decoder: it
-    holds the target's (a second one cost 70 MiB beside the fixture 1.5B, benchmarks/results/2026-11-29-plan-pair);
-    a drafter of another model type, whose files' vocabularies are not known to be one, builds its own."""
+@pytest.mark.parametrize("draft_quant", ["auto", "int8dyn"])   # specx's decoder; transformers' model (int8dyn)
+def test_a_gguf_drafter_of_the_targets_vocabulary_is_given_the_targets_tokenizer(tmp_path, draft_quant):
+    """A drafter whose file holds the target's vocabulary builds no tokenizer of its own: it holds the target's (a
+    second one cost 70 MiB beside the fixture 1.5B, benchmarks/results/2026-11-29-plan-pair); a drafter of another
+    model type, whose files' vocabularies are not known to be one, builds its own."""
     import specx
     from test_decoder_gguf import gguf_model, write_gguf
 
     for name, family in (("t", "llama"), ("same", "llama"), ("other", "qwen2")):
         write_gguf(gguf_model(family), family, tmp_path / f"{name}.gguf")
     for name, shared in (("same", True), ("other", False)):
-        pair = specx.load(str(tmp_path / "t.gguf"), str(tmp_path / f"{name}.gguf"))
+        pair = specx.load(str(tmp_path / "t.gguf"), str(tmp_path / f"{name}.gguf"), draft_quant=draft_quant)
+        assert ("lean decoder" in pair.drafter.lm.kernels) is (draft_quant == "auto")
         assert (pair.drafter.lm.tokenizer is pair.target.tokenizer) is shared
         assert pair.drafter.lm.tokenizer("ab a b")["input_ids"] == pair.target.tokenizer("ab a b")["input_ids"]
