@@ -25,6 +25,7 @@ from pathlib import Path
 RECORD = ".sha256"          # beside each library: the sha256 of the file as built
 PRIVATE = 0o700             # the cache folder as specx creates it
 LIBRARY_MODE = 0o644        # a built library: nobody else may write it
+_state: dict = {}           # announced: this process has said that it compiles kernels (_announce)
 
 
 class Untrusted(OSError):
@@ -58,6 +59,7 @@ def build(name: str, source: Path, compiler: str, options: tuple[str, ...]) -> P
             return path
         if problem:
             _discard(path)
+        _announce(folder)
         _compile(command, source, options, path)
     if problem:
         _say(f"note: the kernel {path.name} in {folder} {problem}: deleted it and rebuilt it")
@@ -166,6 +168,15 @@ def _sha256(path: Path) -> str:
 def _last_line(e: BaseException) -> str:
     lines = str(e).strip().splitlines()
     return lines[-1] if lines else type(e).__name__
+
+
+def _announce(folder: Path) -> None:
+    """Say, before a process's first compile, why a first run waits: the kernels took 40-48 s to compile on a Zen 4
+    dev CPU with gcc 12, 32-36 s of them the AVX-512 build of quant.c (its AVX2 build, which AVX2-only CPUs take:
+    44-47 s), benchmarks/results/2026-11-29-first-run."""
+    if not _state.get("announced"):
+        _state["announced"] = True
+        _say(f"note: compiling specx's CPU kernels for this machine, once: about a minute (they are kept in {folder})")
 
 
 def _say(text: str) -> None:

@@ -20,6 +20,7 @@ int spx_answer(void) { return 666; }
 __attribute__((constructor)) static void planted(void) { FILE *f = fopen("%s", "w"); if (f) fclose(f); }
 """
 OPTIONS = ("-O1", "-shared", "-fPIC")
+COMPILING = "note: compiling specx's CPU kernels"   # a process's first compile says so (build._announce)
 
 
 @pytest.fixture
@@ -67,8 +68,21 @@ def test_a_planted_library_at_the_cache_path_is_never_loaded(cache, source, tmp_
     replace(path, compile_planted(tmp_path, marker).read_bytes())
     again = build.build("answer", source, build.c_compiler(), OPTIONS)
     assert again == path and answer(build.load(again)) == 42 and not marker.exists()
+    err = [line for line in capfd.readouterr().err.splitlines() if not line.startswith(COMPILING)]
+    assert len(err) == 1 and "rebuilt" in err[0] and path.name in err[0]
+
+
+def test_a_process_says_once_that_it_compiles_kernels(cache, source, tmp_path, capfd, monkeypatch):
+    """A first run waits while the kernels compile (up to a minute): the first compile of a process says so in
+    one line naming the cache, later compiles and cached builds say nothing."""
+    monkeypatch.setattr(build, "_state", {})
+    other = tmp_path / "other.c"
+    other.write_text(GOOD.replace("42", "43"))
+    build.build("answer", source, build.c_compiler(), OPTIONS)
+    build.build("other", other, build.c_compiler(), OPTIONS)
+    build.build("answer", source, build.c_compiler(), OPTIONS)
     err = capfd.readouterr().err
-    assert err.count("\n") == 1 and "rebuilt" in err and path.name in err
+    assert err.count(COMPILING) == 1 and err.count("\n") == 1 and str(cache) in err
 
 
 def test_a_garbage_file_is_deleted_and_rebuilt_once(cache, source, capfd):
