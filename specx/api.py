@@ -122,7 +122,8 @@ def _prepare(options: ModelOptions, notify: Callable[[str], None] | None = None)
     may_self = choice == "self" or (drafter == "auto" and choice == "ngram")   # auto: where the target can
     applied = plan_run(source, draft_source, k, o.dtype, runtime_quant(o.quant), o.mem_budget, o.allow_disk_offload,
                        o.moe_offload, runtime_quant(o.draft_quant), notify,
-                       self_draft=may_self or choice == SELF_COPY, self_copy=choice == SELF_COPY)
+                       self_draft=may_self or choice == SELF_COPY, self_copy=choice == SELF_COPY,
+                       shares_tokenizer=shared)
     _say(notify, applied.note)
     if applied.plan.k_cap < k and choice != "none":   # SpecMemo: speculation shrinks before the target moves
         _say(notify, f"note: k lowered from {k} to {applied.plan.k_cap}, the most this memory plan leaves room for")

@@ -84,8 +84,10 @@ def _describe(model_plan, load: Load) -> str:
 
 def plan_run(source, draft_source, k: int, dtype: str, quant: str, mem_budget: str | None,
              allow_disk: bool = False, moe_offload: bool = False, draft_quant: str = "auto",
-             notify=None, self_draft: bool = False, self_copy: bool = False) -> Applied:
-    """Plan memory for this run and derive how to load each model. Raises PlanRefused (exit 4)."""
+             notify=None, self_draft: bool = False, self_copy: bool = False,
+             shares_tokenizer: bool | None = None) -> Applied:
+    """Plan memory for this run and derive how to load each model. Raises PlanRefused (exit 4).
+    `shares_tokenizer`: plan_for's, where the caller knows it."""
     from . import plan_for
     from .planner import PlanRefused
     from ..models.resolve import _check_hf_folder
@@ -95,7 +97,7 @@ def plan_run(source, draft_source, k: int, dtype: str, quant: str, mem_budget: s
             _check_hf_folder(src.path)
     try:
         plan = plan_for(source, draft_source, None, k, mem_budget, dtype, quant, allow_disk, draft_quant, self_draft,
-                        self_copy)
+                        self_copy, shares_tokenizer)
     except PlanRefused as e:
         if notify:
             notify(e.table)

@@ -179,8 +179,8 @@ def load_tokenizer(source: Source):
 
 def same_tokenizer(target: Source, drafter: Source) -> bool:
     """Whether two resolved models are GGUF files of one vocabulary (decoder/tokenizer.py's same_vocabulary): then
-    a drafter check would pass, neither tokenizer needs building to know it, and loading builds one tokenizer for
-    both (decoder/tokenizer.py caches it by content)."""
+    a drafter check would pass, neither tokenizer needs building to know it, and the drafter is loaded with the
+    target's tokenizer (load_lm's `tokenizer`)."""
     if target.kind != "gguf" or drafter.kind != "gguf":
         return False
     from ..decoder.gguf_file import open_gguf
@@ -225,7 +225,7 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
         return _load_dense(source, device, dense_dtype, int(context), draft_vocab, blocks == ["blocks"], tokenizer)
     dispatched = placement is not None and placement.dispatched
     key = (str(source.path), dtype_name(dtype), weights, draft_vocab,   # "auto" and "float32" are one model
-           placement.kwargs if dispatched else (), id(tokenizer) if tokenizer is not None else None)
+           placement.kwargs if dispatched else (), _given(tokenizer))
     if key not in _LOADED:
         folder = model_dir(source, dtype)   # a GGUF is converted once first (store.converted_copy)
         with library_calls():
@@ -246,13 +246,19 @@ def load_lm(source: Source, dtype: str = "auto", weights: str = "none", draft_vo
     return _LOADED[key].fresh()
 
 
+def _given(tokenizer) -> int | None:
+    """A memo key's part for a model loaded with another model's tokenizer (that object: the memoised model keeps
+    it alive, so its id is not reused), None for one loading its own."""
+    return None if tokenizer is None else id(tokenizer)
+
+
 def _load_lean(source: Source, mode: str, draft_vocab: int, tokenizer=None):
     """specx's lean decoder on a GGUF file or safetensors folder as it is (decoder/lm.py), memoised per process (one
     given another model's tokenizer apart from one with its own: their chat templates may differ)."""
     from ..decoder.lm import load
     from ..progress import library_calls
 
-    key = (str(source.path), "native", mode, draft_vocab, id(tokenizer) if tokenizer is not None else None)
+    key = (str(source.path), "native", mode, draft_vocab, _given(tokenizer))
     if key not in _LOADED:
         with library_calls():
             lm = load(source.path, draft_vocab=draft_vocab, mode=mode, tokenizer=tokenizer)
@@ -268,8 +274,7 @@ def _load_dense(source: Source, device: str, dtype: str, context: int, draft_voc
     from ..decoder.dense_lm import load
     from ..progress import library_calls
 
-    key = (str(source.path), "dense", device, dtype, context, draft_vocab, blocks,
-           id(tokenizer) if tokenizer is not None else None)
+    key = (str(source.path), "dense", device, dtype, context, draft_vocab, blocks, _given(tokenizer))
     if key not in _LOADED:
         with library_calls():
             lm = load(source.path, device, dtype, context=context, draft_vocab=draft_vocab, blocks=blocks,
