@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from . import build
+from . import build, kernels
 
 SOURCE = Path(__file__).with_name("attention.c")
 COMMON = ("-O3", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC")
@@ -249,6 +249,7 @@ def visible(rows: int, start: int, window: int, mask: torch.Tensor | None, posit
 
 def _library():
     if "lib" not in _state:
+        kernels.ahead()
         _state["lib"], _state["why"] = _load()
     return _state["lib"]
 
@@ -261,12 +262,21 @@ def builds_here() -> list[str]:
     return {"AVX512": ["avx512", "avx2", "portable"], "AVX2": ["avx2", "portable"]}.get(capability, ["portable"])
 
 
+def first_build(compiler: str) -> build.Spec:
+    """The build this machine loads first (kernels.ahead compiles it beside the others on a first run)."""
+    return _spec(builds_here()[0], compiler)
+
+
+def _spec(name: str, compiler: str) -> build.Spec:
+    return build.Spec(f"attention-{name}", SOURCE, compiler, COMMON + BUILDS[name])
+
+
 def load_build(name: str) -> ctypes.CDLL:
     """Compile (once per machine) and open one build; OSError or SubprocessError if it cannot be built."""
     compiler = build.c_compiler()
     if not compiler:
         raise OSError("no C compiler found (install gcc, or set CC)")
-    lib = build.load(build.build(f"attention-{name}", SOURCE, compiler, COMMON + BUILDS[name]))
+    lib = build.load(build.build_spec(_spec(name, compiler)))
     p, i64, f32, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float, ctypes.c_int
     lib.spx_attention.argtypes = [p, p, i64, i64, p, i64, p, p, i32]
     lib.spx_attention.restype = i32

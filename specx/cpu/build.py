@@ -8,7 +8,10 @@ Loading a library runs its code, and a wrong kernel would silently break the los
 library is loaded only when it is what specx built: the cache folder and the file belong to the user
 and nobody else may write them (Untrusted otherwise), and the file's sha256 is the one recorded beside
 it when it was built. A file that fails that check, or fails to load, is deleted and built again once,
-and one sentence on stderr says so."""
+and one sentence on stderr says so.
+
+A source may be compiled as several units (`units`: the compiler runs on each at once with -DSPX_UNIT=u, and
+the objects are linked), since a machine's first run waits for the compile (benchmarks/results/2026-11-30-units)."""
 from __future__ import annotations
 
 import ctypes
@@ -20,12 +23,15 @@ import stat
 import subprocess
 import sys
 import tempfile
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 RECORD = ".sha256"          # beside each library: the sha256 of the file as built
 PRIVATE = 0o700             # the cache folder as specx creates it
 LIBRARY_MODE = 0o644        # a built library: nobody else may write it
-_state: dict = {}           # announced: this process has said that it compiles kernels (_announce)
+COMPILE_TIMEOUT = 300       # seconds one compiler process may take (the largest unit takes about 8 s alone)
+_state: dict = {}           # announced: this process has said that it compiles kernels (_announce); versions
 
 
 class Untrusted(OSError):
@@ -43,16 +49,25 @@ def c_compiler() -> str | None:
     return compiler if program and shutil.which(program) else None
 
 
-def build(name: str, source: Path, compiler: str, options: tuple[str, ...]) -> Path:
+@dataclass(frozen=True)
+class Spec:
+    """One build: a C source compiled with these options by this compiler, as `units` units (-DSPX_UNIT=u, compiled
+    at once, then linked) when more than 1."""
+
+    name: str
+    source: Path
+    compiler: str
+    options: tuple[str, ...]
+    units: int = 1
+
+
+def build(name: str, source: Path, compiler: str, options: tuple[str, ...], units: int = 1) -> Path:
     """The shared library for (source, options, compiler) in the kernel cache, compiling it if missing or
     if the file there is not the one recorded at build time."""
     from ..state.atomicio import locked
 
-    command = shlex.split(compiler)
-    version = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=30).stdout
-    key = hashlib.sha256(source.read_bytes() + " ".join(options).encode() + version.encode()).hexdigest()[:16]
-    folder = _folder()
-    path = folder / f"{name}-{key}.so"
+    spec = Spec(name, source, compiler, tuple(options), units)
+    path, folder = _path(spec), _folder()
     with locked(folder / f".{name}.lock"):   # one compiler per build at a time; the others wait, then find it
         problem = _mismatch(path) if os.path.lexists(path) else None
         if problem == "":
@@ -60,10 +75,55 @@ def build(name: str, source: Path, compiler: str, options: tuple[str, ...]) -> P
         if problem:
             _discard(path)
         _announce(folder)
-        _compile(command, source, options, path)
+        _Compile(spec, path).finish()
     if problem:
         _say(f"note: the kernel {path.name} in {folder} {problem}: deleted it and rebuilt it")
     return path
+
+
+def build_spec(spec: Spec) -> Path:
+    """build() of a Spec."""
+    return build(spec.name, spec.source, spec.compiler, spec.options, spec.units)
+
+
+def build_ahead(specs: list[Spec]) -> None:
+    """Compile those of `specs` the kernel cache lacks, all at once (a machine's first run waits for the compiler,
+    and one library after another leaves cores idle). A failure is left to the build() that asks for it later,
+    which reports it or falls back."""
+    from ..state.atomicio import locked
+
+    missing = [(spec, path) for spec in specs if not os.path.lexists(path := _path(spec))]
+    if not missing:
+        return
+    folder = _folder()
+    with ExitStack() as held:
+        for name in sorted({spec.name for spec, _ in missing}):   # one order: no two processes wait on each other
+            held.enter_context(locked(folder / f".{name}.lock"))
+        missing = [(spec, path) for spec, path in missing if not os.path.lexists(path)]   # built meanwhile
+        if missing:
+            _announce(folder)
+        started = [_Compile(spec, path) for spec, path in missing]
+        for job in started:
+            try:
+                job.finish()
+            except (OSError, subprocess.SubprocessError):
+                pass
+
+
+def _path(spec: Spec) -> Path:
+    """Where the build lives: named by a hash of its source, options, units and compiler version."""
+    units = f" units={spec.units}" if spec.units > 1 else ""
+    text = spec.source.read_bytes() + (" ".join(spec.options) + units).encode() + _version(spec.compiler).encode()
+    return _folder() / f"{spec.name}-{hashlib.sha256(text).hexdigest()[:16]}.so"
+
+
+def _version(compiler: str) -> str:
+    """The compiler's --version text (asked once a process)."""
+    versions = _state.setdefault("versions", {})
+    if compiler not in versions:
+        versions[compiler] = subprocess.run([*shlex.split(compiler), "--version"], check=False, capture_output=True,
+                                            text=True, timeout=30).stdout
+    return versions[compiler]
 
 
 def load(path: Path) -> ctypes.CDLL:
@@ -130,21 +190,71 @@ def _mismatch(path: Path) -> str:
     return ""
 
 
-def _compile(command: list[str], source: Path, options: tuple[str, ...], path: Path) -> None:
-    """Compile to a temporary file, record its hash, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".so", dir=path.parent)
-    os.close(fd)
+class _Compile:
+    """One build's compiler processes, started at once: its units (then linked), or the source alone. finish()
+    waits for them, records the library's hash and renames it into place; the temporary files never stay."""
+
+    def __init__(self, spec: Spec, path: Path):
+        self.spec, self.path = spec, path
+        self.command = [*shlex.split(spec.compiler), *spec.options]
+        self.library = self._temp(".so")
+        self.objects: list[str] = []
+        self.running: list[subprocess.Popen] = []
+        try:
+            if spec.units > 1:
+                self.objects = [self._temp(f".{u}.o") for u in range(spec.units)]
+                for u, obj in enumerate(self.objects):
+                    self._start(f"-DSPX_UNIT={u}", "-c", str(spec.source), "-o", obj)
+            else:
+                self._start(str(spec.source), "-o", self.library)
+        except BaseException:
+            self._clean()
+            raise
+
+    def finish(self) -> None:
+        try:
+            for process in list(self.running):
+                _wait(process)
+            if self.objects:
+                _wait(self._start(*self.objects, "-o", self.library))
+            os.chmod(self.library, LIBRARY_MODE)   # the linker creates it under the umask, which may let a group write
+            _record(Path(self.library), self.path)
+            os.replace(self.library, self.path)
+        finally:
+            self._clean()
+
+    def _start(self, *arguments: str) -> subprocess.Popen:
+        process = subprocess.Popen([*self.command, *arguments], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True)
+        self.running.append(process)   # _clean stops it if it still runs
+        return process
+
+    def _temp(self, suffix: str) -> str:
+        fd, name = tempfile.mkstemp(prefix=f".{self.path.stem}-", suffix=suffix, dir=self.path.parent)
+        os.close(fd)
+        return name
+
+    def _clean(self) -> None:
+        """Stop what still runs (an error elsewhere, an interrupt) and delete the temporary files."""
+        for process in self.running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for temp in (self.library, *self.objects):
+            if os.path.exists(temp):
+                os.unlink(temp)
+
+
+def _wait(process: subprocess.Popen) -> None:
+    """Wait for a compiler process; OSError with its message when it fails."""
     try:
-        done = subprocess.run([*command, *options, str(source), "-o", tmp], capture_output=True, text=True,
-                              timeout=300)
-        if done.returncode:
-            raise OSError(done.stderr.strip() or f"{command[0]} exited with {done.returncode}")
-        os.chmod(tmp, LIBRARY_MODE)   # the linker creates it under the umask, which may let a group write
-        _record(Path(tmp), path)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _, errors = process.communicate(timeout=COMPILE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise
+    if process.returncode:
+        raise OSError(errors.strip() or f"{process.args[0]} exited with {process.returncode}")
 
 
 def _record(built: Path, path: Path | None = None) -> None:
@@ -171,12 +281,12 @@ def _last_line(e: BaseException) -> str:
 
 
 def _announce(folder: Path) -> None:
-    """Say, before a process's first compile, why a first run waits: the kernels took 40-48 s to compile on a Zen 4
-    dev CPU with gcc 12, 32-36 s of them the AVX-512 build of quant.c (its AVX2 build, which AVX2-only CPUs take:
-    44-47 s), benchmarks/results/2026-11-29-first-run."""
+    """Say, before a process's first compile, why a first run waits: 28-32 s for the kernels a GGUF run loads on the
+    2-core Zen 4 dev CPU with gcc 12 (benchmarks/results/2026-11-30-units)."""
     if not _state.get("announced"):
         _state["announced"] = True
-        _say(f"note: compiling specx's CPU kernels for this machine, once: about a minute (they are kept in {folder})")
+        _say(f"note: compiling specx's CPU kernels for this machine, once: about 30 s on 2 cores "
+             f"(they are kept in {folder})")
 
 
 def _say(text: str) -> None:

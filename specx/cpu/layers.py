@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from . import build
+from . import build, kernels
 
 SOURCE = Path(__file__).with_name("layers.c")
 OPTIONS = ("-O2", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC")   # adds biases as IEEE additions
@@ -53,6 +53,7 @@ def _ptr(t: torch.Tensor | None):
 def _library():
     """The compiled loop, or None where a kernel library or the compiler is missing (the Python loop runs)."""
     if "lib" not in _state:
+        kernels.ahead()
         _state["lib"] = None
         compiler = build.c_compiler()
         if _libraries() is not None and compiler:
@@ -63,6 +64,11 @@ def _library():
             lib.spx_layers.restype = ctypes.c_int
             _state["lib"] = lib
     return _state["lib"]
+
+
+def first_build(compiler: str) -> build.Spec:
+    """The build this machine loads (kernels.ahead compiles it beside the others on a first run)."""
+    return build.Spec("layers", SOURCE, compiler, OPTIONS)
 
 
 def _libraries():

@@ -32,6 +32,19 @@
 #include <immintrin.h>
 #endif
 
+/* Units. A first run waits for this file's compile (benchmarks/results/2026-11-30-units), so build.py compiles it
+   as SPX_UNITS units in parallel and links them: unit 0 (SPX_UNIT=0) holds all but the vector kernels' instances,
+   unit u >= 1 the instances UNIT_u lists (below the kernels). Without SPX_UNIT the file is one unit, as before.
+   The settings the kernels read (prefetching, XSPAN) live in unit 0 and are shared by name (SPX_SHARED). */
+#define SPX_UNITS 5
+#ifdef SPX_UNIT
+#define SPX_DRIVER (SPX_UNIT == 0)
+#define SPX_SHARED __attribute__((visibility("hidden")))
+#else
+#define SPX_DRIVER 1
+#define SPX_SHARED static
+#endif
+
 enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q2_K = 10,
        T_Q3_K = 11,
        T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30 };
@@ -84,12 +97,16 @@ static inline int64_t xq_stride(int64_t K) { return (K + QKK - 1) / QKK * XG; }
 #define XG_READ 384
 #define XSPAN_BYTES 16384
 #define XSPAN_OUTS 16
-static int64_t xspan_bytes = XSPAN_BYTES;   /* spx_set_xspan: 0 never cuts (tests and benchmarks compare) */
+#if SPX_DRIVER
+SPX_SHARED int64_t xspan_bytes = XSPAN_BYTES;   /* spx_set_xspan: 0 never cuts (tests and benchmarks compare) */
 int64_t spx_set_xspan(int64_t bytes) {   /* returns the previous setting; bytes < 0: changes nothing */
     const int64_t was = xspan_bytes;
     if (bytes >= 0) xspan_bytes = bytes;
     return was;
 }
+#else
+extern SPX_SHARED int64_t xspan_bytes;
+#endif
 static inline int64_t xspan(int64_t R, int64_t groups) {
     const int64_t total = R * groups * XG_READ;
     if (R == 1 || !xspan_bytes || 2 * total <= 3 * xspan_bytes) return groups;   /* within L1 itself: whole */
@@ -366,8 +383,9 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
 
 /* How far ahead of its reads a thread prefetches weights into L1 (0: not at all), and whether it also asks for
    the lines twice as far ahead into L2 (quant.py chooses both, per machine). Neither changes a result. */
-static int64_t prefetch_bytes = 0;
-static int prefetch_l2 = 0;
+#if SPX_DRIVER
+SPX_SHARED int64_t prefetch_bytes = 0;
+SPX_SHARED int prefetch_l2 = 0;
 int64_t spx_set_prefetch(int64_t bytes) {   /* returns the previous setting */
     const int64_t was = prefetch_bytes;
     prefetch_bytes = bytes;
@@ -378,6 +396,10 @@ int spx_set_prefetch_l2(int32_t on) {   /* returns the previous setting; on < 0:
     if (on >= 0) prefetch_l2 = on != 0;
     return was;
 }
+#else
+extern SPX_SHARED int64_t prefetch_bytes;
+extern SPX_SHARED int prefetch_l2;
+#endif
 
 #include "quant_simd.h"
 
@@ -386,7 +408,9 @@ int spx_set_prefetch_l2(int32_t on) {   /* returns the previous setting; on < 0:
 
 #include "quant_avx2.h"
 
+#if SPX_DRIVER
 #include "quant_amx.h"
+#endif
 
 /* ---------------------------------------------------------------- dispatch (AVX2 and AVX-512 builds) */
 #if defined(SPX_AVX512) || defined(SPX_AVX2)
@@ -413,23 +437,69 @@ static inline __attribute__((always_inline)) void f32_rows(const int type, const
     }
 /* One function per (kernel, type) holding its 8 row counts: compiled apart, they keep the compiler's work
    linear in their number (one function holding all of them took several times as long to build). */
-#define KERNEL_FN(F, T, ...)                                                                               \
-    static __attribute__((noinline)) void F##_##T(int64_t R, const float *x, const uint8_t *xq, int64_t K, \
-                                                  const uint8_t *w, int64_t nout, int64_t rowbytes,      \
-                                                  float *y, int64_t ldy) {                               \
-        (void)x;                                                                                         \
-        (void)xq;                                                                                        \
-        BY_ROWS(F, T, __VA_ARGS__, K, w, nout, rowbytes, y, ldy)                                         \
+#define KERNEL_SIG(F, T)                                                                                     \
+    SPX_SHARED __attribute__((noinline)) void F##_##T(int64_t R, const float *x, const uint8_t *xq, int64_t K, \
+                                                      const uint8_t *w, int64_t nout, int64_t rowbytes,      \
+                                                      float *y, int64_t ldy)
+#define KERNEL_FN(F, T, ...)                                       \
+    KERNEL_SIG(F, T) {                                             \
+        (void)x;                                                   \
+        (void)xq;                                                  \
+        BY_ROWS(F, T, __VA_ARGS__, K, w, nout, rowbytes, y, ldy)   \
     }
+/* the first 8 rows decode and store, the next read (both R = 8: fewer rows decode as without DECODED) */
+#define STORE_SIG(T)                                                                                       \
+    SPX_SHARED __attribute__((noinline)) void q8_store_##T(const uint8_t *xq, int64_t K, const uint8_t *w,  \
+                                                           int64_t nout, int64_t rowbytes, wq *dec, float *y, \
+                                                           int64_t ldy)
+#define STORED_SIG(T)                                                                                      \
+    SPX_SHARED __attribute__((noinline)) void q8_stored_##T(const uint8_t *xq, int64_t K, wq *dec, int64_t nout, \
+                                                            float *y, int64_t ldy)
 #define QUANT_TYPES(M) M(T_Q4_0) M(T_Q4_1) M(T_Q5_0) M(T_Q5_1) M(T_Q8_0) M(T_Q2_K) M(T_Q4_K) M(T_Q5_K) M(T_Q6_K) \
     M(T_Q3_K) M(T_IQ4_NL) M(T_IQ4_XS)
 #define FLOAT_TYPES(M) M(T_F32) M(T_F16) M(T_BF16)
 #define Q8_FN(T) KERNEL_FN(q8_rows, T, xq)
 #define F32_FN(T) KERNEL_FN(f32_rows, T, x)
+#define DECODED_FN(T)                                                                  \
+    STORE_SIG(T) { q8_rows_from(T, RMAX, 2, xq, K, w, dec, nout, rowbytes, y, ldy); } \
+    STORED_SIG(T) { q8_rows_from(T, RMAX, 1, xq, K, 0, dec, nout, 0, y, ldy); }
+#define Q8_DECL(T) KERNEL_SIG(q8_rows, T);
+#define F32_DECL(T) KERNEL_SIG(f32_rows, T);
+#define DECODED_DECL(T) STORE_SIG(T); STORED_SIG(T);
+
+/* Each unit's instances (q8, f32 and DECODED kernels of a type), balanced by their compile times
+   (benchmarks/results/2026-11-30-units): */
+#define UNIT_1(Q8, F32, DEC) Q8(T_Q4_K) F32(T_Q4_K) DEC(T_Q4_K) Q8(T_Q4_0) F32(T_Q4_0) DEC(T_Q4_0) \
+    Q8(T_Q4_1) F32(T_Q4_1) DEC(T_Q4_1)
+#define UNIT_2(Q8, F32, DEC) Q8(T_Q6_K) F32(T_Q6_K) DEC(T_Q6_K) Q8(T_Q5_0) F32(T_Q5_0) DEC(T_Q5_0) \
+    Q8(T_Q5_1) F32(T_Q5_1) DEC(T_Q5_1)
+#define UNIT_3(Q8, F32, DEC) Q8(T_Q8_0) F32(T_Q8_0) DEC(T_Q8_0) Q8(T_Q5_K) F32(T_Q5_K) DEC(T_Q5_K) \
+    Q8(T_Q2_K) F32(T_Q2_K) DEC(T_Q2_K) F32(T_F32)
+#define UNIT_4(Q8, F32, DEC) Q8(T_Q3_K) F32(T_Q3_K) DEC(T_Q3_K) Q8(T_IQ4_NL) F32(T_IQ4_NL) DEC(T_IQ4_NL) \
+    Q8(T_IQ4_XS) F32(T_IQ4_XS) DEC(T_IQ4_XS) F32(T_F16) F32(T_BF16)
+#if !defined(SPX_UNIT)
 QUANT_TYPES(Q8_FN)
 QUANT_TYPES(F32_FN)
 FLOAT_TYPES(F32_FN)
+QUANT_TYPES(DECODED_FN)
+#elif SPX_UNIT == 0
+QUANT_TYPES(Q8_DECL)
+QUANT_TYPES(F32_DECL)
+FLOAT_TYPES(F32_DECL)
+QUANT_TYPES(DECODED_DECL)
+#elif SPX_UNIT == 1
+UNIT_1(Q8_FN, F32_FN, DECODED_FN)
+#elif SPX_UNIT == 2
+UNIT_2(Q8_FN, F32_FN, DECODED_FN)
+#elif SPX_UNIT == 3
+UNIT_3(Q8_FN, F32_FN, DECODED_FN)
+#elif SPX_UNIT == 4
+UNIT_4(Q8_FN, F32_FN, DECODED_FN)
+#else
+#error "SPX_UNIT is 0 to SPX_UNITS - 1"
+#endif
 
+#if SPX_DRIVER
 static void simd_kernel(int type, int mode, const float *x, const uint8_t *xq, int64_t R, int64_t K,
                         const uint8_t *w, int64_t nout, int64_t rowbytes, float *y, int64_t ldy) {
 #define CASE(F, T) \
@@ -443,6 +513,7 @@ static void simd_kernel(int type, int mode, const float *x, const uint8_t *xq, i
     }
 #undef CASE
 }
+#endif /* SPX_DRIVER */
 #define SPX_SIMD 1
 
 /* DECODED: in a call of 2·RMAX rows or more (a prompt pass, a wide verify), the first RMAX rows passing over a
@@ -453,18 +524,8 @@ static void simd_kernel(int type, int mode, const float *x, const uint8_t *xq, i
    which also sized the buffer: a smaller one gained less, a larger one no more). */
 #define SPX_DECODED 1
 #define DECODED_BYTES (160 << 10)   /* per thread, allocated at its first such call and kept */
-/* the first 8 rows decode and store, the next read (both R = 8: fewer rows decode as without DECODED) */
-#define DECODED_FN(T)                                                                                          \
-    static __attribute__((noinline)) void q8_store_##T(const uint8_t *xq, int64_t K, const uint8_t *w, int64_t nout, \
-                                                       int64_t rowbytes, wq *dec, float *y, int64_t ldy) {      \
-        q8_rows_from(T, RMAX, 2, xq, K, w, dec, nout, rowbytes, y, ldy);                                        \
-    }                                                                                                          \
-    static __attribute__((noinline)) void q8_stored_##T(const uint8_t *xq, int64_t K, wq *dec, int64_t nout,      \
-                                                        float *y, int64_t ldy) {                                 \
-        q8_rows_from(T, RMAX, 1, xq, K, 0, dec, nout, 0, y, ldy);                                               \
-    }
-QUANT_TYPES(DECODED_FN)
 
+#if SPX_DRIVER
 /* RMAX rows of X against nout weight rows at w, the decoded weights left in dec (store), or against the rows a
    store left in dec */
 static void decoded_kernel(int type, int store, const uint8_t *xq, int64_t K, const uint8_t *w, int64_t nout,
@@ -477,10 +538,14 @@ static void decoded_kernel(int type, int store, const uint8_t *xq, int64_t K, co
     switch (type) { QUANT_TYPES(CASE) default: break; }
 #undef CASE
 }
+#endif /* SPX_DRIVER */
 #endif
 #ifndef SPX_DECODED
 #define SPX_DECODED 0
 #endif
+
+/* ---------------------------------------------------------------- unit 0 alone from here */
+#if SPX_DRIVER
 static int decoded_on = 1;
 /* DECODED on (1) or off (0; tests and benchmarks compare), -1 changes nothing; returns the previous setting, or -1
    where this build has no DECODED path */
@@ -671,3 +736,4 @@ uint64_t spx_stream_sum(const uint8_t *p, int64_t n, int32_t threads) {
     }
     return total;
 }
+#endif /* SPX_DRIVER */

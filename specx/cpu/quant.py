@@ -22,6 +22,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import re
 import subprocess
 import weakref
 from dataclasses import dataclass
@@ -31,11 +32,13 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import build
+from . import build, kernels
 from .qweight import QWeight, check
 from .quant_prefetch import PREFETCH_WAYS, prefetch_choice
 
 SOURCE = Path(__file__).with_name("quant.c")
+# the SIMD builds compile as quant.c's units at once (build.py); the portable one, a second's work, as one
+UNITS = int(re.search(r"^#define SPX_UNITS (\d+)", SOURCE.read_text(), re.MULTILINE).group(1))
 PARTS = ("quant_blocks.h", "quant_simd.h", "quant_avx512.h", "quant_avx2.h", "quant_amx.h")   # included by quant.c: their hash joins the options
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 MODES = ("f32", "q8")
@@ -197,6 +200,28 @@ def variants() -> list[str]:
     return [name for name, (needs, _) in BUILDS.items() if all(f in flags for f in needs)]
 
 
+def first_build(compiler: str) -> build.Spec | None:
+    """The build this machine loads first (kernels.ahead compiles it beside the others on a first run)."""
+    return _specs(variants()[0], compiler)[0]
+
+
+def _specs(name: str, compiler: str, vnni: bool | None = None, amx: bool | None = None) -> list[build.Spec]:
+    """Build `name` with VNNI and VBMI where the CPU has them (or as `vnni` says): with AMX first, then without,
+    where AMX applies (or as `amx` says)."""
+    _, options = BUILDS[name]
+    if vnni is None:
+        vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
+    if amx is None:
+        amx = amx_cpu() and name == "avx512"
+    vbmi = vnni and name == "avx512" and VBMI_FLAGS[0] in cpu_flags()
+    options = (FLAGS + options + ((VNNI_FLAGS[name][1],) if vnni else ()) + ((VBMI_FLAGS[1],) if vbmi else ())
+               + (f"-DSPX_PARTS={parts_hash()}",))
+    tag = f"quant-{name}{'-vnni' if vnni else ''}{'-vbmi' if vbmi else ''}"
+    units = UNITS if name != "portable" else 1
+    plain = build.Spec(tag, SOURCE, compiler, options, units)
+    return ([build.Spec(f"{tag}-amx", SOURCE, compiler, options + AMX_FLAGS[1], units)] if amx else []) + [plain]
+
+
 def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Library:
     """Compile (once per machine) and load one build, with VNNI where the CPU has it (or as `vnni` says, for
     tests: a VNNI build needs a CPU with VNNI), and AMX likewise (AVX-512 only; a compiler that refuses its
@@ -205,22 +230,14 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
     compiler = build.c_compiler()
     if not compiler:
         raise OSError("no C compiler found (install gcc, or set CC)")
-    _, options = BUILDS[name]
-    if vnni is None:
-        vnni = name in VNNI_FLAGS and VNNI_FLAGS[name][0] in cpu_flags()
-    if amx is None:
-        amx = amx_cpu() and name == "avx512"
-    vbmi = vnni and name == "avx512" and VBMI_FLAGS[0] in cpu_flags()
-    options = (options + ((VNNI_FLAGS[name][1],) if vnni else ()) + ((VBMI_FLAGS[1],) if vbmi else ())
-               + (f"-DSPX_PARTS={parts_hash()}",))
-    tag = f"quant-{name}{'-vnni' if vnni else ''}{'-vbmi' if vbmi else ''}"
+    specs = _specs(name, compiler, vnni, amx)
     path = None
-    if amx:
+    if len(specs) > 1:   # with AMX first
         try:
-            path = build.build(f"{tag}-amx", SOURCE, compiler, FLAGS + options + AMX_FLAGS[1])
+            path = build.build_spec(specs[0])
         except (OSError, subprocess.SubprocessError):
             path = None   # this compiler has no AMX: the build without it
-    path = path or build.build(tag, SOURCE, compiler, FLAGS + options)
+    path = path or build.build_spec(specs[-1])
     lib = build.load(path)
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
     lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
@@ -312,6 +329,7 @@ def _default() -> Library:
 
 def _library() -> Library | None:
     if "lib" not in _state:
+        kernels.ahead()
         _state["lib"], _state["why"] = None, "no build could be compiled"
         for name in variants():
             try:

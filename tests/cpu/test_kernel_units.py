@@ -1,0 +1,95 @@
+"""A build compiled as several units at once (build.Spec.units), and a first run's kernel libraries compiled
+together (build.build_ahead, kernels.ahead). Tiny C sources stand in for the kernels."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specx.cpu import build
+
+pytestmark = pytest.mark.skipif(build.c_compiler() is None, reason="no C compiler")
+
+OPTIONS = ("-O1", "-shared", "-fPIC")
+TWO_UNITS = """#if SPX_UNIT == 0
+int spx_two(void);
+int spx_sum(void) { return 40 + spx_two(); }
+#else
+__attribute__((visibility("hidden"))) int spx_two(void) { return 2; }
+#endif
+"""
+ONE_IN_UNIT_ZERO = "#if !defined(SPX_UNIT) || SPX_UNIT == 0\nint spx_one(void) { return 1; }\n#endif\n"
+BROKEN = """#if SPX_UNIT == 1
+#error unit one is broken
+#endif
+int spx_one(void) { return 1; }
+"""
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "kernels"
+    monkeypatch.setenv("SPECX_KERNEL_CACHE", str(folder))
+    return folder
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def leftovers(cache: Path) -> list[str]:
+    """Files in the cache other than libraries, their build records and the lock files."""
+    return sorted(p.name for p in cache.iterdir() if not p.name.endswith((".so", ".sha256", ".lock")))
+
+
+def test_units_are_compiled_apart_and_linked_into_one_library(cache, tmp_path):
+    path = build.build("sum", write(tmp_path, "sum.c", TWO_UNITS), build.c_compiler(), OPTIONS, units=2)
+    assert build.load(path).spx_sum() == 42
+    assert leftovers(cache) == [] and [p.name for p in cache.glob("*.so")] == [path.name]
+
+
+def test_a_failing_unit_fails_the_build_with_its_message_and_leaves_nothing(cache, tmp_path):
+    with pytest.raises(OSError, match="unit one is broken"):
+        build.build("broken", write(tmp_path, "broken.c", BROKEN), build.c_compiler(), OPTIONS, units=2)
+    assert leftovers(cache) == [] and list(cache.glob("*.so")) == []
+
+
+def test_the_unit_count_names_another_build(cache, tmp_path):
+    source = write(tmp_path, "one.c", ONE_IN_UNIT_ZERO)
+    alone = build.build("one", source, build.c_compiler(), OPTIONS)
+    assert build.build("one", source, build.c_compiler(), OPTIONS, units=2) != alone
+
+
+def test_what_build_ahead_compiled_is_then_found_without_compiling(cache, tmp_path, monkeypatch):
+    cc = build.c_compiler()
+    specs = [build.Spec("sum", write(tmp_path, "sum.c", TWO_UNITS), cc, OPTIONS, 2),
+             build.Spec("one", write(tmp_path, "one.c", "int spx_one(void) { return 1; }\n"), cc, OPTIONS)]
+    build.build_ahead([*specs, build.Spec("broken", write(tmp_path, "broken.c", BROKEN), cc, OPTIONS, 2)])
+    assert leftovers(cache) == []   # the broken one raised nothing here, and left nothing
+
+    def compile_again(*_):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(build, "_Compile", compile_again)
+    assert build.load(build.build_spec(specs[0])).spx_sum() == 42
+    assert build.load(build.build_spec(specs[1])).spx_one() == 1
+    build.build_ahead(specs)   # nothing missing: nothing compiled
+
+
+def test_kernels_ahead_asks_once_for_the_builds_the_libraries_load(monkeypatch):
+    """What kernels.ahead compiles on a first run is what each library then loads here (not another build)."""
+    from specx.cpu import attention, kernels, layers, quant, rowgemm
+
+    loaded = [quant._library(), attention._library(), rowgemm._library(), layers._library()]
+    if any(lib is None for lib in loaded):
+        pytest.skip("a kernel library is not available here")
+    asked: list = []
+    monkeypatch.setattr(kernels, "_state", {})
+    monkeypatch.setattr(build, "build_ahead", asked.append)
+    kernels.ahead()
+    kernels.ahead()
+    assert len(asked) == 1
+    paths = {build._path(spec) for spec in asked[0]}
+    assert paths == {loaded[0].path, *(Path(lib._name) for lib in loaded[1:])}
