@@ -62,8 +62,8 @@ class Spec:
 
 
 def build(name: str, source: Path, compiler: str, options: tuple[str, ...], units: int = 1) -> Path:
-    """The shared library for (source, options, compiler) in the kernel cache, compiling it if missing or
-    if the file there is not the one recorded at build time."""
+    """The shared library for (source, options, compiler) in the kernel cache, compiling it (as `units` units: Spec)
+    if missing or if the file there is not the one recorded at build time."""
     from ..state.atomicio import locked
 
     spec = Spec(name, source, compiler, tuple(options), units)
@@ -102,8 +102,14 @@ def build_ahead(specs: list[Spec]) -> None:
         missing = [(spec, path) for spec, path in missing if not os.path.lexists(path)]   # built meanwhile
         if missing:
             _announce(folder)
-        started = [_Compile(spec, path) for spec, path in missing]
-        for job in started:
+        jobs = []
+        for spec, path in missing:
+            try:
+                jobs.append(_Compile(spec, path))
+            except (OSError, subprocess.SubprocessError):
+                continue
+            held.callback(jobs[-1].clean)   # an error or an interrupt stops every job still running
+        for job in jobs:
             try:
                 job.finish()
             except (OSError, subprocess.SubprocessError):
@@ -208,7 +214,7 @@ class _Compile:
             else:
                 self._start(str(spec.source), "-o", self.library)
         except BaseException:
-            self._clean()
+            self.clean()
             raise
 
     def finish(self) -> None:
@@ -221,12 +227,12 @@ class _Compile:
             _record(Path(self.library), self.path)
             os.replace(self.library, self.path)
         finally:
-            self._clean()
+            self.clean()
 
     def _start(self, *arguments: str) -> subprocess.Popen:
         process = subprocess.Popen([*self.command, *arguments], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                    text=True)
-        self.running.append(process)   # _clean stops it if it still runs
+        self.running.append(process)   # clean() stops it if it still runs
         return process
 
     def _temp(self, suffix: str) -> str:
@@ -234,7 +240,7 @@ class _Compile:
         os.close(fd)
         return name
 
-    def _clean(self) -> None:
+    def clean(self) -> None:
         """Stop what still runs (an error elsewhere, an interrupt) and delete the temporary files."""
         for process in self.running:
             if process.poll() is None:
@@ -281,11 +287,11 @@ def _last_line(e: BaseException) -> str:
 
 
 def _announce(folder: Path) -> None:
-    """Say, before a process's first compile, why a first run waits: 28-32 s for the kernels a GGUF run loads on the
+    """Say, before a process's first compile, why a first run waits: 24-26 s for the kernels a GGUF run loads on the
     2-core Zen 4 dev CPU with gcc 12 (benchmarks/results/2026-11-30-units)."""
     if not _state.get("announced"):
         _state["announced"] = True
-        _say(f"note: compiling specx's CPU kernels for this machine, once: about 30 s on 2 cores "
+        _say(f"note: compiling specx's CPU kernels for this machine, once: about 25 s on 2 cores "
              f"(they are kept in {folder})")
 
 

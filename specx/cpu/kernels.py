@@ -1,9 +1,10 @@
-"""The kernel libraries a run on this CPU loads, compiled together on a machine's first run.
+"""The kernel libraries specx's decoder loads, compiled together on a machine's first run.
 
-Each library is compiled on its first use (cpu/build.py). A run of a GGUF on specx's decoder loads four: rowgemm
-(asked while its weights are chosen), quant.c, attention.c and layers.c. Compiled one after another on their first
-uses they kept a machine's first run waiting for their sum, with cores idle in the smaller ones; now the first of
-them a process asks for compiles each one's first build at once (benchmarks/results/2026-11-30-units)."""
+Each library is compiled on its first use (cpu/build.py). specx's decoder loads three: quant.c, attention.c and
+layers.c. Compiled one after another on their first uses they kept a machine's first run waiting for their sum,
+with cores idle in the smaller ones; now the first of them a process asks for compiles each one's first build at
+once (benchmarks/results/2026-11-30-units). rowgemm.c, the float32 path of transformers' models, compiles alone
+when such a model first needs it."""
 from __future__ import annotations
 
 import subprocess
@@ -22,11 +23,10 @@ def ahead() -> None:
     compiler = build.c_compiler()
     if not compiler:
         return
-    from . import attention, layers, quant, rowgemm
+    from . import attention, layers, quant_build
 
-    specs = [quant.first_build(compiler), attention.first_build(compiler), rowgemm.first_build(compiler),
-             layers.first_build(compiler)]
+    specs = [quant_build.first_build(compiler), attention.first_build(compiler), layers.first_build(compiler)]
     try:
-        build.build_ahead([spec for spec in specs if spec is not None])
+        build.build_ahead(specs)
     except (OSError, subprocess.SubprocessError):
         pass

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from . import build, kernels
+from . import build
 from . import timed
 
 SOURCE = Path(__file__).with_name("rowgemm.c")
@@ -78,7 +78,6 @@ def prefetching():
 
 def _library():
     if "lib" not in _state:
-        kernels.ahead()
         _state["lib"], _state["why"] = _load()
     return _state["lib"]
 
@@ -106,17 +105,6 @@ def _load():
         except (OSError, subprocess.SubprocessError) as e:
             why = f"building it failed ({str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__})"
     return None, why
-
-
-def first_build(compiler: str) -> build.Spec | None:
-    """The build this machine loads first (kernels.ahead compiles it beside the others on a first run); None where
-    rowgemm does not run."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return None
-    capability = torch.backends.cpu.get_cpu_capability()
-    if capability not in ("AVX2", "AVX512"):
-        return None
-    return build.Spec("rowgemm", SOURCE, compiler, flags(capability == "AVX512"))
 
 
 def c_compiler() -> str | None:

@@ -190,7 +190,8 @@ def fastpath_copy(shape: Shape, dtype: str) -> int:
     """Extra CPU bytes of specx's float32 fast path. rowgemm uses the weights where they are: none.
     oneDNN's packed linears replace the originals (whose memory is returned: fastpath.own_memory),
     except a head tied to the embeddings: the embedding table stays for lookups and the head gets its
-    own packed float32 copy. A drafter's int8dyn head is likewise its own int8 copy."""
+    own packed float32 copy. A drafter's int8dyn head is likewise its own int8 copy. specx's decoder (a native
+    scheme) uses none of them, and asks no kernel library about them (a GGUF's first run compiles no rowgemm)."""
     from ..cpu.fastpath import prepacks
 
     head = shape.head_weight or shape.vocab * shape.hidden

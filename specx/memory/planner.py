@@ -211,7 +211,7 @@ def make_model_plan(role: str, shape: Shape, dtype: str, quant: str, placements:
     placements = _mapped(role, shape, dtype, native or quant, placements, context, on_cpu, reasons)
     return ModelPlan(role, shape.name, dtype, quant, tuple(placements), context,
                      shape.kv_bytes_per_token(dtype), activation_bytes(shape, prompt, act, bool(native)), lossy,
-                     runtime_bytes(shape, quant if quant != "none" else dtype, on_cpu,
+                     runtime_bytes(shape, native or (quant if quant != "none" else dtype), on_cpu,
                                    native if role == "drafter" or drafts_itself else ""),
                      held)
 

@@ -80,9 +80,9 @@ def test_what_build_ahead_compiled_is_then_found_without_compiling(cache, tmp_pa
 
 def test_kernels_ahead_asks_once_for_the_builds_the_libraries_load(monkeypatch):
     """What kernels.ahead compiles on a first run is what each library then loads here (not another build)."""
-    from specx.cpu import attention, kernels, layers, quant, rowgemm
+    from specx.cpu import attention, kernels, layers, quant
 
-    loaded = [quant._library(), attention._library(), rowgemm._library(), layers._library()]
+    loaded = [quant._library(), attention._library(), layers._library()]
     if any(lib is None for lib in loaded):
         pytest.skip("a kernel library is not available here")
     asked: list = []

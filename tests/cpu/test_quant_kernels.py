@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from specx.cpu import quant, quant_prefetch, quant_ref
+from specx.cpu import quant, quant_build, quant_prefetch, quant_ref
 from specx.cpu.qweight import BLOCKS, QWeight, dequantize, reference
 
 needs_kernels = pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
@@ -477,7 +477,7 @@ def test_amx_rows_with_a_nan_or_infinity_come_out_nan():
 def test_a_compiler_that_refuses_the_amx_flags_gives_the_build_without_amx(monkeypatch):
     """Where the AMX build does not compile, load() takes the same build without AMX (no error), and that
     build's q8 results are quant_ref's."""
-    monkeypatch.setattr(quant, "AMX_FLAGS", (quant.AMX_FLAGS[0], ("-mno-such-amx-flag",)))
+    monkeypatch.setattr(quant_build, "AMX_FLAGS", (quant.AMX_FLAGS[0], ("-mno-such-amx-flag",)))
     lib = quant.load(quant.variants()[0], amx=True)
     w = quant_ref.random_weight("Q4_K", 9, 512, np.random.default_rng(25))
     x = inputs(40, 512, 26)

@@ -95,6 +95,25 @@ def test_a_native_untied_table_is_read_by_rows_and_priced_at_nothing(tmp_path, f
         assert not any("by rows" in r for r in p.reasons)
 
 
+def test_planning_a_native_target_asks_nothing_of_the_float_fast_path(tmp_path, monkeypatch):
+    """specx's decoder uses none of the float32 fast path's copies, so its plan never asks about them (asking
+    compiled rowgemm.c, 5 s, on a machine's first run of a GGUF); a tied table, where such a copy would be
+    priced, shows it."""
+    from test_decoder_gguf import gguf_model, write_gguf
+    from specx.decoder import support
+    from specx.memory.shapes import shape_of_file
+
+    def asked():
+        raise AssertionError("the plan asked about the float32 fast path")
+
+    monkeypatch.setattr(fastpath, "prepacks", asked)
+    path = tmp_path / "m.gguf"
+    write_gguf(gguf_model("qwen2-tied"), "qwen2-tied", path)
+    info = support.inspect(path)
+    t = replace(shape_of_file(info, "m"), file_bytes=info.groups, file_format=info.format)
+    assert t.tied and cpu_plan(t, context=64).target.native
+
+
 @pytest.mark.parametrize("offered", [True, False])
 def test_the_plan_says_where_a_native_target_is_read_from(tmp_path, monkeypatch, offered):
     """A GGUF target on the CPU: the plan's sentence says its layers are copied to 2 MiB pages where the
