@@ -45,7 +45,8 @@ def types_for(c):
 
 
 def build(name: str, env, blocks: bool, seed: int = 0):
-    from specx.decoder.dense import DenseDecoder, random_block_weights, random_weights
+    from specx.decoder.dense import DenseDecoder
+    from specx.decoder.dense_weights import random_block_weights, random_weights
 
     c = config(name, env.smoke)
     w = random_block_weights(c, types_for(c), env.dtype, env.device, seed) if blocks else \

@@ -3,7 +3,7 @@
     python benchmarks/gpu_lean.py [--budget-s 330] [--json $OUT/gpu_lean.json] [--acceptance 0.6,0.7,0.8]
     python benchmarks/gpu_lean.py --smoke          (tiny shapes on the CPU, eagerly: checks the script runs)
 
-Models are random bfloat16 weights made on the device (decoder/dense.random_weights) from real configs: the
+Models are random bfloat16 weights made on the device (decoder/dense_weights.random_weights) from real configs: the
 fixture Qwen2.5-Coder 1.5B/0.5B pair (.gpu/target.config.json, .gpu/drafter.config.json, written by
 gpu_check.sh prepare) and Llama-3.1-8B / Llama-3.2-1B (benchmarks/data/*.config.json). Timings are the
 shapes' real costs; what random weights predict is meaningless, so no acceptance is measured here.
@@ -82,7 +82,8 @@ def config(name: str, smoke: bool):
 
 
 def build(name: str, env, seed: int):
-    from specx.decoder.dense import DenseDecoder, random_weights
+    from specx.decoder.dense import DenseDecoder
+    from specx.decoder.dense_weights import random_weights
 
     return DenseDecoder(config(name, env.smoke), random_weights(config(name, env.smoke), env.dtype, env.device, seed),
                         CONTEXT)
@@ -409,7 +410,8 @@ def kernel_time(fn, env, reps: int = REPS) -> tuple[float, str]:
 
 def sec_d(env):
     """Self-drafting: the 8B's first N layers (its embedding and output layer) per token vs the full model."""
-    from specx.decoder.dense import DenseDecoder, DenseWeights
+    from specx.decoder.dense import DenseDecoder
+    from specx.decoder.dense_weights import DenseWeights
 
     big = env.keep.get("llama8b") or build("llama8b", env, 2)
     full = forward_costs(Runner(big, env.graphs), env, (1,))[1]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import torch
 
-from .dense import DenseDecoder, from_weights
+from .dense import DenseDecoder
+from .dense_weights import from_weights
 from .lm import LeanLM, read
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}

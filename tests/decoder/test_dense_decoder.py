@@ -10,7 +10,7 @@ import torch
 
 from test_decoder import FAMILIES, SEQ, VOCAB, hf_model, ids, near, plain_and_ngram, reference, save
 from specx.cpu import attention
-from specx.decoder import dense
+from specx.decoder import dense, dense_weights
 from specx.decoder.dense_lm import DenseLM, load
 from specx.decoder.lm import load as load_lean
 
@@ -155,7 +155,7 @@ def test_random_weights_have_the_configs_shapes(trio):
     """random_weights (the device benchmark's models) fit the decoder and give finite logits."""
     _, _, lm = trio
     c = lm.model.config
-    w = dense.random_weights(c, torch.float32, "cpu")
+    w = dense_weights.random_weights(c, torch.float32, "cpu")
     assert [m.shape for m in w.matrices()] == [m.shape for m in lm.model.weights.matrices()]
     decoder = dense.DenseDecoder(c, w, 64)
     assert torch.isfinite(decoder.forward(decoder.new_cache(), ids(11, 9))).all()
