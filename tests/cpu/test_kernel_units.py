@@ -93,3 +93,22 @@ def test_kernels_ahead_asks_once_for_the_builds_the_libraries_load(monkeypatch):
     assert len(asked) == 1
     paths = {build._path(spec) for spec in asked[0]}
     assert paths == {loaded[0].path, *(Path(lib._name) for lib in loaded[1:])}
+
+
+def test_each_kernel_instance_of_quant_c_is_in_exactly_one_unit():
+    """quant.c's units (UNIT_1..UNIT_4) hold each type's q8, f32 and DECODED kernels once: one left out would
+    leave its symbol undefined when the units are linked (the build would not load), one twice would not link."""
+    import re
+
+    from specx.cpu import quant_build
+
+    text = quant_build.SOURCE.read_text()
+
+    def macro(head: str) -> str:   # a #define's body, its continuation lines included
+        return re.search(rf"#define {re.escape(head)}(.*?)\n(?!\s)", text, re.DOTALL).group(1)
+
+    quants, floats = (re.findall(r"M\((T_\w+)\)", macro(f"{name}(M)")) for name in ("QUANT_TYPES", "FLOAT_TYPES"))
+    wanted = sorted([("Q8", t) for t in quants] + [("DEC", t) for t in quants] + [("F32", t) for t in quants + floats])
+    placed = sorted(pair for u in range(1, quant_build.UNITS)
+                    for pair in re.findall(r"\b(Q8|F32|DEC)\((T_\w+)\)", macro(f"UNIT_{u}(Q8, F32, DEC)")))
+    assert placed == wanted
