@@ -112,3 +112,17 @@ def test_each_kernel_instance_of_quant_c_is_in_exactly_one_unit():
     placed = sorted(pair for u in range(1, quant_build.UNITS)
                     for pair in re.findall(r"\b(Q8|F32|DEC)\((T_\w+)\)", macro(f"UNIT_{u}(Q8, F32, DEC)")))
     assert placed == wanted
+
+
+def test_an_interrupted_compile_stops_its_compilers_and_leaves_nothing(cache, tmp_path):
+    """Ctrl-C while a first run compiles: every compiler process of the build is stopped and no temporary file
+    stays in the cache (a compiler that would take a minute stands in)."""
+    slow = tmp_path / "slow-cc"
+    slow.write_text('#!/bin/sh\n[ "$1" = --version ] && { echo slow-cc 1; exit 0; }\nexec sleep 60\n')
+    slow.chmod(0o755)
+    spec = build.Spec("slow", write(tmp_path, "sum.c", TWO_UNITS), str(slow), OPTIONS, 3)
+    job = build._Compile(spec, build._path(spec))
+    assert len(job.running) == 3 and len(leftovers(cache)) == 3 and all(p.poll() is None for p in job.running)
+    job.clean()   # what finish() does when KeyboardInterrupt reaches it
+    assert all(p.returncode is not None for p in job.running)
+    assert leftovers(cache) == [] and list(cache.glob(".slow-*")) == []
