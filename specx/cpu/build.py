@@ -62,13 +62,17 @@ class Spec:
 
 
 def build(name: str, source: Path, compiler: str, options: tuple[str, ...], units: int = 1) -> Path:
-    """The shared library for (source, options, compiler) in the kernel cache, compiling it (as `units` units: Spec)
-    if missing or if the file there is not the one recorded at build time."""
+    """The shared library for (source, options, compiler) in the kernel cache (build_spec)."""
+    return build_spec(Spec(name, source, compiler, tuple(options), units))
+
+
+def build_spec(spec: Spec) -> Path:
+    """The library of `spec` in the kernel cache, compiling it if missing or if the file there is not the one
+    recorded at build time."""
     from ..state.atomicio import locked
 
-    spec = Spec(name, source, compiler, tuple(options), units)
     path, folder = _path(spec), _folder()
-    with locked(folder / f".{name}.lock"):   # one compiler per build at a time; the others wait, then find it
+    with locked(folder / f".{spec.name}.lock"):   # one compiler per build at a time; the others wait, then find it
         problem = _mismatch(path) if os.path.lexists(path) else None
         if problem == "":
             return path
@@ -79,11 +83,6 @@ def build(name: str, source: Path, compiler: str, options: tuple[str, ...], unit
     if problem:
         _say(f"note: the kernel {path.name} in {folder} {problem}: deleted it and rebuilt it")
     return path
-
-
-def build_spec(spec: Spec) -> Path:
-    """build() of a Spec."""
-    return build(spec.name, spec.source, spec.compiler, spec.options, spec.units)
 
 
 def build_ahead(specs: list[Spec]) -> None:

@@ -31,9 +31,8 @@ import torch
 
 from . import build, kernels, quant_build
 from .qweight import QWeight, check
-from .quant_build import (  # noqa: F401  (also read here by tests and benchmarks)
-    AMX_FLAGS, BUILDS, FLAGS, PARTS, SOURCE, UNITS, VBMI_FLAGS, VNNI_FLAGS, amx_cpu, cpu_flags, first_build,
-    l1_data_bytes, parts_hash, variants, xspan_bytes)
+from .quant_build import (  # noqa: F401  (the build's names tests and benchmarks read here)
+    AMX_FLAGS, BUILDS, SOURCE, VBMI_FLAGS, VNNI_FLAGS, amx_cpu, cpu_flags, l1_data_bytes, variants, xspan_bytes)
 from .quant_prefetch import PREFETCH_WAYS, prefetch_choice
 
 MODES = ("f32", "q8")
