@@ -382,13 +382,23 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
 }
 
 /* How far ahead of its reads a thread prefetches weights into L1 (0: not at all), and whether it also asks for
-   the lines twice as far ahead into L2 (quant.py chooses both, per machine). Neither changes a result. */
+   the lines twice as far ahead into L2 (quant.py chooses both, per machine). A call of one row, which waits on
+   memory, may look farther ahead (prefetch_one bytes; -1: as far as the others), chosen per machine too. Each call
+   sets prefetch_now, the distance its kernels read (atomically: two callers at once only change speeds). None of
+   them changes a result. */
 #if SPX_DRIVER
 SPX_SHARED int64_t prefetch_bytes = 0;
+SPX_SHARED int64_t prefetch_one = -1;
+SPX_SHARED int64_t prefetch_now = 0;
 SPX_SHARED int prefetch_l2 = 0;
 int64_t spx_set_prefetch(int64_t bytes) {   /* returns the previous setting */
     const int64_t was = prefetch_bytes;
     prefetch_bytes = bytes;
+    return was;
+}
+int64_t spx_set_prefetch_one(int64_t bytes) {   /* returns the previous setting; bytes < -1: changes nothing */
+    const int64_t was = prefetch_one;
+    if (bytes >= -1) prefetch_one = bytes;
     return was;
 }
 int spx_set_prefetch_l2(int32_t on) {   /* returns the previous setting; on < 0: changes nothing */
@@ -396,8 +406,14 @@ int spx_set_prefetch_l2(int32_t on) {   /* returns the previous setting; on < 0:
     if (on >= 0) prefetch_l2 = on != 0;
     return was;
 }
+/* the distance a call of M rows prefetches at: off stays off */
+static void prefetch_for(int64_t M) {
+    const int64_t d = prefetch_bytes && M == 1 && prefetch_one >= 0 ? prefetch_one : prefetch_bytes;
+    __atomic_store_n(&prefetch_now, d, __ATOMIC_RELAXED);
+}
 #else
 extern SPX_SHARED int64_t prefetch_bytes;
+extern SPX_SHARED int64_t prefetch_now;
 extern SPX_SHARED int prefetch_l2;
 #endif
 
@@ -635,6 +651,7 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
         quantized |= !is_float_type(types[s]);
     }
     if (M <= 0 || N <= 0) return 0;
+    prefetch_for(M);
     uint8_t *xq = 0;
     if (mode == MODE_Q8 && quantized) {
         xq = aligned_alloc(64, M * xq_stride(K));
@@ -710,9 +727,11 @@ int spx_build(void) {
 }
 
 /* The sum of n bytes (n a multiple of 256) read by `threads` threads, each its own contiguous part, with the
-   kernels' prefetching: the benchmark's measure of this machine's read bandwidth, in the same library. */
+   kernels' prefetching for a call of one row: the benchmark's measure of this machine's read bandwidth, in the
+   same library. */
 uint64_t spx_stream_sum(const uint8_t *p, int64_t n, int32_t threads) {
     uint64_t total = 0;
+    prefetch_for(1);
 #pragma omp parallel num_threads(threads) reduction(+ : total)
     {
         int id = 0, nt = 1;

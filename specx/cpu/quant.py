@@ -33,7 +33,7 @@ from . import build, kernels, quant_build
 from .qweight import QWeight, check
 from .quant_build import (  # noqa: F401  (the build's names tests and benchmarks read here)
     AMX_FLAGS, BUILDS, SOURCE, VBMI_FLAGS, VNNI_FLAGS, amx_cpu, cpu_flags, l1_data_bytes, variants, xspan_bytes)
-from .quant_prefetch import PREFETCH_WAYS, prefetch_choice
+from .quant_prefetch import PREFETCH_WAYS, one_row_bytes, prefetch_choices
 
 MODES = ("f32", "q8")
 _MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
@@ -88,6 +88,12 @@ class Library:
         was_l2 = bool(self.lib.spx_set_prefetch_l2(int(l2)))
         return int(self.lib.spx_set_prefetch(int(nbytes))), was_l2
 
+    def prefetch_one(self, nbytes: int | None) -> int | None:
+        """How far ahead calls of one row prefetch (None: as far as the others; prefetching off keeps them off);
+        results are the same either way. Returns the previous setting."""
+        was = int(self.lib.spx_set_prefetch_one(-1 if nbytes is None else int(nbytes)))
+        return None if was < 0 else was
+
     def xspan(self, nbytes: int) -> int:
         """Cut q8 calls of several rows over long weight rows into spans of groups whose activations fit
         `nbytes` (quant.c's XSPAN; 0: never cut; the setting is the loaded library's); results are the same
@@ -124,8 +130,9 @@ class Library:
 
     def describe(self, detail: bool = False) -> str:
         """The build and its weight prefetching; `detail`: with what the timing measured (specx env)."""
-        prefetch = _state.get("prefetch") if _state.get("lib") is self else None
-        ahead = f"; {prefetch.sentence() if detail else prefetch.short()}" if prefetch else ""
+        mine = _state.get("lib") is self
+        choices = [c for c in (_state.get("prefetch"), _state.get("prefetch_one")) if mine and c is not None]
+        ahead = "".join(f"; {c.sentence() if detail else c.short()}" for c in choices)
         extras = " and ".join(name for name, on in (("VNNI", self.vnni), ("VBMI", self.vbmi), ("AMX-INT8", self.amx_on()))
                               if on)
         return f"specx GGUF block kernels ({self.name} build{' with ' + extras if extras else ''}{ahead})"
@@ -201,6 +208,8 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
     lib.spx_set_xspan.restype = ctypes.c_int64
     lib.spx_set_prefetch.argtypes = [ctypes.c_int64]
     lib.spx_set_prefetch.restype = ctypes.c_int64
+    lib.spx_set_prefetch_one.argtypes = [ctypes.c_int64]
+    lib.spx_set_prefetch_one.restype = ctypes.c_int64
     lib.spx_set_prefetch_l2.argtypes = [ctypes.c_int32]
     lib.spx_set_prefetch_l2.restype = ctypes.c_int
     lib.spx_set_decoded.argtypes = [ctypes.c_int32]
@@ -229,8 +238,10 @@ def _library() -> Library | None:
         for name in variants():
             try:
                 lib = load(name)
-                _state["prefetch"] = prefetch_choice(lib)
+                _state["prefetch"], _state["prefetch_one"] = prefetch_choices(lib)
                 lib.prefetch(*PREFETCH_WAYS[_state["prefetch"].pick])
+                if _state["prefetch_one"] is not None:
+                    lib.prefetch_one(one_row_bytes(_state["prefetch_one"].pick))
                 lib.xspan(xspan_bytes(l1_data_bytes()))
                 _state["lib"], _state["why"] = lib, ""
                 break

@@ -21,8 +21,75 @@ PREFETCH_SAVED = ".prefetch3.json"   # the saved pick (3: timed again on the lay
 
 PREFETCH_WAYS = {"off": (0, False), "into L1": (PREFETCH_BYTES, False), "into L1 and L2": (PREFETCH_BYTES, True)}
 
+ONE_ROW_ENV = "SPECX_QUANT_PREFETCH_ONE"   # bytes ahead for calls of one row, instead of timing (one_row_choice)
+ONE_ROW_WAYS = {"as far as other calls": None, "8 KB ahead": 8192, "16 KB ahead": 16384}   # the incumbent first
+ONE_ROW_SAVED = ".prefetch-one.json"
 
-def prefetch_choice(lib: Library):
+
+def prefetch_choices(lib: Library):
+    """(prefetch_choice, one_row_choice) for `lib`, timing (where a machine has not yet) on one stack of layers."""
+    stack = _stack()
+    way = prefetch_choice(lib, stack)
+    return way, (one_row_choice(lib, stack) if PREFETCH_WAYS[way.pick][0] else None)
+
+
+def _stack():
+    """The timings' workload: prefetch_stack, built once for the choices that need it (and only if one does)."""
+    from . import timed
+
+    built: list = []
+
+    def weights():
+        if not built:
+            built.append(prefetch_stack(np.random.default_rng(0)))
+        return built[0]
+    return timed.Workload(f"{PREFETCH_LAYERS} Q4_K_M layers of a 1.5B model", weights)
+
+
+def one_row_choice(lib: Library, stack=None):
+    """How far ahead a call of one row prefetches (ONE_ROW_WAYS; None: as far as the others, PREFETCH_BYTES). A
+    one-row call (decoding a token, a drafter's step) waits on memory: on the Zen 4 dev CPU 8-16 KB ahead made the
+    1.5B's 1-token forward 6-11% faster and the 0.5B drafter's step 4% (2-row and 5-row forwards gained 0-2% and
+    nothing, so they keep their distance; benchmarks/results/2026-11-30-prefetch); the Xeon dev machine had found
+    1-2 KB best at one thread (2026-11-26-quant-kernels). So it is timed once per machine on the prefetch stack at
+    one row, the current distance the incumbent, unless SPECX_QUANT_PREFETCH_ONE gives the bytes."""
+    from . import timed
+
+    value = os.environ.get(ONE_ROW_ENV, "").strip()
+    if value.isdigit():
+        return timed.Choice("one-row prefetching", f"{int(value)} bytes ahead", source=ONE_ROW_ENV, rows=(1,))
+
+    def way(nbytes: int | None):
+        def make(layers):
+            def run(x):
+                lib.prefetch_one(nbytes)
+                for weights in layers:
+                    for w in weights:
+                        lib.matmul(_activations(1, w.cols), [w], "q8")
+            return run
+        return make
+
+    return timed.choose("one-row prefetching", lib.path.with_suffix(ONE_ROW_SAVED),
+                        {name: way(nbytes) for name, nbytes in ONE_ROW_WAYS.items()},
+                        workload=stack or _stack(), rows=(1,))
+
+
+def one_row_bytes(pick: str) -> int | None:
+    """The bytes ahead a one_row_choice pick stands for (None: as far as other calls)."""
+    return ONE_ROW_WAYS[pick] if pick in ONE_ROW_WAYS else int(pick.split()[0])   # "N bytes ahead": ONE_ROW_ENV
+
+
+_INPUTS: dict[tuple[int, int], torch.Tensor] = {}
+
+
+def _activations(rows: int, cols: int) -> torch.Tensor:
+    """The same inputs for every way: rows of the model's width, and the down projection's wider ones."""
+    if (rows, cols) not in _INPUTS:
+        _INPUTS[rows, cols] = torch.randn(rows, cols, generator=torch.Generator().manual_seed(cols))
+    return _INPUTS[rows, cols]
+
+
+def prefetch_choice(lib: Library, stack=None):
     """Whether to prefetch weights ahead of the reads, into L1 only or into L2 too (PREFETCH_WAYS): it never
     changes a result, only the speed. On the AVX-512 dev machine prefetching into L1 made the 1.5B's linear
     layers 1.3-1.5x faster at 1 and 5 rows (one thread, benchmarks/results/2026-11-26-quant-kernels), and
@@ -39,13 +106,6 @@ def prefetch_choice(lib: Library):
     value = os.environ.get(PREFETCH_ENV, "").strip()
     if value in ("0", "1"):
         return timed.Choice("weight prefetching", {"1": "into L1 and L2", "0": "off"}[value], source=PREFETCH_ENV)
-    inputs = {}
-
-    def activations(rows: int, cols: int) -> torch.Tensor:
-        """The same inputs for every way: rows of the model's width, and the down projection's wider ones."""
-        if (rows, cols) not in inputs:
-            inputs[rows, cols] = torch.randn(rows, cols, generator=torch.Generator().manual_seed(cols))
-        return inputs[rows, cols]
 
     def way(nbytes: int, l2: bool):
         def make(layers):
@@ -53,16 +113,14 @@ def prefetch_choice(lib: Library):
                 lib.prefetch(nbytes, l2)
                 for weights in layers:
                     for w in weights:
-                        lib.matmul(activations(x.shape[0], w.cols), [w], "q8")
+                        lib.matmul(_activations(x.shape[0], w.cols), [w], "q8")
             return run
         return make
 
     order = sorted(PREFETCH_WAYS, key=lambda name: name != "into L1 and L2") if lib.name == "avx512" else \
         list(PREFETCH_WAYS)   # the incumbent first
-    stack = timed.Workload(f"{PREFETCH_LAYERS} Q4_K_M layers of a 1.5B model",
-                           lambda: prefetch_stack(np.random.default_rng(0)))
     return timed.choose("weight prefetching", lib.path.with_suffix(PREFETCH_SAVED),
-                        {name: way(*PREFETCH_WAYS[name]) for name in order}, workload=stack)
+                        {name: way(*PREFETCH_WAYS[name]) for name in order}, workload=stack or _stack())
 
 
 def prefetch_stack(rng: np.random.Generator) -> list[list[QWeight]]:

@@ -37,25 +37,30 @@ static inline int offset_shift(int type) { return type == T_Q4_0 ? -1 : type == 
 
 static inline float f16at(const uint8_t *p) { return _cvtsh_ss(rd16(p)); }
 
-/* prefetch the n bytes that lie prefetch_bytes after p into L1 and, with prefetch_l2, those twice as far
-   into L2 (one request per cache line each). L1 requests are bounded by the core's few line-fill buffers;
-   the L2 ones keep more lines in flight (benchmarks/results/2026-11-27-five-rows). */
+/* prefetch the n bytes that lie the call's distance (prefetch_now) after p into L1 and, with prefetch_l2, those
+   twice as far into L2 (one request per cache line each). L1 requests are bounded by the core's few line-fill
+   buffers; the L2 ones keep more lines in flight (benchmarks/results/2026-11-27-five-rows). */
+static inline __attribute__((always_inline)) int64_t prefetch_distance(void) {
+    return __atomic_load_n(&prefetch_now, __ATOMIC_RELAXED);
+}
+
 static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, int64_t n) {
-    if (!prefetch_bytes) return;
-    for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + prefetch_bytes + i, _MM_HINT_T0);
+    const int64_t d = prefetch_distance();
+    if (!d) return;
+    for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + d + i, _MM_HINT_T0);
     if (prefetch_l2)
-        for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + 2 * prefetch_bytes + i, _MM_HINT_T1);
+        for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + 2 * d + i, _MM_HINT_T1);
 }
 
 /* prefetch the n bytes at p into L1, where the kernels will read next something other than what lies ahead
    of their reads (XSPAN: the same span of the next output); off with the other prefetches */
 static inline __attribute__((always_inline)) void prefetch_at(const uint8_t *p, int64_t n) {
-    if (!prefetch_bytes) return;
+    if (!prefetch_distance()) return;
     for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + i, _MM_HINT_T0);
 }
 
 static inline __attribute__((always_inline)) void prefetch_l2_at(const uint8_t *p, int64_t n) {
-    if (!prefetch_bytes) return;
+    if (!prefetch_distance()) return;
     for (int64_t i = 0; i < n; i += 64) _mm_prefetch((const char *)p + i, _MM_HINT_T1);
 }
 

@@ -3,7 +3,8 @@ machine, saved as JSON in the kernel cache, and said in one sentence.
 
 Each option is timed on one 8960x1536 float32 layer (a 1.5B model's MLP: 55 MB, more than a CPU's
 last-level cache), or on the Workload the caller names, at 1 and 5 rows (decoding one
-token, verifying four drafts), alternating so drift cancels; the sizes' medians are summed. The first
+token, verifying four drafts) unless the caller names the rows, alternating so drift cancels; the sizes'
+medians are summed. The first
 option is the incumbent: another replaces it only when 3% faster. A saved choice holds for the machine
 it was timed on (processor, vector unit, threads, torch: state/machine.py); another machine sharing the
 cache folder times it again. An environment variable may decide.
@@ -52,6 +53,7 @@ class Choice:
     machine: str = ""
     source: str = "timed"           # "timed" now, "saved" by an earlier process, or the environment variable's name
     workload: str = LAYER.words     # what each option ran, in words
+    rows: tuple[int, ...] = ROWS    # the calls' rows it was timed at
 
     def short(self) -> str:
         """The choice in a few words ("weight prefetching off, timed on this machine")."""
@@ -64,7 +66,8 @@ class Choice:
             return f"{self.what} {self.pick} ({self.source})"
         when = "timed on this machine" if self.source == "timed" else "as timed on this machine before"
         times = ", ".join(f"{name} {ms:.1f} ms" for name, ms in self.ms.items())
-        return f"{self.what} {self.pick}, {when} ({self.workload} at {'+'.join(map(str, ROWS))} rows: {times})"
+        rows = f"{'+'.join(map(str, self.rows))} row{'s' if self.rows != (1,) else ''}"
+        return f"{self.what} {self.pick}, {when} ({self.workload} at {rows}: {times})"
 
 
 def machine() -> str:
@@ -76,21 +79,21 @@ def machine() -> str:
 
 
 def choose(what: str, saved_at: Path, options: dict[str, Make], forced: tuple[str, str] | None = None,
-           workload: Workload = LAYER) -> Choice:
+           workload: Workload = LAYER, rows: tuple[int, ...] = ROWS) -> Choice:
     """`forced` (option, variable name): the environment decided. Else the choice saved for this machine,
-    else time the options on `workload` (the first is the incumbent) and save the result (a read-only cache:
-    skipped)."""
+    else time the options on `workload` at `rows` (the first option is the incumbent) and save the result (a
+    read-only cache: skipped)."""
     if forced is not None:
-        return Choice(what, forced[0], source=forced[1], workload=workload.words)
+        return Choice(what, forced[0], source=forced[1], workload=workload.words, rows=rows)
     here = machine()
     try:
         saved = json.loads(saved_at.read_text(encoding="utf-8"))
         if saved.get("machine") == here and saved.get("pick") in options:
             return Choice(what, saved["pick"], {k: float(v) for k, v in saved["ms"].items()}, here, "saved",
-                          workload.words)
+                          workload.words, rows)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    choice = time_options(what, options, here, workload)
+    choice = time_options(what, options, here, workload, rows)
     try:
         from ..state.atomicio import atomic_write
 
@@ -100,15 +103,16 @@ def choose(what: str, saved_at: Path, options: dict[str, Make], forced: tuple[st
     return choice
 
 
-def time_options(what: str, options: dict[str, Make], here: str = "", workload: Workload = LAYER) -> Choice:
-    """Time every option on the same weights and inputs, rotating their order each round."""
+def time_options(what: str, options: dict[str, Make], here: str = "", workload: Workload = LAYER,
+                 rows: tuple[int, ...] = ROWS) -> Choice:
+    """Time every option on the same weights and inputs at each size of `rows`, rotating their order each round."""
     generator = torch.Generator().manual_seed(1)   # the inputs' (float_layer draws from seed 0)
     weights = workload.weights()
     runs = {name: make(weights) for name, make in options.items()}
     names = list(runs)
     totals = dict.fromkeys(names, 0.0)
-    for rows in ROWS:
-        x = torch.randn(rows, SHAPE[1], generator=generator)
+    for m in rows:
+        x = torch.randn(m, SHAPE[1], generator=generator)
         times: dict[str, list[float]] = {name: [] for name in names}
         for rep in range(REPS + 1):
             for i in range(len(names)):
@@ -122,4 +126,5 @@ def time_options(what: str, options: dict[str, Make], here: str = "", workload: 
     incumbent = names[0]
     best = min(names, key=totals.__getitem__)
     pick = best if totals[best] < MARGIN * totals[incumbent] else incumbent
-    return Choice(what, pick, {name: round(ms, 2) for name, ms in totals.items()}, here, workload=workload.words)
+    return Choice(what, pick, {name: round(ms, 2) for name, ms in totals.items()}, here, workload=workload.words,
+                  rows=rows)
