@@ -63,15 +63,20 @@ def one_row_choice(lib: Library, stack=None):
         def make(layers):
             def run(x):
                 lib.prefetch_one(nbytes)
-                for weights in layers:
-                    for w in weights:
-                        lib.matmul(_activations(1, w.cols), [w], "q8")
+                _read(lib, layers, x.shape[0])
             return run
         return make
 
     return timed.choose("one-row prefetching", lib.path.with_suffix(ONE_ROW_SAVED),
                         {name: way(nbytes) for name, nbytes in ONE_ROW_WAYS.items()},
                         workload=stack or _stack(), rows=(1,))
+
+
+def _read(lib: Library, layers, rows: int) -> None:
+    """One pass over the stack's layers, as a forward of `rows` tokens reads them."""
+    for weights in layers:
+        for w in weights:
+            lib.matmul(_activations(rows, w.cols), [w], "q8")
 
 
 def one_row_bytes(pick: str) -> int | None:
@@ -111,9 +116,7 @@ def prefetch_choice(lib: Library, stack=None):
         def make(layers):
             def run(x):
                 lib.prefetch(nbytes, l2)
-                for weights in layers:
-                    for w in weights:
-                        lib.matmul(_activations(x.shape[0], w.cols), [w], "q8")
+                _read(lib, layers, x.shape[0])
             return run
         return make
 
