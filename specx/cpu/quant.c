@@ -14,7 +14,8 @@
      portable builds.
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
    This file: the rules in code (exact decoding, the q8 arithmetic, portable kernels) and the driver; the
-   vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags. */
+   vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags; quant_packed.h holds a layout
+   of Q4_K (T_Q4_K_P16, made at load) and the AVX-512 q8 kernel on it, the same arithmetic to the bit. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -49,6 +50,7 @@ enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q
        T_Q3_K = 11,
        T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30 };
 enum { T_IQ4_NL = 20, T_IQ4_XS = 23 };
+enum { T_Q4_K_P16 = 112 };   /* not a ggml type: Q4_K with 16 rows packed together (quant_packed.h), never a file's */
 enum { MODE_F32 = 0, MODE_Q8 = 1 };
 
 #define QK 32          /* values per block of the 32-value types, and per activation block in q8 mode */
@@ -424,6 +426,8 @@ extern SPX_SHARED int prefetch_l2;
 
 #include "quant_avx2.h"
 
+#include "quant_packed.h"
+
 #if SPX_DRIVER
 #include "quant_amx.h"
 #endif
@@ -646,6 +650,11 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
     int quantized = 0;
     for (int s = 0; s < nseg; ++s) {
         if (!block_values(types[s]) || K % block_values(types[s])) return 2;
+#if defined(SPX_AVX512)
+        if (is_packed(types[s]) && (mode != MODE_Q8 || rows[s] % PACK_ROWS)) return 2;
+#else
+        if (is_packed(types[s])) return 2;   /* only the AVX-512 build's q8 kernel reads the packed layout */
+#endif
         N += rows[s];
         total += rows[s] * (K / block_values(types[s]) * block_bytes(types[s]));
         quantized |= !is_float_type(types[s]);
@@ -675,6 +684,19 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
         if (xpack) amx_pack_x(xq, M, K, xpack, threads);   /* without the memory: the VNNI kernels */
     }
 #endif
+    uint8_t *xp = 0;   /* packed segments' activations (quant_packed.h) */
+#if defined(SPX_AVX512)
+    int packed = 0;
+    for (int s = 0; s < nseg; ++s) packed |= is_packed(types[s]);
+    if (packed) {
+        xp = aligned_alloc(64, M * xp_stride(K));
+        if (!xp) {
+            free(xq);
+            return 1;
+        }
+        xp_from_xq(xq, M, K, xp, threads);
+    }
+#endif
 #pragma omp parallel num_threads(threads)
     {
         int id = 0, nt = 1;
@@ -688,6 +710,10 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
             const int64_t rb = K / block_values(types[s]) * block_bytes(types[s]), bytes = rows[s] * rb;
             /* outputs whose first byte lies in [lo, hi) */
             int64_t a = lo <= start ? 0 : (lo - start + rb - 1) / rb, b = hi <= start ? 0 : (hi - start + rb - 1) / rb;
+            if (is_packed(types[s])) {   /* whole tiles: both ends rounded alike, so the threads' ranges still meet */
+                a = (a + PACK_ROWS - 1) / PACK_ROWS * PACK_ROWS;
+                b = (b + PACK_ROWS - 1) / PACK_ROWS * PACK_ROWS;
+            }
             if (a > rows[s]) a = rows[s];
             if (b > rows[s]) b = rows[s];
             int done = a >= b;
@@ -695,12 +721,19 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
             if (!done && xpack && amx_type(types[s]))
                 done = !amx_segment_rows(types[s], xpack, M, K, data[s], rb, a, b, y + col, N);
 #endif
+#if defined(SPX_AVX512)
+            if (!done && is_packed(types[s])) {
+                packed_segment(xp, M, K, data[s], a, b, y + col, N);
+                done = 1;
+            }
+#endif
             if (!done) segment_rows(types[s], mode, x, xq, M, K, data[s], rb, a, b, y + col, N);
             start += bytes;
             col += rows[s];
         }
     }
     free(xpack);
+    free(xp);
     free(xq);
     return 0;
 }
@@ -710,6 +743,16 @@ void spx_dequantize_rows(int32_t type, const uint8_t *data, int64_t K, const int
     const int per = block_values(type), bytes = block_bytes(type);
     if (!per) return;
     const int64_t rb = K / per * bytes;
+    if (is_packed(type)) {   /* each row unpacked to the file's blocks first */
+        uint8_t *row = malloc(rb);
+        if (!row) return;
+        for (int64_t i = 0; i < n; ++i) {
+            unpack_row(data, K, ids[i], row);
+            for (int64_t b = 0; b < K / per; ++b) decode_block(T_Q4_K, row + b * bytes, out + i * K + b * per);
+        }
+        free(row);
+        return;
+    }
     for (int64_t i = 0; i < n; ++i)
         for (int64_t b = 0; b < K / per; ++b) decode_block(type, data + ids[i] * rb + b * bytes, out + i * K + b * per);
 }

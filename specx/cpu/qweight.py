@@ -19,6 +19,9 @@ BLOCKS = {
     "IQ4_NL": (20, 32, 18), "IQ4_XS": (23, 256, 136),
 }
 NAMES = {tid: name for name, (tid, _, _) in BLOCKS.items()}
+# Not a ggml type and never a file's: Q4_K with 16 rows packed together (cpu/quant_packed.h; made at load by
+# cpu/packing.py for the one kernel that reads it). The same bytes as the Q4_K rows; rows a multiple of 16.
+Q4_K_P16, PACK_ROWS = 112, 16
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,12 @@ class QWeight:
 
     @property
     def name(self) -> str:
-        return NAMES.get(self.type, f"type {self.type}")
+        """The ggml type's name (a packed Q4_K's too: its values are the file's)."""
+        return "Q4_K" if self.type == Q4_K_P16 else NAMES.get(self.type, f"type {self.type}")
+
+    @property
+    def packed(self) -> bool:
+        return self.type == Q4_K_P16
 
     @property
     def nbytes(self) -> int:
@@ -46,6 +54,10 @@ class QWeight:
 def expected_bytes(type_id: int, rows: int, cols: int) -> int:
     """Bytes a rows x cols tensor of that type occupies; ValueError for an unknown type or a row
     length that is not a whole number of blocks."""
+    if type_id == Q4_K_P16:
+        if rows % PACK_ROWS:
+            raise ValueError(f"packed Q4_K needs a multiple of {PACK_ROWS} rows, not {rows}")
+        type_id = BLOCKS["Q4_K"][0]
     if type_id not in NAMES:
         raise ValueError(f"no kernel for ggml type {type_id}")
     _, per_block, size = BLOCKS[NAMES[type_id]]
@@ -69,7 +81,7 @@ def check(w: QWeight) -> None:
         raise ValueError("weight data must be contiguous")
     need = expected_bytes(w.type, w.rows, w.cols)
     if w.data.size != need:
-        raise ValueError(f"{NAMES[w.type]} {w.rows}x{w.cols} needs {need} bytes, the tensor has {w.data.size}")
+        raise ValueError(f"{w.name} {w.rows}x{w.cols} needs {need} bytes, the tensor has {w.data.size}")
 
 
 def dequantize(w: QWeight) -> np.ndarray:
@@ -77,6 +89,10 @@ def dequantize(w: QWeight) -> np.ndarray:
     from gguf import GGMLQuantizationType
     from gguf.quants import dequantize as gguf_dequantize
 
+    if w.packed:
+        from .packing import unpack
+
+        w = unpack(w)
     if w.type == BLOCKS["F32"][0]:
         return w.data.view(np.float32).reshape(w.rows, w.cols).copy()
     if w.type == BLOCKS["F16"][0]:

@@ -36,6 +36,17 @@ def describe() -> str:
     return f"reference linear: weights dequantized to float32 once, {exact}"
 
 
+def packer(mode: str):
+    """The loaded kernel build where it runs packed Q4_K matrices in this mode (q8; cpu/packing.py), else None."""
+    quant = _quant()
+    if quant is None or mode != "q8":
+        return None
+    from ..cpu import packing
+
+    lib = quant._library()
+    return lib if packing.builds(lib) else None
+
+
 def prompt_note(types: str, mode: str) -> str:
     """Which weight types ("Q4_K/Q6_K") run their prompt passes on AMX ("" when none, or on the reference)."""
     quant = _quant()
@@ -64,6 +75,10 @@ def embed(w: QWeight, ids: torch.Tensor) -> torch.Tensor:
 
 def take_rows(w: QWeight, ids: Sequence[int]) -> QWeight:
     """A QWeight of the given rows (a copy of their blocks): embedding lookups, a trimmed output layer."""
+    if w.packed:   # its rows as the file holds them (the layout interleaves 16 rows)
+        from ..cpu.packing import unpack
+
+        w = unpack(w)
     per_row = w.nbytes // w.rows if w.rows else 0
     if any(not 0 <= i < w.rows for i in ids):
         raise IndexError(f"row ids outside 0..{w.rows - 1}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..cpu import attention, layers
+from ..cpu import attention, layers, packing
 from . import config as configs
 from . import linear
 from . import resident
@@ -131,11 +131,13 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations; "q4", drafters only: q8 with the wider
     layer matrices re-encoded to Q4_0, decoder/reencode.py); `tokenizer`: read's."""
     lower, mode = mode == "q4", "q8" if mode == "q4" else mode
-    f = read(path, huge_pages=resident.wanted(), reencode=lower, output=not draft_vocab, tokenizer=tokenizer)
+    f = read(path, huge_pages=resident.wanted(), reencode=lower, output=not draft_vocab, tokenizer=tokenizer,
+             pack=linear.packer(mode))
     activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
     amx = linear.prompt_note(f.weights.types(), mode)
     activations += f", {amx}" if amx else ""
     held = f", {resident.describe()}" if f.huge_pages else ""
+    held += f", {packing.describe()}" if any(m.packed for m in f.weights.matrices()) else ""
     blocks = (f"{f.weights.types()} blocks{f.reencoded}" if f.reencoded else
               f"the file's {f.weights.types()} as they are")
     kernels = (f"kernels: specx lean decoder on {blocks}{held}, {linear.describe()}, "
@@ -176,15 +178,16 @@ class ModelFiles:
 
 
 def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False, reencode: bool = False,
-         output: bool = True, tokenizer=None) -> ModelFiles:
+         output: bool = True, tokenizer=None, pack=None) -> ModelFiles:
     """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids.
     `huge_pages`: the matrices copied to 2 MiB pages while the tokenizer loads (resident.py), the output layer
     too unless `output` is False; `reencode`: a drafter's wider layer matrices re-encoded to Q4_0 first
     (reencode.py); `tokenizer`: one already built for this vocabulary (a drafter's, its target's: see
-    models/resolve.same_tokenizer), used instead of building a second."""
+    models/resolve.same_tokenizer), used instead of building a second; `pack`: with `huge_pages`, the kernel
+    build that packs the layers' Q4_K matrices as they are copied (cpu/packing.py), else None."""
     path = Path(path)
     config, weights, tokenizer, eos, moved, said = (_from_folder if path.is_dir() else _from_gguf)(
-        path, huge_pages, reencode, output, tokenizer)
+        path, huge_pages, reencode, output, tokenizer, pack)
     keep = None
     if draft_vocab:
         from . import vocabtrim
@@ -205,25 +208,27 @@ def _lower(weights, reencode: bool):
     return low, lower.describe(weights, low)
 
 
-def _from_gguf(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True, tokenizer=None):
+def _from_gguf(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True, tokenizer=None,
+               pack=None):
     gguf = open_gguf(path)
     shapes = {name: info.shape for name, info in gguf.tensors.items()}
     freqs = gguf.array("rope_freqs.weight") if "rope_freqs.weight" in gguf.tensors else None
     config = configs.from_gguf(gguf.meta, shapes, freqs)
     weights, said = _lower(weight_files.from_gguf(gguf, config), reencode)
-    move = resident.Move(weights, output) if huge_pages else None
+    move = resident.Move(weights, output, pack) if huge_pages else None
     tokenizer = load_tokenizer(gguf) if tokenizer is None else tokenizer
     moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id, gguf.meta.get("tokenizer.ggml.eos_token_id")}
     return config, moved, tokenizer, {int(i) for i in eos if i is not None}, moved is not weights, said
 
 
-def _from_folder(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True, tokenizer=None):
+def _from_folder(path: Path, huge_pages: bool, reencode: bool = False, output: bool = True, tokenizer=None,
+                 pack=None):
     from transformers import AutoConfig, AutoTokenizer
 
     config = configs.from_hf(AutoConfig.from_pretrained(path, trust_remote_code=False))
     weights, said = _lower(weight_files.from_safetensors(path, config), reencode)
-    move = resident.Move(weights, output) if huge_pages else None
+    move = resident.Move(weights, output, pack) if huge_pages else None
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False) if tokenizer is None else tokenizer
     moved = move.result() if move else weights
     eos = {tokenizer.eos_token_id}

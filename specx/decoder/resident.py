@@ -6,7 +6,9 @@ of the 1.5B fixture ran 1.4× faster in the same process (benchmarks/results/202
 is the file's bytes (no conversion), made only where the kernel hands out transparent huge pages on request
 (with plain 4 KiB pages a copy is as slow as the map), and each source range leaves the process once copied,
 so the resident size stays the weights' bytes. An untied embedding is read by rows (filerows.py) and stays out.
-The copy is made only where the memory plan keeps the whole model in RAM (the lean decoder on a CPU)."""
+The copy is made only where the memory plan keeps the whole model in RAM (the lean decoder on a CPU). Where the
+kernel build runs packed Q4_K (cpu/packing.py: AVX-512, the q8 mode), the copy packs the layers' Q4_K matrices
+instead of copying their bytes as they are: the same number of bytes, a pass over them either way."""
 from __future__ import annotations
 
 import ctypes
@@ -16,9 +18,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
+from ..cpu import packing
+from ..cpu.qweight import PACK_ROWS, Q4_K_P16, QWeight
 from .weights import Weights
 
 ENV = "SPECX_WEIGHTS"             # "map": keep reading the file's map (benchmarks compare both ways)
@@ -53,25 +58,28 @@ def describe() -> str:
     return "its layers copied to 2 MiB pages (fewer TLB misses than through the file's map)"
 
 
-def copy_in(weights: Weights, output: bool = True) -> Weights:
+def copy_in(weights: Weights, output: bool = True, pack=None) -> Weights:
     """`weights` with every layer matrix and the output layer in one huge-page region (a tied output layer is
     also the embedding, which then comes along); vectors are copies already, an untied embedding stays mapped
     and read by rows. `output` False: an untied output layer stays mapped too (a drafter's VocabTrim copies the
     rows it scores, vocabtrim.DraftHead, and reads the context's few others from the file); a tied one is the
-    embedding, looked up every token, and is copied still."""
+    embedding, looked up every token, and is copied still. `pack`: a loaded kernel build that runs packed Q4_K
+    (cpu/packing.py): the layer matrices it can pack are packed as they are copied."""
     output = output or weights.output is weights.embed
-    whole = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)] + \
-        ([weights.output] if output else [])
+    layers = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)]
+    packed = {id(m) for m in layers if pack is not None and packing.packable(m)} - {id(weights.output)}
+    whole = layers + ([weights.output] if output else [])
     block, at, moved = region(sum(_padded(m.nbytes) for m in whole)), 0, {}
     for m in whole:
         if id(m) not in moved:
             moved[id(m)] = (m, block[at:at + m.nbytes])
             at += _padded(m.nbytes)
-    chunks = [(src.data[i:i + CHUNK], dst[i:i + CHUNK]) for src, dst in moved.values()
-              for i in range(0, src.nbytes, CHUNK)]
+    chunks = [_chunk(src, dst, pack if id(src) in packed else None, i)
+              for src, dst in moved.values() for i in range(0, src.nbytes, _step(src, id(src) in packed))]
     with ThreadPoolExecutor(min(COPIERS, os.cpu_count() or 1)) as pool:
         list(pool.map(_copy, chunks))
-    moved = {key: replace(src, data=dst) for key, (src, dst) in moved.items()}
+    moved = {key: QWeight(Q4_K_P16, dst, src.rows, src.cols) if key in packed else replace(src, data=dst)
+             for key, (src, dst) in moved.items()}
 
     def layer(l):
         return replace(l, qkv=[moved[id(m)] for m in l.qkv], o=[moved[id(m)] for m in l.o],
@@ -87,14 +95,14 @@ class Move:
     memory is slow in a virtual machine, whose host backs a guest page only when it is first touched.
     `result()` waits and returns the moved weights, or `weights` as they were if memory could not be had."""
 
-    def __init__(self, weights: Weights, output: bool = True):
-        self._weights, self._output, self._moved = weights, output, None
+    def __init__(self, weights: Weights, output: bool = True, pack=None):
+        self._weights, self._output, self._pack, self._moved = weights, output, pack, None
         self._thread = threading.Thread(target=self._run, name="specx-weights-to-huge-pages", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            self._moved = copy_in(self._weights, self._output)
+            self._moved = copy_in(self._weights, self._output, self._pack)
         except (OSError, MemoryError, ValueError):
             self._moved = None
 
@@ -120,14 +128,43 @@ def region(nbytes: int) -> np.ndarray:
     return whole[skip:skip + nbytes]
 
 
-def _copy(chunk: tuple[np.ndarray, np.ndarray]) -> None:
-    """Copy one chunk. Where the source is a read-only view (a file's map), its whole pages then leave this
-    process (they stay in the page cache; a later read maps them again); writable memory is never released,
+def _step(m, packed: bool) -> int:
+    """Bytes copied at a time: CHUNK, or for a matrix to pack the whole tiles of 16 rows nearest it (a tile's
+    packed bytes take the place of its rows' bytes)."""
+    if not packed:
+        return CHUNK
+    tile = PACK_ROWS * (m.nbytes // m.rows)
+    return max(1, CHUNK // tile) * tile
+
+
+class Chunk(NamedTuple):
+    """Bytes copied at a time: from `src` to `dst`, or, with `pack` (a kernel build), the rows `rows` (whose
+    bytes `src` holds) packed into `dst`."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    pack: object = None
+    rows: QWeight | None = None
+
+
+def _chunk(src, dst: np.ndarray, pack, at: int) -> Chunk:
+    n = _step(src, pack is not None)
+    part = src.data[at:at + n]
+    if pack is None:
+        return Chunk(part, dst[at:at + n])
+    return Chunk(part, dst[at:at + n], pack, QWeight(src.type, part, part.size // (src.nbytes // src.rows), src.cols))
+
+
+def _copy(chunk: Chunk) -> None:
+    """Copy (or pack) one chunk. Where the source is a read-only view (a file's map), its whole pages then leave
+    this process (they stay in the page cache; a later read maps them again); writable memory is never released,
     as that would zero it."""
-    src, dst = chunk
-    np.copyto(dst, src)
-    if not src.flags.writeable:
-        release(src)
+    if chunk.pack is None:
+        np.copyto(chunk.dst, chunk.src)
+    else:
+        packing.pack(chunk.pack, chunk.rows, chunk.dst)
+    if not chunk.src.flags.writeable:
+        release(chunk.src)
 
 
 _PAGE = mmap.PAGESIZE

@@ -255,10 +255,12 @@ def _given(tokenizer) -> int | None:
 def _load_lean(source: Source, mode: str, draft_vocab: int, tokenizer=None):
     """specx's lean decoder on a GGUF file or safetensors folder as it is (decoder/lm.py), memoised per process (one
     given another model's tokenizer apart from one with its own: their chat templates may differ)."""
+    from ..decoder import linear
     from ..decoder.lm import load
     from ..progress import library_calls
 
-    key = (str(source.path), "native", mode, draft_vocab, _given(tokenizer))
+    packs = linear.packer("q8" if mode == "q4" else mode) is not None   # SPECX_PACK may change within a process
+    key = (str(source.path), "native", mode, draft_vocab, _given(tokenizer), packs)
     if key not in _LOADED:
         with library_calls():
             lm = load(source.path, draft_vocab=draft_vocab, mode=mode, tokenizer=tokenizer)

@@ -2,12 +2,15 @@
 same logits bit for bit, a tied output layer still the embedding, and only read-only maps released."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
 from test_decoder import ids
 from test_decoder_gguf import gguf_model, write_gguf
+from specx.cpu import packing, quant, quant_ref
 from specx.cpu.qweight import QWeight
 from specx.decoder import resident
 from specx.decoder.lm import load, read
@@ -58,7 +61,7 @@ def test_writable_sources_are_copied_but_never_released():
     m = QWeight(8, data, 16, 8192)
     keep = data.copy()
     out = resident.region(m.nbytes)
-    resident._copy((m.data, out))
+    resident._copy(resident.Chunk(m.data, out))
     assert np.array_equal(data, keep) and np.array_equal(out, keep)
 
 
@@ -67,7 +70,7 @@ def test_a_copy_that_fails_leaves_the_map_and_says_nothing_of_huge_pages(tmp_pat
     path = write_gguf(gguf_model("qwen2"), "qwen2", tmp_path / "q.gguf")
     monkeypatch.setattr(resident, "wanted", lambda: True)
 
-    def fail(weights, output=True):
+    def fail(weights, output=True, pack=None):
         raise MemoryError
 
     monkeypatch.setattr(resident, "copy_in", fail)
@@ -95,3 +98,26 @@ def test_a_drafters_output_layer_stays_in_the_map_and_its_drafts_are_the_same(tm
     got = drafter.forward(tokens)
     full = copied.forward(tokens)[:, drafter.head.ids]
     assert torch.equal(got, full)
+
+
+@pytest.mark.skipif(not quant.available() or not packing.builds(quant._default()),
+                    reason="no AVX-512 build without AMX here")
+def test_the_copy_packs_the_layers_q4k_matrices_and_nothing_else(tmp_path):
+    """copy_in with a packing build: a layer's Q4_K matrix of whole tiles is packed (its bytes unpack to the
+    source's), one of 24 rows and the other types are copied as they are, and the output layer, even in Q4_K, is
+    never packed."""
+    path = write_gguf(gguf_model("qwen2"), "qwen2", tmp_path / "q.gguf")
+    weights = read(path).weights
+    rng = np.random.default_rng(13)
+    q4 = [quant_ref.random_weight("Q4_K", rows, 256, rng) for rows in (32, 24, 32)]
+    layer = dataclasses.replace(weights.layers[0], gate_up=q4[:2], down=[q4[2]])
+    weights = dataclasses.replace(weights, layers=[layer] + weights.layers[1:],
+                                  output=quant_ref.random_weight("Q4_K", 64, 256, rng))
+    moved = resident.copy_in(weights, pack=quant._default())
+    gate, up, down = moved.layers[0].gate_up + moved.layers[0].down
+    assert gate.packed and down.packed and not up.packed and not moved.output.packed
+    for a, b in ((gate, q4[0]), (down, q4[2])):
+        assert np.array_equal(packing.unpack(a).data, b.data)
+    assert np.array_equal(up.data, q4[1].data) and np.array_equal(moved.output.data, weights.output.data)
+    others = [m for l in moved.layers[1:] for m in (*l.qkv, *l.o, *l.gate_up, *l.down)]
+    assert others and not any(m.packed for m in others)

@@ -18,6 +18,13 @@
 #define QKK 256
 #define TILE 16
 #define RMAX 8
+/* Settings (prefetch_variants.py): pf_ahead, bytes the value stream is asked for into L1 ahead (0: not); next_t1,
+ * the next tile asked into L2 in order, an eighth of a group per step; one_mode, one row with groups outer (nine
+ * streams) instead of a sweep per block. The defaults are the first prototype's (packed.py). */
+int64_t pf_ahead = 2048;
+int next_t1 = 0;
+int one_mode = 0;
+void set_mode(int64_t a, int n, int o) { pf_ahead = a; next_t1 = n; one_mode = o; }
 
 int64_t packed_bytes(int64_t n, int64_t k) { return (n + TILE - 1) / TILE * (k / QKK) * 9 * 256; }
 
@@ -88,10 +95,8 @@ static inline __attribute__((always_inline)) void tile_rows(const int R, const u
             __m512 a, b;
             scales_j(tile + g * 256, j, &a, &b);
             const uint8_t *v = vals + g * 256;
-            _mm_prefetch((const char *)(v + 2048), _MM_HINT_T0);
-            _mm_prefetch((const char *)(v + 2048 + 64), _MM_HINT_T0);
-            _mm_prefetch((const char *)(v + 2048 + 128), _MM_HINT_T0);
-            _mm_prefetch((const char *)(v + 2048 + 192), _MM_HINT_T0);
+            if (pf_ahead) for (int i = 0; i < 256; i += 64) _mm_prefetch((const char *)(v + pf_ahead + i), _MM_HINT_T0);
+            if (next_t1) { const uint8_t *nx = tile + G * 9 * 256 + (j * G + g) * 288; for (int i = 0; i < 288; i += 64) _mm_prefetch((const char *)(nx + i), _MM_HINT_T1); }
             __m512i w0[4], w1[4];
             for (int c = 0; c < 4; ++c) {
                 const __m512i q = _mm512_load_si512(v + 64 * c);
@@ -122,6 +127,40 @@ static inline __attribute__((always_inline)) void tile_rows(const int R, const u
     }
 }
 
+
+/* one row, groups outer: the 16 sums and 8 mins in registers, the 8 blocks' values read in step */
+static void one_row_g(const uint8_t *tile, int64_t G, const int8_t *x, const float *dx, const float *xs, float *y) {
+    __m512 acc[16], accm[8];
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+    for (int i = 0; i < 8; ++i) accm[i] = _mm512_setzero_ps();
+    const __m512i nib = _mm512_set1_epi8(15);
+    for (int64_t g = 0; g < G; ++g) {
+        const uint8_t *sc = tile + g * 256;
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t *v = tile + G * 256 + (j * G + g) * 256;
+            if (pf_ahead) for (int i = 0; i < 256; i += 64) _mm_prefetch((const char *)(v + pf_ahead + i), _MM_HINT_T0);
+            if (next_t1) { const uint8_t *nx = tile + G * 9 * 256 + (g * 8 + j) * 288; for (int i = 0; i < 288; i += 64) _mm_prefetch((const char *)(nx + i), _MM_HINT_T1); }
+            __m512 a, b;
+            scales_j(sc, j, &a, &b);
+            const int32_t *xb = (const int32_t *)(x + g * QKK + 32 * j);
+            __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+            for (int c = 0; c < 4; ++c) {
+                const __m512i q = _mm512_loadu_si512(v + 64 * c);
+                s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(q, nib), _mm512_set1_epi32(xb[c]));
+                s1 = _mm512_dpbusd_epi32(s1, _mm512_and_si512(_mm512_srli_epi16(q, 4), nib), _mm512_set1_epi32(xb[4 + c]));
+            }
+            const __m512 t = _mm512_mul_ps(a, _mm512_set1_ps(dx[8 * g + j]));
+            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), t, acc[j]);
+            acc[8 + j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), t, acc[8 + j]);
+            accm[j] = _mm512_fmadd_ps(b, _mm512_set1_ps(xs[8 * g + j]), accm[j]);
+        }
+    }
+    __m512 s8[8];
+    for (int j = 0; j < 8; ++j) s8[j] = _mm512_add_ps(acc[j], acc[8 + j]);
+    _mm512_storeu_ps(y, _mm512_sub_ps(tree8v(s8), tree8v(accm)));
+}
+
 #define ROWS_FN(R)                                                                                                 \
     static void rows_##R(const uint8_t *wp, int64_t n, int64_t G, const int8_t *x, int64_t xstride,             \
                          const float *dx, const float *xs, int64_t sstride, int64_t t0, int64_t t1, float *y,   \
@@ -145,6 +184,7 @@ void packed_matmul(const uint8_t *wp, int64_t n, int64_t k, int64_t M, const int
             const int8_t *xr = x + m * k;
             const float *dr = dx + m * sstride, *sr = xs + m * sstride;
             float *yr = y + m * ldy;
+            if (R == 1 && one_mode) { for (int64_t t = t0; t < t1; ++t) one_row_g(wp + t * G * 9 * 256, G, xr, dr, sr, yr + t * TILE); continue; }
             switch (R) {
                 case 1: rows_1(wp, n, G, xr, k, dr, sr, sstride, t0, t1, yr, ldy); break;
                 case 2: rows_2(wp, n, G, xr, k, dr, sr, sstride, t0, t1, yr, ldy); break;

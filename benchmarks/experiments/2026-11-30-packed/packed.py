@@ -27,7 +27,6 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 from row_floor import core_rates, fit
-
 from specx.cpu import quant, quant_ref
 
 ROWS = range(1, 9)

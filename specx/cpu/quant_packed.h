@@ -1,0 +1,242 @@
+/* quant.c's packed Q4_K (T_Q4_K_P16), included by it in this place: the layout, its packing and unpacking (every
+   build), and the AVX-512 build's q8 kernel on it (the only kernel that reads it; quant.py packs only for that).
+
+   Why: the q8 kernels keep one weight row's group of 256 values across a vector (lane 8h + j = half h of block j)
+   and decode it once for the call's rows; that decoding (nibbles, the 6-bit scales and mins) costs a Q4_K group
+   more than a row's products, and a verify of 4-5 rows pays it in full where the weights are already in cache.
+   With 16 weight rows in a vector's lanes instead, a tile's nibbles are two masks per 64 bytes and its scales
+   one widening per 16 rows, the activations are broadcast from memory, and the decoding nearly disappears
+   (benchmarks/experiments/2026-11-30-packed). The arithmetic is quant.c's q8 arithmetic to the bit: for each
+   (row, output) the same exact half-block sums S, the same t = a·dx, the same fmas into the same 16 running sums
+   in the same order (groups in turn), the same trees. Only where the sums live differs: the 16 lanes of one
+   output's sums become 16 vectors, one per (block, half), each holding 16 outputs.
+
+   Layout. A tile is 16 consecutive weight rows (a packed matrix has a multiple of 16 rows); it takes the bytes
+   those rows take in the file (G groups × 16 × 144), in two parts:
+     scales, G × 256 bytes: per group d of the 16 rows (f16, 32 bytes), dmin (32 bytes), then the group's 12
+       scale bytes transposed (byte i of row o at 64 + 16·i + o);
+     values, 8 × G × 256 bytes, block-major: for block j, for group g, 4 vectors of 64 bytes; byte 4c + e of lane
+       o holds value 4c + e of block j of row o in its low nibble and value 16 + 4c + e in its high one.
+   A tile's block j is swept over all its groups with the rows' two half sums and mins in registers, so each
+   weight vector is read and masked once per call and used by every row, and the 8 sweeps read the tile's values
+   in order. Meanwhile the next tile is brought into L2 in order, an eighth of a group per step: with that, one row
+   streams the weights from memory at least as fast as the file's layout (without it 10-20% slower; the sweeps'
+   reads jump back to the tile's scales and from block to block; benchmarks/experiments/2026-11-30-packed). */
+#define PACK_ROWS 16   /* weight rows a tile holds: the lanes of a 512-bit vector of float32 */
+
+static inline int is_packed(int type) { return type == T_Q4_K_P16; }
+
+/* ---------------------------------------------------------------- the layout (every build) */
+
+static inline int64_t pack_tile_bytes(int64_t K) { return K / QKK * PACK_ROWS * 144; }
+
+#if SPX_DRIVER
+static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }   /* little-endian, as x86 */
+
+/* Row o of the tile's group g, as the file holds it (144 bytes), written to b. */
+static void unpack_group(const uint8_t *tile, int64_t G, int64_t g, int o, uint8_t *b) {
+    const uint8_t *s = tile + g * 256;
+    memcpy(b, s + 2 * o, 2);
+    memcpy(b + 2, s + 32 + 2 * o, 2);
+    for (int i = 0; i < 12; ++i) b[4 + i] = s[64 + 16 * i + o];
+    for (int j = 0; j < 8; ++j) {
+        const uint8_t *v = tile + G * 256 + (j * G + g) * 256;
+        uint8_t *qs = b + 16 + 32 * (j / 2);
+        const int sh = 4 * (j & 1);
+        for (int c = 0; c < 4; ++c)
+            for (int e = 0; e < 4; ++e) {
+                const uint8_t byte = v[64 * c + 4 * o + e];
+                if (!sh) {
+                    qs[4 * c + e] = (uint8_t)(byte & 15);
+                    qs[16 + 4 * c + e] = (uint8_t)(byte >> 4);
+                } else {
+                    qs[4 * c + e] |= (uint8_t)((byte & 15) << 4);
+                    qs[16 + 4 * c + e] |= (uint8_t)(byte & 0xf0);
+                }
+            }
+    }
+}
+
+/* rows (a multiple of PACK_ROWS) × K Q4_K rows as the file holds them into the packed layout at dst (the same
+   number of bytes). Returns 0, or 2 where rows or K do not fit the layout. */
+int spx_pack_q4k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
+    if (rows < 0 || rows % PACK_ROWS || K <= 0 || K % QKK) return 2;
+    const int64_t G = K / QKK;
+    for (int64_t t = 0; t < rows / PACK_ROWS; ++t) {
+        uint8_t *tile = dst + t * pack_tile_bytes(K);
+        for (int o = 0; o < PACK_ROWS; ++o)
+            for (int64_t g = 0; g < G; ++g) {
+                const uint8_t *b = src + ((t * PACK_ROWS + o) * G + g) * 144;
+                uint8_t *s = tile + g * 256;
+                memcpy(s + 2 * o, b, 2);
+                memcpy(s + 32 + 2 * o, b + 2, 2);
+                for (int i = 0; i < 12; ++i) s[64 + 16 * i + o] = b[4 + i];
+                for (int pair = 0; pair < 4; ++pair) {   /* blocks 2·pair (low nibbles) and 2·pair + 1 (high) */
+                    const uint8_t *qs = b + 16 + 32 * pair;
+                    for (int half = 0; half < 2; ++half) {   /* values 8·half.. and 16 + 8·half.., 8 bytes at once */
+                        const uint64_t lo = rd64(qs + 8 * half), hi = rd64(qs + 16 + 8 * half);
+                        const uint64_t m = 0x0f0f0f0f0f0f0f0fULL;
+                        const uint64_t even = (lo & m) | ((hi & m) << 4), odd = ((lo >> 4) & m) | (hi & ~m);
+                        for (int k = 0; k < 2; ++k) {   /* dword c = 2·half + k of the block's row o */
+                            const int c = 2 * half + k;
+                            const uint32_t ev = (uint32_t)(even >> (32 * k)), od = (uint32_t)(odd >> (32 * k));
+                            memcpy(tile + G * 256 + ((2 * pair) * G + g) * 256 + 64 * c + 4 * o, &ev, 4);
+                            memcpy(tile + G * 256 + ((2 * pair + 1) * G + g) * 256 + 64 * c + 4 * o, &od, 4);
+                        }
+                    }
+                }
+            }
+    }
+    return 0;
+}
+
+/* Row `row` of a packed matrix of K values as the file holds it (K / 256 × 144 bytes at b). */
+static void unpack_row(const uint8_t *w, int64_t K, int64_t row, uint8_t *b) {
+    const int64_t G = K / QKK;
+    const uint8_t *tile = w + row / PACK_ROWS * pack_tile_bytes(K);
+    for (int64_t g = 0; g < G; ++g) unpack_group(tile, G, g, (int)(row % PACK_ROWS), b + g * 144);
+}
+#endif
+
+/* ---------------------------------------------------------------- the q8 kernel (AVX-512 build) */
+#if defined(SPX_AVX512)
+/* block j's a = d·sc and b = dmin·m of the tile's 16 rows in group g: the same exact products as k4_scales16 */
+static inline __attribute__((always_inline)) void packed_scales(const uint8_t *s, int j, __m512 *a, __m512 *b) {
+    const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m3 = _mm_set1_epi8(3);
+    __m128i sc, m;
+    if (j < 4) {
+        sc = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * j)), m63);
+        m = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4))), m63);
+    } else {   /* get_scale_min_k4's upper half: 4 low bits from byte j + 4, 2 high bits from bytes j − 4 and j */
+        const __m128i lo = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4)));
+        const __m128i up = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j - 4)));
+        const __m128i um = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * j));
+        sc = _mm_or_si128(_mm_and_si128(lo, m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(up, 6), m3), 4));
+        m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), m15),
+                         _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(um, 6), m3), 4));
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)s));
+    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + 32)));
+    *a = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
+    *b = _mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
+}
+
+static inline __attribute__((always_inline)) __m512 tree8_lanes(const __m512 *a) {   /* tree8, 16 outputs at once */
+    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
+                         _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
+}
+
+/* R rows of quantized X in the packed kernel's order (xp, a row every xstride bytes) against one tile: y[r·ldy + o]
+   for its 16 outputs. `next`: the tile read after this one (0: none), brought into L2 in order, an eighth of a
+   group per step: part of how this layout is read (without it one row streams 10-20% slower than the file's
+   layout), so it does not follow the timed prefetching choice. That choice decides the L1 requests: the values a
+   step reads are asked for prefetch_bytes ahead (the distance timed for calls of several rows; a one-row call's
+   longer distance ran slower here), or not at all where prefetching is off. */
+static inline __attribute__((always_inline)) void packed_tile(const int R, const uint8_t *tile, int64_t G,
+                                                              const uint8_t *next, const uint8_t *xp,
+                                                              int64_t xstride, float *y, int64_t ldy) {
+    __m512 sums[RMAX][16], mins[RMAX][8];
+    const __m512i nib = _mm512_set1_epi8(15);
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
+    for (int j = 0; j < 8; ++j) {
+        __m512 acc0[RMAX], acc1[RMAX], accb[RMAX];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = accb[r] = _mm512_setzero_ps();
+        const uint8_t *vals = tile + G * 256 + j * G * 256;
+        for (int64_t g = 0; g < G; ++g) {
+            const uint8_t *v = vals + g * 256;
+            if (ahead) prefetch_at(v + ahead, 256);
+            if (next)
+                for (int i = 0; i < PACK_ROWS * 144 / 8; i += 64)
+                    _mm_prefetch((const char *)next + (j * G + g) * (PACK_ROWS * 144 / 8) + i, _MM_HINT_T1);
+            __m512 a, b;
+            packed_scales(tile + g * 256, j, &a, &b);
+            __m512i w0[4], w1[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+                const __m512i q = _mm512_loadu_si512(v + 64 * c);
+                w0[c] = _mm512_and_si512(q, nib);
+                w1[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+            }
+            const int64_t at = j * G + g;   /* block j of group g in xp's order */
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
+                __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {   /* q of values 4c.. (half 0) and 16 + 4c.. (half 1) of block j */
+                    s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+                    s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+                }
+                const float *dx = (const float *)(xr + 32 * 8 * G), *xs = dx + 8 * G;
+                const __m512 t = _mm512_mul_ps(a, _mm512_set1_ps(dx[at]));
+                acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), t, acc0[r]);
+                acc1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), t, acc1[r]);
+                accb[r] = _mm512_fmadd_ps(b, _mm512_set1_ps(xs[at]), accb[r]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r], mins[r][j] = accb[r];
+    }
+    for (int r = 0; r < R; ++r) {   /* q8_result: tree8(acc[j] + acc[8 + j]) − tree8(accb) */
+        __m512 s8[8];
+        for (int j = 0; j < 8; ++j) s8[j] = _mm512_add_ps(sums[r][j], sums[r][8 + j]);
+        _mm512_storeu_ps(y + r * ldy, _mm512_sub_ps(tree8_lanes(s8), tree8_lanes(mins[r])));
+    }
+}
+
+#if SPX_DRIVER
+/* The packed kernel's activations (xp), a row every xp_stride(K) bytes: the signed q of block j of group g at
+   32·(j·G + g), values in order, then dx and dx·Σq of block j of group g as floats at index
+   j·G + g: a sweep over block j reads each row's values and scales in order (the q8 layout, XG, spreads a block
+   over four cache lines and keeps every group's 704 bytes, more than L1 holds for a few rows of a long row). */
+static inline int64_t xp_stride(int64_t K) { return (K + K / QK * 8 + 63) / 64 * 64; }
+
+static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int threads) {
+    const int64_t G = K / QKK;
+#pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
+    for (int64_t m = 0; m < M; ++m) {
+        const uint8_t *xr = xq + m * xq_stride(K);
+        uint8_t *o = xp + m * xp_stride(K);
+        float *dx = (float *)(o + K), *xs = dx + K / QK;
+        for (int64_t g = 0; g < G; ++g)
+            for (int j = 0; j < 8; ++j) {
+                uint8_t *b = o + 32 * (j * G + g);
+                for (int h = 0; h < 2; ++h)
+                    for (int c = 0; c < 4; ++c) memcpy(b + 16 * h + 4 * c, xr + g * XG + XG_S + 64 * c + 32 * h + 4 * j, 4);
+                memcpy(dx + j * G + g, xr + g * XG + XG_DX + 4 * j, 4);
+                memcpy(xs + j * G + g, xr + g * XG + XG_XS + 4 * j, 4);
+            }
+    }
+}
+
+/* Outputs [n0, n1) (whole tiles: spx_matmul splits them so) of a packed segment for all M rows: a long X is cut
+   into chunks that stay in cache, each chunk's rows pass over each tile in groups of at most RMAX, the first
+   group bringing the next tile into L2. */
+static void packed_segment(const uint8_t *xp, int64_t M, int64_t K, const uint8_t *w, int64_t n0, int64_t n1,
+                           float *y, int64_t ldy) {
+    const int64_t G = K / QKK, stride = xp_stride(K), tb = pack_tile_bytes(K), t1 = n1 / PACK_ROWS;
+    int64_t chunk = XCHUNK_BYTES / stride;
+    chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
+    for (int64_t m0 = 0; m0 < M; m0 += chunk) {
+        const int64_t m1 = m0 + chunk < M ? m0 + chunk : M;
+        for (int64_t t = n0 / PACK_ROWS; t < t1; ++t)
+            for (int64_t r = m0; r < m1; r += RMAX) {
+                const uint8_t *tile = w + t * tb, *next = r == m0 && t + 1 < t1 ? tile + tb : 0;
+                const uint8_t *x = xp + r * stride;
+                float *out = y + r * ldy + t * PACK_ROWS;
+                switch (m1 - r < RMAX ? m1 - r : RMAX) {
+                    case 1: packed_tile(1, tile, G, next, x, stride, out, ldy); break;
+                    case 2: packed_tile(2, tile, G, next, x, stride, out, ldy); break;
+                    case 3: packed_tile(3, tile, G, next, x, stride, out, ldy); break;
+                    case 4: packed_tile(4, tile, G, next, x, stride, out, ldy); break;
+                    case 5: packed_tile(5, tile, G, next, x, stride, out, ldy); break;
+                    case 6: packed_tile(6, tile, G, next, x, stride, out, ldy); break;
+                    case 7: packed_tile(7, tile, G, next, x, stride, out, ldy); break;
+                    default: packed_tile(8, tile, G, next, x, stride, out, ldy); break;
+                }
+            }
+    }
+}
+#endif
+#endif

@@ -1,0 +1,141 @@
+"""Q4_K matrices packed 16 rows together (cpu/packing.py, cpu/quant_packed.h): the layout holds the file's bytes,
+the AVX-512 build's q8 kernel on it gives the unpacked matrix's bits in every call, the readers of rows unpack,
+other builds and modes refuse it, and a packed fixture model computes the file's logits (loading packs only the
+layers' Q4_K matrices: tests/decoder/test_resident.py)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from specx.cpu import packing, quant, quant_ref
+from specx.cpu.qweight import Q4_K_P16, QWeight, dequantize
+
+needs_kernels = pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
+FIXTURES = Path(os.environ.get("SPECX_FIXTURE_MODELS", "~/.cache/specx-fixture-models")).expanduser()
+
+
+def packs_here() -> bool:
+    return quant.available() and packing.builds(quant._default())
+
+
+needs_packed_kernel = pytest.mark.skipif(not packs_here(), reason="no AVX-512 build without AMX here")
+SHAPES = [(16, 256), (48, 1536), (32, 2304)]
+
+
+def packed(w: QWeight) -> QWeight:
+    return packing.pack(quant._default(), w, np.empty(w.nbytes, np.uint8))
+
+
+@needs_kernels
+@pytest.mark.parametrize("rows, cols", SHAPES)
+def test_packing_in_c_then_unpacking_in_numpy_gives_back_the_files_bytes(rows, cols):
+    """The C packing and the numpy unpacking (the layout's reference) are inverses, scales and mins included."""
+    for extreme in (False, True):
+        w = quant_ref.random_weight("Q4_K", rows, cols, np.random.default_rng(rows + cols), extreme=extreme)
+        p = packed(w)
+        assert p.type == Q4_K_P16 and p.nbytes == w.nbytes and p.name == "Q4_K"
+        assert not np.array_equal(p.data, w.data)
+        assert np.array_equal(packing.unpack(p).data, w.data)
+
+
+@needs_packed_kernel
+@pytest.mark.parametrize("rows, cols", SHAPES)
+def test_a_packed_matrix_gives_the_unpacked_ones_bits_in_any_call(rows, cols):
+    """q8 results on the packed layout equal the file layout's and quant_ref's bit for bit, for 1 to 40 rows, alone
+    or in a batch, with 1 or 2 threads, and in a fused group beside other types; a row with a NaN comes out NaN
+    as it does unpacked."""
+    rng = np.random.default_rng(5)
+    w = quant_ref.random_weight("Q4_K", rows, cols, rng, extreme=True)
+    other = quant_ref.random_weight("Q6_K", 16, cols, rng)
+    p, lib = packed(w), quant._default()
+    threads = torch.get_num_threads()
+    try:
+        for m in (1, 2, 3, 5, 8, 9, 16, 40):
+            x = torch.from_numpy(rng.standard_normal((m, cols)).astype(np.float32) * 3)
+            if m >= 9:
+                x[4, 7] = float("nan")
+            want = lib.matmul(x, [w], "q8").numpy()
+            assert np.array_equal(want, quant_ref.reference_q8(x.numpy(), [w]), equal_nan=True)
+            for n in (1, 2):
+                torch.set_num_threads(n)
+                assert np.array_equal(lib.matmul(x, [p], "q8").numpy(), want, equal_nan=True), (m, n)
+                alone = torch.cat([lib.matmul(x[i:i + 1].contiguous(), [p], "q8") for i in range(m)])
+                assert np.array_equal(alone.numpy(), want, equal_nan=True), (m, n)
+            fused = lib.matmul(x, [p, other, p], "q8").numpy()
+            unfused = lib.matmul(x, [w, other, w], "q8").numpy()
+            assert np.array_equal(fused, unfused, equal_nan=True), m
+    finally:
+        torch.set_num_threads(threads)
+
+
+@needs_kernels
+def test_rows_of_a_packed_matrix_read_as_the_files():
+    """Embedding rows (the self-draft copies' reader) and the dequantized values come from the unpacked blocks."""
+    w = quant_ref.random_weight("Q4_K", 48, 512, np.random.default_rng(7))
+    p = packed(w)
+    ids = torch.tensor([0, 15, 16, 47, 30])
+    assert torch.equal(quant.embed(p, ids), quant.embed(w, ids))
+    assert np.array_equal(dequantize(p), dequantize(w))
+
+
+@needs_kernels
+def test_a_packed_weight_holds_whole_tiles():
+    """A packed QWeight whose rows are not a multiple of 16 is refused before any kernel runs, and a matrix with
+    such rows is not packable."""
+    w = quant_ref.random_weight("Q4_K", 17, 256, np.random.default_rng(9))
+    assert not packing.packable(w)
+    with pytest.raises(ValueError, match="multiple of 16"):
+        QWeight(Q4_K_P16, np.zeros(w.nbytes, np.uint8), 17, 256)
+    with pytest.raises(ValueError, match="cannot pack"):
+        packed(w)
+
+
+@needs_kernels
+def test_kernels_that_cannot_read_the_layout_refuse_it():
+    """The f32 mode, and the builds without the packed kernel, refuse a packed matrix (an error, never wrong
+    numbers)."""
+    w = quant_ref.random_weight("Q4_K", 16, 256, np.random.default_rng(11))
+    p, x = packed(w), torch.randn(2, 256)
+    with pytest.raises(ValueError, match="refused"):
+        quant._default().matmul(x, [p], "f32")
+    with pytest.raises(ValueError, match="refused"):
+        quant.load("portable").matmul(x, [p], "q8")
+    assert not packing.builds(quant.load("portable"))
+
+
+@needs_kernels
+def test_specx_pack_0_keeps_the_files_layout(monkeypatch):
+    monkeypatch.setenv(packing.ENV, "0")
+    assert not packing.builds(quant._default())
+
+
+@pytest.mark.slow
+@needs_packed_kernel
+def test_the_packed_fixture_target_gives_the_files_logits_bit_for_bit(monkeypatch):
+    """The 1.5B Q4_K_M fixture loaded with its Q4_K layers packed and with the file's layout: a prompt pass,
+    a 5-token verify-sized forward and cached 1-token steps give the same logits bit for bit."""
+    from specx.decoder import resident
+    from specx.decoder.lm import load
+
+    path = FIXTURES / "qwen2.5-coder-1.5b.gguf"
+    if not path.is_file():
+        pytest.skip(f"fixture missing: {path}")
+    monkeypatch.setattr(resident, "wanted", lambda: True)
+    lms = {"packed": load(path, mode="q8")}
+    monkeypatch.setenv(packing.ENV, "0")
+    lms["file"] = load(path, mode="q8")
+    assert "packed 16 rows" in lms["packed"].kernels and "packed" not in lms["file"].kernels
+    ids = torch.randint(100, 20000, (48,), generator=torch.Generator().manual_seed(0)).tolist()
+    got = {}
+    for name, lm in lms.items():
+        lm.reset()
+        steps = [lm.forward(ids[:40]), lm.forward(ids[40:45])]
+        lm.crop(40)
+        steps += [lm.forward([t]) for t in ids[40:45]]
+        got[name] = steps
+    for a, b in zip(got["packed"], got["file"]):
+        assert torch.equal(a, b)
