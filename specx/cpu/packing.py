@@ -1,6 +1,7 @@
-"""Q4_K layer matrices packed 16 rows together at load, for the AVX-512 build's q8 kernel (quant_packed.h).
+"""Q4_K and Q6_K layer matrices packed 16 rows together at load, for the AVX-512 build's q8 kernel
+(quant_packed.h).
 
-Why: a verify of 4-5 rows pays the q8 kernels' decoding of each Q4_K group in full, and with 16 weight rows in a
+Why: a verify of 4-5 rows pays the q8 kernels' decoding of each weight group in full, and with 16 weight rows in a
 vector's lanes that decoding nearly disappears (benchmarks/experiments/2026-11-30-packed). The packed matrix holds
 the file's bytes rearranged (the same number of them), and the kernel computes quant.c's q8 arithmetic on it to
 the bit, so a packed model's results are the unpacked one's. Only that kernel reads the layout: a matrix is
@@ -13,9 +14,9 @@ import os
 
 import numpy as np
 
-from .qweight import BLOCKS, PACK_ROWS, Q4_K_P16, QWeight
+from .qweight import BLOCKS, PACK_ROWS, PACKED, QWeight
 
-Q4_K = BLOCKS["Q4_K"][0]
+FILE_TYPES = {BLOCKS[name][0]: packed for packed, name in PACKED.items()}   # the file's type -> its packed type
 ENV = "SPECX_PACK"   # "0": keep the file's layout (benchmarks compare both ways; the results are the same)
 
 
@@ -27,21 +28,24 @@ def builds(lib) -> bool:
 
 
 def packable(w: QWeight) -> bool:
-    """A Q4_K matrix whose rows fill whole tiles."""
-    return w.type == Q4_K and w.rows % PACK_ROWS == 0 and w.rows > 0
+    """A Q4_K or Q6_K matrix whose rows fill whole tiles."""
+    return w.type in FILE_TYPES and w.rows % PACK_ROWS == 0 and w.rows > 0
 
 
 def pack(lib, w: QWeight, out: np.ndarray) -> QWeight:
     """`w` packed into `out` (uint8, w.nbytes, writable): the C packing, a pass over the bytes."""
     if not packable(w) or out.dtype != np.uint8 or out.size != w.nbytes or not out.flags.writeable:
         raise ValueError(f"cannot pack a {w.name} {w.rows}x{w.cols} matrix into {out.size} bytes")
-    if lib.lib.spx_pack_q4k(w.data.ctypes.data, w.rows, w.cols, out.ctypes.data):
-        raise ValueError(f"the kernels refused to pack a {w.rows}x{w.cols} Q4_K matrix")
-    return QWeight(Q4_K_P16, out, w.rows, w.cols)
+    packer = lib.lib.spx_pack_q4k if w.name == "Q4_K" else lib.lib.spx_pack_q6k
+    if packer(w.data.ctypes.data, w.rows, w.cols, out.ctypes.data):
+        raise ValueError(f"the kernels refused to pack a {w.rows}x{w.cols} {w.name} matrix")
+    return QWeight(FILE_TYPES[w.type], out, w.rows, w.cols)
 
 
 def unpack(w: QWeight) -> QWeight:
-    """A packed matrix as the file holds it (numpy; quant_packed.h states the layout)."""
+    """A packed matrix as the file holds it (numpy; quant_packed.h states the layouts)."""
+    if w.name == "Q6_K":
+        return _unpack_q6(w)
     groups, tiles = w.cols // 256, w.rows // PACK_ROWS
     t = w.data.reshape(tiles, 9 * groups, 256)
     scales, vals = t[:, :groups], t[:, groups:].reshape(tiles, 8, groups, 4, PACK_ROWS, 4)   # j g c o e
@@ -52,9 +56,29 @@ def unpack(w: QWeight) -> QWeight:
     q = vals.transpose(0, 4, 2, 1, 3, 5).reshape(tiles, PACK_ROWS, groups, 8, 16)   # value 4c + e of block j
     q = np.concatenate([q & 15, q >> 4], axis=-1)                                    # values 0..31 of block j
     out[..., 16:] = (q[..., 0::2, :] | (q[..., 1::2, :] << 4)).reshape(tiles, PACK_ROWS, groups, 128)
-    return QWeight(Q4_K, out.reshape(-1), w.rows, w.cols)
+    return QWeight(BLOCKS["Q4_K"][0], out.reshape(-1), w.rows, w.cols)
+
+
+def _unpack_q6(w: QWeight) -> QWeight:
+    groups, tiles = w.cols // 256, w.rows // PACK_ROWS
+    t = w.data.reshape(tiles, groups * 3360)
+    scales = t[:, :groups * 288].reshape(tiles, groups, 288)
+    vals = t[:, groups * 288:].reshape(tiles, 8, groups, 384)                        # j g
+    out = np.empty((tiles, PACK_ROWS, groups, 210), np.uint8)
+    out[..., 208:210] = scales[:, :, 0:32].reshape(tiles, groups, PACK_ROWS, 2).transpose(0, 2, 1, 3)
+    out[..., 192:208] = scales[:, :, 32:].reshape(tiles, groups, 16, PACK_ROWS).transpose(0, 3, 1, 2)
+    low = vals[..., :256].reshape(tiles, 8, groups, 4, PACK_ROWS, 4)                 # j g c o e
+    high = vals[..., 256:].reshape(tiles, 8, groups, 2, PACK_ROWS, 4)                # j g h o e
+    lo = np.stack([low & 15, low >> 4], axis=3)                                      # j g h c o e
+    hi = np.stack([(high >> (2 * c)) & 3 for c in range(4)], axis=4)                 # j g h c o e
+    q = (lo | (hi << 4)).transpose(0, 5, 2, 1, 3, 4, 6).reshape(tiles, PACK_ROWS, groups, 8, 32)   # o g j p
+    for n in range(2):   # the file's ql and qh: block j = 4n + quarter
+        for k in range(2):
+            out[..., 64 * n + 32 * k:64 * n + 32 * k + 32] = (q[..., 4 * n + k, :] & 15) | ((q[..., 4 * n + 2 + k, :] & 15) << 4)
+        out[..., 128 + 32 * n:160 + 32 * n] = sum((q[..., 4 * n + quarter, :] >> 4) << (2 * quarter) for quarter in range(4))
+    return QWeight(BLOCKS["Q6_K"][0], out.reshape(-1), w.rows, w.cols)
 
 
 def describe() -> str:
     """The kernels sentence's part on packed matrices."""
-    return "Q4_K layers packed 16 rows together (one decoding serves a verify's rows, the same bits)"
+    return "Q4_K/Q6_K layers packed 16 rows together (one decoding serves a verify's rows, the same bits)"

@@ -50,7 +50,8 @@ enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q
        T_Q3_K = 11,
        T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30 };
 enum { T_IQ4_NL = 20, T_IQ4_XS = 23 };
-enum { T_Q4_K_P16 = 112 };   /* not a ggml type: Q4_K with 16 rows packed together (quant_packed.h), never a file's */
+enum { T_Q4_K_P16 = 112, T_Q6_K_P16 = 114 };   /* not ggml types: Q4_K and Q6_K with 16 rows packed together
+                                                   (quant_packed.h), never a file's */
 enum { MODE_F32 = 0, MODE_Q8 = 1 };
 
 #define QK 32          /* values per block of the 32-value types, and per activation block in q8 mode */
@@ -723,7 +724,7 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
 #endif
 #if defined(SPX_AVX512)
             if (!done && is_packed(types[s])) {
-                packed_segment(xp, M, K, data[s], a, b, y + col, N);
+                packed_segment(types[s], xp, M, K, data[s], a, b, y + col, N);
                 done = 1;
             }
 #endif
@@ -747,8 +748,9 @@ void spx_dequantize_rows(int32_t type, const uint8_t *data, int64_t K, const int
         uint8_t *row = malloc(rb);
         if (!row) return;
         for (int64_t i = 0; i < n; ++i) {
-            unpack_row(data, K, ids[i], row);
-            for (int64_t b = 0; b < K / per; ++b) decode_block(T_Q4_K, row + b * bytes, out + i * K + b * per);
+            unpack_row(type, data, K, ids[i], row);
+            for (int64_t b = 0; b < K / per; ++b)
+                decode_block(packed_file_type(type), row + b * bytes, out + i * K + b * per);
         }
         free(row);
         return;

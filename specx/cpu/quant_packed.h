@@ -1,5 +1,7 @@
-/* quant.c's packed Q4_K (T_Q4_K_P16), included by it in this place: the layout, its packing and unpacking (every
-   build), and the AVX-512 build's q8 kernel on it (the only kernel that reads it; quant.py packs only for that).
+/* quant.c's packed Q4_K and Q6_K (T_Q4_K_P16, T_Q6_K_P16), included by it in this place: the layouts, their packing
+   and unpacking (every build), and the AVX-512 build's q8 kernels on them (the only kernels that read them;
+   cpu/packing.py packs only for those). Q4_K is described here; Q6_K's tile (its own layout below) is read the
+   same way.
 
    Why: the q8 kernels keep one weight row's group of 256 values across a vector (lane 8h + j = half h of block j)
    and decode it once for the call's rows; that decoding (nibbles, the 6-bit scales and mins) costs a Q4_K group
@@ -24,11 +26,14 @@
    reads jump back to the tile's scales and from block to block; benchmarks/experiments/2026-11-30-packed). */
 #define PACK_ROWS 16   /* weight rows a tile holds: the lanes of a 512-bit vector of float32 */
 
-static inline int is_packed(int type) { return type == T_Q4_K_P16; }
+static inline int is_packed(int type) { return type == T_Q4_K_P16 || type == T_Q6_K_P16; }
+static inline int packed_file_type(int type) { return type == T_Q6_K_P16 ? T_Q6_K : T_Q4_K; }
 
 /* ---------------------------------------------------------------- the layout (every build) */
 
-static inline int64_t pack_tile_bytes(int64_t K) { return K / QKK * PACK_ROWS * 144; }
+static inline int64_t pack_tile_bytes(int type, int64_t K) {
+    return K / QKK * PACK_ROWS * block_bytes(packed_file_type(type));
+}
 
 #if SPX_DRIVER
 static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }   /* little-endian, as x86 */
@@ -63,7 +68,7 @@ int spx_pack_q4k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
     if (rows < 0 || rows % PACK_ROWS || K <= 0 || K % QKK) return 2;
     const int64_t G = K / QKK;
     for (int64_t t = 0; t < rows / PACK_ROWS; ++t) {
-        uint8_t *tile = dst + t * pack_tile_bytes(K);
+        uint8_t *tile = dst + t * pack_tile_bytes(T_Q4_K_P16, K);
         for (int o = 0; o < PACK_ROWS; ++o)
             for (int64_t g = 0; g < G; ++g) {
                 const uint8_t *b = src + ((t * PACK_ROWS + o) * G + g) * 144;
@@ -90,11 +95,79 @@ int spx_pack_q4k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
     return 0;
 }
 
-/* Row `row` of a packed matrix of K values as the file holds it (K / 256 × 144 bytes at b). */
-static void unpack_row(const uint8_t *w, int64_t K, int64_t row, uint8_t *b) {
+/* Q6_K: value p (0..31) of block j of a superblock (210 bytes at b) is q (0..63, the weight q − 32) with its low 4
+   bits at ql[64n + 32·(quarter & 1) + p] >> 4·(quarter >> 1) and its high 2 at qh[32n + p] >> 2·quarter, for
+   j = 4n + quarter (ggml's dequantize_row_q6_K); q6_put writes it there */
+static inline void q6_put(uint8_t *b, int j, int p, int q) {   /* into zeroed ql and qh */
+    const int n = j / 4, quarter = j % 4;
+    b[64 * n + 32 * (quarter & 1) + p] |= (uint8_t)((q & 15) << (4 * (quarter >> 1)));
+    b[128 + 32 * n + p] |= (uint8_t)((q >> 4) << (2 * quarter));
+}
+
+/* Q6_K's packed tile: per group 288 bytes of scales (d of the 16 rows as f16, then scale i of row o at
+   32 + 16·i + o), then per block j and group g 384 bytes: 4 vectors whose lane o byte 4c + e holds the low 4 bits
+   of values 4c + e and 16 + 4c + e, then 2 vectors (half h) whose lane o byte e holds the high 2 bits of value
+   16h + 4c + e at bits 2c. The same 16 × 210 bytes a group as the file. */
+static void unpack_group_q6(const uint8_t *tile, int64_t G, int64_t g, int o, uint8_t *b) {
+    const uint8_t *s = tile + g * 288;
+    memset(b, 0, 192);
+    for (int i = 0; i < 16; ++i) b[192 + i] = s[32 + 16 * i + o];
+    memcpy(b + 208, s + 2 * o, 2);
+    for (int j = 0; j < 8; ++j) {
+        const uint8_t *v = tile + G * 288 + (j * G + g) * 384;
+        for (int c = 0; c < 4; ++c)
+            for (int e = 0; e < 4; ++e)
+                for (int h = 0; h < 2; ++h) {
+                    const int lo = (v[64 * c + 4 * o + e] >> (4 * h)) & 15;
+                    const int hi = (v[256 + 64 * h + 4 * o + e] >> (2 * c)) & 3;
+                    q6_put(b, j, 16 * h + 4 * c + e, lo | (hi << 4));
+                }
+    }
+}
+
+/* rows (a multiple of PACK_ROWS) × K Q6_K rows as the file holds them into the packed layout at dst (the same
+   number of bytes). Returns 0, or 2 where rows or K do not fit the layout. */
+int spx_pack_q6k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
+    if (rows < 0 || rows % PACK_ROWS || K <= 0 || K % QKK) return 2;
     const int64_t G = K / QKK;
-    const uint8_t *tile = w + row / PACK_ROWS * pack_tile_bytes(K);
-    for (int64_t g = 0; g < G; ++g) unpack_group(tile, G, g, (int)(row % PACK_ROWS), b + g * 144);
+    for (int64_t t = 0; t < rows / PACK_ROWS; ++t) {
+        uint8_t *tile = dst + t * pack_tile_bytes(T_Q6_K_P16, K);
+        for (int o = 0; o < PACK_ROWS; ++o)
+            for (int64_t g = 0; g < G; ++g) {
+                const uint8_t *b = src + ((t * PACK_ROWS + o) * G + g) * 210;
+                uint8_t *s = tile + g * 288;
+                memcpy(s + 2 * o, b + 208, 2);
+                for (int i = 0; i < 16; ++i) s[32 + 16 * i + o] = b[192 + i];
+                for (int j = 0; j < 8; ++j) {   /* those fields, 8 (low bits) or 4 (high bits) values at once */
+                    const int n = j / 4, quarter = j % 4, sh = 4 * (quarter >> 1);
+                    const uint8_t *ql = b + 64 * n + 32 * (quarter & 1), *qh = b + 128 + 32 * n;
+                    uint8_t *v = tile + G * 288 + (j * G + g) * 384;
+                    const uint64_t m = 0x0f0f0f0f0f0f0f0fULL;
+                    for (int k = 0; k < 2; ++k) {   /* values 8k.. and 16 + 8k.. in the low and high nibbles */
+                        const uint64_t low = ((rd64(ql + 8 * k) >> sh) & m) | (((rd64(ql + 16 + 8 * k) >> sh) & m) << 4);
+                        const uint32_t c0 = (uint32_t)low, c1 = (uint32_t)(low >> 32);
+                        memcpy(v + 64 * (2 * k) + 4 * o, &c0, 4);
+                        memcpy(v + 64 * (2 * k + 1) + 4 * o, &c1, 4);
+                    }
+                    for (int h = 0; h < 2; ++h) {   /* byte e: the high 2 bits of values 16h + 4c + e at bits 2c */
+                        uint32_t word = 0;
+                        for (int c = 0; c < 4; ++c) word |= ((rd32(qh + 16 * h + 4 * c) >> (2 * quarter)) & 0x03030303u) << (2 * c);
+                        memcpy(v + 256 + 64 * h + 4 * o, &word, 4);
+                    }
+                }
+            }
+    }
+    return 0;
+}
+
+/* Row `row` of a packed matrix of K values as the file holds it (K / 256 blocks at b). */
+static void unpack_row(int type, const uint8_t *w, int64_t K, int64_t row, uint8_t *b) {
+    const int64_t G = K / QKK;
+    const uint8_t *tile = w + row / PACK_ROWS * pack_tile_bytes(type, K);
+    for (int64_t g = 0; g < G; ++g) {
+        if (type == T_Q6_K_P16) unpack_group_q6(tile, G, g, (int)(row % PACK_ROWS), b + g * 210);
+        else unpack_group(tile, G, g, (int)(row % PACK_ROWS), b + g * 144);
+    }
 }
 #endif
 
@@ -185,12 +258,73 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
     }
 }
 
+/* packed_tile for Q6_K: the same sweeps; a half block's sum starts at −32·Σq (its weights are q − 32, q the 6-bit
+   value: the same exact integer as the q8 kernels' S) and takes its own scale a = d·sc (Q6_K's scales are per 16
+   values); no mins (quant.c's kind S). */
+static inline __attribute__((always_inline)) void packed_tile_q6(const int R, const uint8_t *tile, int64_t G,
+                                                                 const uint8_t *next, const uint8_t *xp,
+                                                                 int64_t xstride, float *y, int64_t ldy) {
+    __m512 sums[RMAX][16];
+    const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED), step = PACK_ROWS * 210 / 8;
+    for (int j = 0; j < 8; ++j) {
+        __m512 acc0[RMAX], acc1[RMAX];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+        const uint8_t *vals = tile + G * 288 + j * G * 384;
+        for (int64_t g = 0; g < G; ++g) {
+            const uint8_t *v = vals + g * 384, *sc = tile + g * 288;
+            if (ahead) prefetch_at(v + ahead, 384);
+            if (next)
+                for (int i = 0; i < step; i += 64) _mm_prefetch((const char *)next + (j * G + g) * step + i, _MM_HINT_T1);
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
+            const __m512 a0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                                   _mm_loadu_si128((const __m128i *)(sc + 32 + 16 * (2 * j))))));
+            const __m512 a1 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                                   _mm_loadu_si128((const __m128i *)(sc + 32 + 16 * (2 * j + 1))))));
+            const __m512i h0 = _mm512_loadu_si512(v + 256), h1 = _mm512_loadu_si512(v + 320);
+            __m512i w0[4], w1[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+                const __m512i q = _mm512_loadu_si512(v + 64 * c);
+                w0[c] = _mm512_or_si512(_mm512_and_si512(q, nib),
+                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h0, 2 * c), two), 4));
+                w1[c] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), nib),
+                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h1, 2 * c), two), 4));
+            }
+            const int64_t at = j * G + g;
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
+                const float *dx = (const float *)(xr + 32 * 8 * G);
+                const int32_t *ns = (const int32_t *)(dx + 16 * G);
+                __m512i s0 = _mm512_set1_epi32(ns[2 * at]), s1 = _mm512_set1_epi32(ns[2 * at + 1]);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {
+                    s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+                    s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+                }
+                const __m512 x = _mm512_set1_ps(dx[at]);
+                acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(a0, x), acc0[r]);
+                acc1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(a1, x), acc1[r]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r];
+    }
+    for (int r = 0; r < R; ++r) {   /* q8_result, kind S: tree8(acc[j] + acc[8 + j]) */
+        __m512 s8[8];
+        for (int j = 0; j < 8; ++j) s8[j] = _mm512_add_ps(sums[r][j], sums[r][8 + j]);
+        _mm512_storeu_ps(y + r * ldy, tree8_lanes(s8));
+    }
+}
+
 #if SPX_DRIVER
 /* The packed kernel's activations (xp), a row every xp_stride(K) bytes: the signed q of block j of group g at
    32·(j·G + g), values in order, then dx and dx·Σq of block j of group g as floats at index
-   j·G + g: a sweep over block j reads each row's values and scales in order (the q8 layout, XG, spreads a block
+   j·G + g, then −32·Σq of its two halves as int32 at 2·(j·G + g) + h (Q6_K's weights are q − 32): a sweep over block j reads each row's values and scales in order (the q8 layout, XG, spreads a block
    over four cache lines and keeps every group's 704 bytes, more than L1 holds for a few rows of a long row). */
-static inline int64_t xp_stride(int64_t K) { return (K + K / QK * 8 + 63) / 64 * 64; }
+static inline int64_t xp_stride(int64_t K) { return (K + K / QK * 16 + 63) / 64 * 64; }
 
 static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int threads) {
     const int64_t G = K / QKK;
@@ -206,6 +340,11 @@ static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int
                     for (int c = 0; c < 4; ++c) memcpy(b + 16 * h + 4 * c, xr + g * XG + XG_S + 64 * c + 32 * h + 4 * j, 4);
                 memcpy(dx + j * G + g, xr + g * XG + XG_DX + 4 * j, 4);
                 memcpy(xs + j * G + g, xr + g * XG + XG_XS + 4 * j, 4);
+                for (int h = 0; h < 2; ++h) {   /* ns holds −16·Σq of half h at lane 8h + j */
+                    int16_t ns;
+                    memcpy(&ns, xr + g * XG + XG_NS + 2 * (8 * h + j), 2);
+                    ((int32_t *)(xs + K / QK))[2 * (j * G + g) + h] = 2 * (int32_t)ns;
+                }
             }
     }
 }
@@ -213,9 +352,9 @@ static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int
 /* Outputs [n0, n1) (whole tiles: spx_matmul splits them so) of a packed segment for all M rows: a long X is cut
    into chunks that stay in cache, each chunk's rows pass over each tile in groups of at most RMAX, the first
    group bringing the next tile into L2. */
-static void packed_segment(const uint8_t *xp, int64_t M, int64_t K, const uint8_t *w, int64_t n0, int64_t n1,
-                           float *y, int64_t ldy) {
-    const int64_t G = K / QKK, stride = xp_stride(K), tb = pack_tile_bytes(K), t1 = n1 / PACK_ROWS;
+static void packed_segment(int type, const uint8_t *xp, int64_t M, int64_t K, const uint8_t *w, int64_t n0,
+                           int64_t n1, float *y, int64_t ldy) {
+    const int64_t G = K / QKK, stride = xp_stride(K), tb = pack_tile_bytes(type, K), t1 = n1 / PACK_ROWS;
     int64_t chunk = XCHUNK_BYTES / stride;
     chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
@@ -225,16 +364,16 @@ static void packed_segment(const uint8_t *xp, int64_t M, int64_t K, const uint8_
                 const uint8_t *tile = w + t * tb, *next = r == m0 && t + 1 < t1 ? tile + tb : 0;
                 const uint8_t *x = xp + r * stride;
                 float *out = y + r * ldy + t * PACK_ROWS;
+#define PACKED_R(N)                                                                 \
+    case N:                                                                         \
+        if (type == T_Q6_K_P16) packed_tile_q6(N, tile, G, next, x, stride, out, ldy); \
+        else packed_tile(N, tile, G, next, x, stride, out, ldy);                    \
+        break;
                 switch (m1 - r < RMAX ? m1 - r : RMAX) {
-                    case 1: packed_tile(1, tile, G, next, x, stride, out, ldy); break;
-                    case 2: packed_tile(2, tile, G, next, x, stride, out, ldy); break;
-                    case 3: packed_tile(3, tile, G, next, x, stride, out, ldy); break;
-                    case 4: packed_tile(4, tile, G, next, x, stride, out, ldy); break;
-                    case 5: packed_tile(5, tile, G, next, x, stride, out, ldy); break;
-                    case 6: packed_tile(6, tile, G, next, x, stride, out, ldy); break;
-                    case 7: packed_tile(7, tile, G, next, x, stride, out, ldy); break;
-                    default: packed_tile(8, tile, G, next, x, stride, out, ldy); break;
+                    PACKED_R(1) PACKED_R(2) PACKED_R(3) PACKED_R(4) PACKED_R(5) PACKED_R(6) PACKED_R(7)
+                    default: PACKED_R(8)
                 }
+#undef PACKED_R
             }
     }
 }

@@ -19,9 +19,10 @@ BLOCKS = {
     "IQ4_NL": (20, 32, 18), "IQ4_XS": (23, 256, 136),
 }
 NAMES = {tid: name for name, (tid, _, _) in BLOCKS.items()}
-# Not a ggml type and never a file's: Q4_K with 16 rows packed together (cpu/quant_packed.h; made at load by
-# cpu/packing.py for the one kernel that reads it). The same bytes as the Q4_K rows; rows a multiple of 16.
-Q4_K_P16, PACK_ROWS = 112, 16
+# Not ggml types and never a file's: Q4_K and Q6_K with 16 rows packed together (cpu/quant_packed.h; made at load
+# by cpu/packing.py for the one kernel that reads them). The same bytes as the rows; rows a multiple of 16.
+Q4_K_P16, Q6_K_P16, PACK_ROWS = 112, 114, 16
+PACKED = {Q4_K_P16: "Q4_K", Q6_K_P16: "Q6_K"}   # packed type -> the file's type
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,12 @@ class QWeight:
 
     @property
     def name(self) -> str:
-        """The ggml type's name (a packed Q4_K's too: its values are the file's)."""
-        return "Q4_K" if self.type == Q4_K_P16 else NAMES.get(self.type, f"type {self.type}")
+        """The ggml type's name (a packed matrix's file type: its values are the file's)."""
+        return PACKED.get(self.type) or NAMES.get(self.type, f"type {self.type}")
 
     @property
     def packed(self) -> bool:
-        return self.type == Q4_K_P16
+        return self.type in PACKED
 
     @property
     def nbytes(self) -> int:
@@ -54,10 +55,10 @@ class QWeight:
 def expected_bytes(type_id: int, rows: int, cols: int) -> int:
     """Bytes a rows x cols tensor of that type occupies; ValueError for an unknown type or a row
     length that is not a whole number of blocks."""
-    if type_id == Q4_K_P16:
+    if type_id in PACKED:
         if rows % PACK_ROWS:
-            raise ValueError(f"packed Q4_K needs a multiple of {PACK_ROWS} rows, not {rows}")
-        type_id = BLOCKS["Q4_K"][0]
+            raise ValueError(f"packed {PACKED[type_id]} needs a multiple of {PACK_ROWS} rows, not {rows}")
+        type_id = BLOCKS[PACKED[type_id]][0]
     if type_id not in NAMES:
         raise ValueError(f"no kernel for ggml type {type_id}")
     _, per_block, size = BLOCKS[NAMES[type_id]]

@@ -37,7 +37,7 @@ def describe() -> str:
 
 
 def packer(mode: str):
-    """The loaded kernel build where it runs packed Q4_K matrices in this mode (q8; cpu/packing.py), else None."""
+    """The loaded kernel build where it runs packed matrices in this mode (q8; cpu/packing.py), else None."""
     quant = _quant()
     if quant is None or mode != "q8":
         return None

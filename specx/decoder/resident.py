@@ -7,8 +7,8 @@ is the file's bytes (no conversion), made only where the kernel hands out transp
 (with plain 4 KiB pages a copy is as slow as the map), and each source range leaves the process once copied,
 so the resident size stays the weights' bytes. An untied embedding is read by rows (filerows.py) and stays out.
 The copy is made only where the memory plan keeps the whole model in RAM (the lean decoder on a CPU). Where the
-kernel build runs packed Q4_K (cpu/packing.py: AVX-512, the q8 mode), the copy packs the layers' Q4_K matrices
-instead of copying their bytes as they are: the same number of bytes, a pass over them either way."""
+kernel build runs packed matrices (cpu/packing.py: AVX-512, the q8 mode), the copy packs the layers' Q4_K and
+Q6_K matrices instead of copying their bytes as they are: the same number of bytes, a pass over them either way."""
 from __future__ import annotations
 
 import ctypes
@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..cpu import packing
-from ..cpu.qweight import PACK_ROWS, Q4_K_P16, QWeight
+from ..cpu.qweight import PACK_ROWS, QWeight
 from .weights import Weights
 
 ENV = "SPECX_WEIGHTS"             # "map": keep reading the file's map (benchmarks compare both ways)
@@ -63,8 +63,8 @@ def copy_in(weights: Weights, output: bool = True, pack=None) -> Weights:
     also the embedding, which then comes along); vectors are copies already, an untied embedding stays mapped
     and read by rows. `output` False: an untied output layer stays mapped too (a drafter's VocabTrim copies the
     rows it scores, vocabtrim.DraftHead, and reads the context's few others from the file); a tied one is the
-    embedding, looked up every token, and is copied still. `pack`: a loaded kernel build that runs packed Q4_K
-    (cpu/packing.py): the layer matrices it can pack are packed as they are copied."""
+    embedding, looked up every token, and is copied still. `pack`: a loaded kernel build that runs packed
+    matrices (cpu/packing.py): the layer matrices it can pack are packed as they are copied."""
     output = output or weights.output is weights.embed
     layers = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)]
     packed = {id(m) for m in layers if pack is not None and packing.packable(m)} - {id(weights.output)}
@@ -78,8 +78,8 @@ def copy_in(weights: Weights, output: bool = True, pack=None) -> Weights:
               for src, dst in moved.values() for i in range(0, src.nbytes, _step(src, id(src) in packed))]
     with ThreadPoolExecutor(min(COPIERS, os.cpu_count() or 1)) as pool:
         list(pool.map(_copy, chunks))
-    moved = {key: QWeight(Q4_K_P16, dst, src.rows, src.cols) if key in packed else replace(src, data=dst)
-             for key, (src, dst) in moved.items()}
+    moved = {key: QWeight(packing.FILE_TYPES[src.type], dst, src.rows, src.cols) if key in packed
+             else replace(src, data=dst) for key, (src, dst) in moved.items()}
 
     def layer(l):
         return replace(l, qkv=[moved[id(m)] for m in l.qkv], o=[moved[id(m)] for m in l.o],

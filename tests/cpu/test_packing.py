@@ -1,4 +1,4 @@
-"""Q4_K matrices packed 16 rows together (cpu/packing.py, cpu/quant_packed.h): the layout holds the file's bytes,
+"""Q4_K and Q6_K matrices packed 16 rows together (cpu/packing.py, cpu/quant_packed.h): the layout holds the file's bytes,
 the AVX-512 build's q8 kernel on it gives the unpacked matrix's bits in every call, the readers of rows unpack,
 other builds and modes refuse it, and a packed fixture model computes the file's logits (loading packs only the
 layers' Q4_K matrices: tests/decoder/test_resident.py)."""
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from specx.cpu import packing, quant, quant_ref
-from specx.cpu.qweight import Q4_K_P16, QWeight, dequantize
+from specx.cpu.qweight import Q4_K_P16, Q6_K_P16, QWeight, dequantize
 
 needs_kernels = pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
 FIXTURES = Path(os.environ.get("SPECX_FIXTURE_MODELS", "~/.cache/specx-fixture-models")).expanduser()
@@ -24,6 +24,7 @@ def packs_here() -> bool:
 
 needs_packed_kernel = pytest.mark.skipif(not packs_here(), reason="no AVX-512 build without AMX here")
 SHAPES = [(16, 256), (48, 1536), (32, 2304)]
+TYPES = ["Q4_K", "Q6_K"]
 
 
 def packed(w: QWeight) -> QWeight:
@@ -31,26 +32,28 @@ def packed(w: QWeight) -> QWeight:
 
 
 @needs_kernels
+@pytest.mark.parametrize("name", TYPES)
 @pytest.mark.parametrize("rows, cols", SHAPES)
-def test_packing_in_c_then_unpacking_in_numpy_gives_back_the_files_bytes(rows, cols):
-    """The C packing and the numpy unpacking (the layout's reference) are inverses, scales and mins included."""
+def test_packing_in_c_then_unpacking_in_numpy_gives_back_the_files_bytes(name, rows, cols):
+    """The C packing and the numpy unpacking (the layouts' reference) are inverses, scales and mins included."""
     for extreme in (False, True):
-        w = quant_ref.random_weight("Q4_K", rows, cols, np.random.default_rng(rows + cols), extreme=extreme)
+        w = quant_ref.random_weight(name, rows, cols, np.random.default_rng(rows + cols), extreme=extreme)
         p = packed(w)
-        assert p.type == Q4_K_P16 and p.nbytes == w.nbytes and p.name == "Q4_K"
+        assert p.type == {"Q4_K": Q4_K_P16, "Q6_K": Q6_K_P16}[name] and p.nbytes == w.nbytes and p.name == name
         assert not np.array_equal(p.data, w.data)
         assert np.array_equal(packing.unpack(p).data, w.data)
 
 
 @needs_packed_kernel
+@pytest.mark.parametrize("name", TYPES)
 @pytest.mark.parametrize("rows, cols", SHAPES)
-def test_a_packed_matrix_gives_the_unpacked_ones_bits_in_any_call(rows, cols):
+def test_a_packed_matrix_gives_the_unpacked_ones_bits_in_any_call(name, rows, cols):
     """q8 results on the packed layout equal the file layout's and quant_ref's bit for bit, for 1 to 40 rows, alone
     or in a batch, with 1 or 2 threads, and in a fused group beside other types; a row with a NaN comes out NaN
     as it does unpacked."""
     rng = np.random.default_rng(5)
-    w = quant_ref.random_weight("Q4_K", rows, cols, rng, extreme=True)
-    other = quant_ref.random_weight("Q6_K", 16, cols, rng)
+    w = quant_ref.random_weight(name, rows, cols, rng, extreme=True)
+    other = quant_ref.random_weight("Q5_0" if cols % 32 == 0 else "Q8_0", 16, cols, rng)
     p, lib = packed(w), quant._default()
     threads = torch.get_num_threads()
     try:
@@ -73,9 +76,10 @@ def test_a_packed_matrix_gives_the_unpacked_ones_bits_in_any_call(rows, cols):
 
 
 @needs_kernels
-def test_rows_of_a_packed_matrix_read_as_the_files():
+@pytest.mark.parametrize("name", TYPES)
+def test_rows_of_a_packed_matrix_read_as_the_files(name):
     """Embedding rows (the self-draft copies' reader) and the dequantized values come from the unpacked blocks."""
-    w = quant_ref.random_weight("Q4_K", 48, 512, np.random.default_rng(7))
+    w = quant_ref.random_weight(name, 48, 512, np.random.default_rng(7))
     p = packed(w)
     ids = torch.tensor([0, 15, 16, 47, 30])
     assert torch.equal(quant.embed(p, ids), quant.embed(w, ids))
@@ -116,7 +120,7 @@ def test_specx_pack_0_keeps_the_files_layout(monkeypatch):
 @pytest.mark.slow
 @needs_packed_kernel
 def test_the_packed_fixture_target_gives_the_files_logits_bit_for_bit(monkeypatch):
-    """The 1.5B Q4_K_M fixture loaded with its Q4_K layers packed and with the file's layout: a prompt pass,
+    """The 1.5B Q4_K_M fixture loaded with its Q4_K and Q6_K layers packed and with the file's layout: a prompt pass,
     a 5-token verify-sized forward and cached 1-token steps give the same logits bit for bit."""
     from specx.decoder import resident
     from specx.decoder.lm import load
