@@ -14,8 +14,9 @@
      portable builds.
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
    This file: the rules in code (exact decoding, the q8 arithmetic, portable kernels) and the driver; the
-   vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags; quant_packed.h holds a layout
-   of Q4_K (T_Q4_K_P16, made at load) and the AVX-512 q8 kernel on it, the same arithmetic to the bit. */
+   vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags; quant_packed.h holds layouts
+   of Q4_K and Q6_K (T_Q4_K_P16, T_Q6_K_P16, made at load) and the AVX-512 q8 kernels on them, the same arithmetic
+   to the bit. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -648,7 +649,7 @@ static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, 
 int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t *types,
                const uint8_t *const *data, const int64_t *rows, float *y, int32_t mode, int32_t threads) {
     int64_t N = 0, total = 0;
-    int quantized = 0;
+    int quantized = 0, packed = 0;
     for (int s = 0; s < nseg; ++s) {
         if (!block_values(types[s]) || K % block_values(types[s])) return 2;
 #if defined(SPX_AVX512)
@@ -656,6 +657,7 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
 #else
         if (is_packed(types[s])) return 2;   /* only the AVX-512 build's q8 kernel reads the packed layout */
 #endif
+        packed |= is_packed(types[s]);
         N += rows[s];
         total += rows[s] * (K / block_values(types[s]) * block_bytes(types[s]));
         quantized |= !is_float_type(types[s]);
@@ -687,8 +689,6 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
 #endif
     uint8_t *xp = 0;   /* packed segments' activations (quant_packed.h) */
 #if defined(SPX_AVX512)
-    int packed = 0;
-    for (int s = 0; s < nseg; ++s) packed |= is_packed(types[s]);
     if (packed) {
         xp = aligned_alloc(64, M * xp_stride(K));
         if (!xp) {

@@ -31,9 +31,7 @@ static inline int packed_file_type(int type) { return type == T_Q6_K_P16 ? T_Q6_
 
 /* ---------------------------------------------------------------- the layout (every build) */
 
-static inline int64_t pack_tile_bytes(int type, int64_t K) {
-    return K / QKK * PACK_ROWS * block_bytes(packed_file_type(type));
-}
+static inline int64_t pack_tile_bytes(int type, int64_t K) { return K / QKK * PACK_ROWS * block_bytes(type); }
 
 #if SPX_DRIVER
 static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }   /* little-endian, as x86 */

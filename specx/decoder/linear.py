@@ -37,9 +37,10 @@ def describe() -> str:
 
 
 def packer(mode: str):
-    """The loaded kernel build where it runs packed matrices in this mode (q8; cpu/packing.py), else None."""
+    """The loaded kernel build where it runs packed matrices in this mode (q8, or q4: q8 on re-encoded layers;
+    cpu/packing.py), else None."""
     quant = _quant()
-    if quant is None or mode != "q8":
+    if quant is None or mode not in ("q8", "q4"):
         return None
     from ..cpu import packing
 

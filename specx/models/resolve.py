@@ -259,7 +259,7 @@ def _load_lean(source: Source, mode: str, draft_vocab: int, tokenizer=None):
     from ..decoder.lm import load
     from ..progress import library_calls
 
-    packs = linear.packer("q8" if mode == "q4" else mode) is not None   # SPECX_PACK may change within a process
+    packs = linear.packer(mode) is not None   # SPECX_PACK may change within a process
     key = (str(source.path), "native", mode, draft_vocab, _given(tokenizer), packs)
     if key not in _LOADED:
         with library_calls():
