@@ -14,7 +14,8 @@ class HybridDrafter(NoDrafter):
     counts its whole run) or a copy resumed past a replaced token is drafted for free; otherwise, or
     where the policy's trim leaves nothing of it (the loop then asks `instead`), the model drafts
     (shorter matches are common words in prose, which the model guesses better). The model's cache
-    catches up on the copied tokens in its next forward (one pass over several tokens).
+    catches up on the copied tokens in its next forward (one pass over several tokens; after a long copy only
+    its last ModelDrafter.SPLICE tokens, the rest skipped).
 
     `sit_out` (asked by `--draft-policy auto` before each answer): where the model would see less than
     half of what it has not read (a prompt over twice its CPU window) and reading all of it costs

@@ -29,6 +29,8 @@ class ModelDrafter(NoDrafter):
     SIT_OUT = 2       # ... and sits an answer out when it would read more than this many windows (sits_out),
                       # unless reading them all fits the answer's budget (reads_all)
     READ_PROBE = 32   # tokens it reads once, on a spare cache, to learn what reading a token costs
+    SPLICE = 8        # a round reads at most the last 8 tokens it has not seen (_splice): 2 and 4 lost
+                      # acceptance, 16 read more for none (benchmarks/results/2026-11-30-splice)
 
     def __init__(self, lm, target_vocab: int, usable_vocab: int, window: int = 0):
         self.lm = lm
@@ -38,8 +40,10 @@ class ModelDrafter(NoDrafter):
         self.head = getattr(lm, "head", None)   # a lean drafter's VocabTrim head, which follows the context
         self.max_context = lm.max_context
         self.window = window              # the most unread tokens it reads at once (0: all); see _unread
-        self.offset = 0                   # the sequence position of its cache's first token
-        self.held: list[int] = []         # the tokens in its cache, from `offset`
+        self.offset = 0                   # a sequence position less its cache slot (the sequence's first tokens
+                                          # it never read, and any text _splice skipped)
+        self.held: list[int] = []         # the tokens in its cache, in order
+        self.joined: tuple[int, int] | None = None   # this answer's first splice: (its slot, the offset before it)
         self.base = 0
         self.read_s: float | None = None  # seconds per token it reads in one forward (measured)
         self.step_s: float | None = None  # seconds of a forward of one token (measured; _catching_up)
@@ -107,6 +111,7 @@ class ModelDrafter(NoDrafter):
             return
         if self.head is not None:
             self.head.restart(seq)
+        self._unsplice()
         kept = self._kept(seq, reuse)
         if kept:
             self._crop(kept)
@@ -123,6 +128,7 @@ class ModelDrafter(NoDrafter):
     def would_read(self, seq: list[int], reuse: int = 0) -> int:
         """How many tokens prefill(seq, reuse) would need to read with no window: seq[:-1] beyond what
         its cache keeps."""
+        self._unsplice()
         kept = self._kept(seq, reuse)
         return len(seq) - 1 - (self.offset + kept if kept else 0)
 
@@ -145,8 +151,28 @@ class ModelDrafter(NoDrafter):
         unread = len(seq) - self.offset - len(self.held)
         if self.reading and unread > self.reading:
             self.lm.reset()
-            self.offset, self.held = len(seq) - self.reading, []
+            self.offset, self.held, self.joined = len(seq) - self.reading, [], None
         return seq[self.offset + len(self.held):]
+
+    def _splice(self, seq: list[int]) -> None:
+        """Bound a round's catching up: where its cache holds context and lacks more than SPLICE tokens of seq (a
+        long copy the target accepted, a stretch of plain rounds), it skips all but their last SPLICE, its
+        positions closing up over the gap (its cache then holds the text as if the skipped part had never been
+        written: rotary positions are relative). Reading a long copy whole cost more than plain decoding would
+        have in the answer's last round, the skipped text is mostly the context's own, and acceptance held
+        (benchmarks/results/2026-11-30-splice). Prompts are read as before (prefill, _unread's window)."""
+        gap = len(seq) - self.offset - len(self.held) - self.SPLICE
+        if self.held and gap > 0:
+            self.joined = self.joined or (len(self.held), self.offset)
+            self.offset += gap
+
+    def _unsplice(self) -> None:
+        """Before an answer: its cache up to the last answer's first splice, the part that holds the sequence as
+        it is (a chat's next turn keeps it, _kept)."""
+        if self.joined is not None:
+            slot, self.offset = self.joined
+            self.joined = None
+            self._crop(slot)
 
     def _forward(self, ids: list[int]) -> torch.Tensor:
         logits = self.lm.forward(ids, last_only=True)
@@ -167,6 +193,7 @@ class ModelDrafter(NoDrafter):
             self.head.follow(seq)
         if ask.tree and ask.model_limit and getattr(self.lm, "trees", None) == "":
             return self._propose_tree(seq, ask)   # (a tree of no depth reads nothing, as a chain of none)
+        self._splice(seq)
         ids, tokens, probs, confidences, survival = self._unread(seq), [], [], [], 1.0
         self.base = len(seq) - self.offset
         sampling, stops = ask.sampling, ask.stops
@@ -217,6 +244,7 @@ class ModelDrafter(NoDrafter):
         new nodes only, each timed with its rows (Draft.levels). A tree that never branched is returned as the
         chain it is."""
         stops, t = ask.stops, time.perf_counter()
+        self._splice(seq)
         unread = self._unread(seq)
         logits, rows = self._logits(unread), len(unread)
         self.base = len(seq) - self.offset

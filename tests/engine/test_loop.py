@@ -218,6 +218,45 @@ def test_a_windowed_drafter_reads_only_the_last_tokens_and_output_stays_exact(ma
         assert draft_lm.cached == len(drafter.held) <= window + 24
 
 
+def test_a_long_unread_stretch_is_spliced_and_the_drafter_drafts_as_if_it_was_never_written(make_lm):
+    """A round that finds more than SPLICE tokens the drafter has not read (a long accepted copy) reads only their
+    last SPLICE: it then drafts exactly as a drafter that read the text with the gap closed up; the next answer
+    keeps its cache up to the splice and reads the rest, as a fresh drafter reads the whole sequence."""
+    from specx.engine.draft import Ask
+
+    drafter = ModelDrafter(make_lm("qwen2", seed=3, layers=1), 128, 128)
+    prompt = [0] + list(range(20, 30))
+    drafter.prefill(prompt)
+    seq = prompt + list(range(40, 60))                      # 20 tokens it has not read, the last one included
+    draft = drafter.propose(seq, Ask(3))
+    closed = prompt[:-1] + seq[-drafter.SPLICE:]
+    assert drafter.held[:len(closed)] == closed and drafter.offset == len(seq) - len(closed)
+    fresh = ModelDrafter(make_lm("qwen2", seed=3, layers=1), 128, 128)
+    fresh.prefill(closed)
+    assert fresh.propose(closed, Ask(3)).tokens == draft.tokens
+    drafter.commit(len(draft.tokens), 0)
+    turn = seq + [7, 8]
+    drafter.prefill(turn, reuse=len(seq))
+    assert drafter.offset == 0 and drafter.held == turn[:-1] and drafter.joined is None
+    expected = make_lm("qwen2", seed=3, layers=1).forward(turn, last_only=True)
+    assert torch.allclose(drafter.lm.forward(turn[-1:], last_only=True), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_splicing_after_every_accepted_copy_keeps_the_output_exact(make_lm, arch):
+    """A hybrid whose model drafter splices whenever it lacks more than one token (SPLICE = 1) still gives the
+    target's own greedy output on every prompt."""
+    target = make_lm(arch, seed=1)
+    model = model_drafter(make_lm(arch, seed=1, layers=1), target)
+    model.SPLICE = 1
+    spliced = []
+    for prompt in PROMPTS + [[0] + [4, 5, 6, 7] * 6]:
+        tokens, _ = run(target, HybridDrafter(NgramDrafter(), model), prompt, 5, 32)
+        assert tokens == plain_greedy(target.model, prompt, 32, eos=1), prompt
+        spliced.append(model.joined is not None)
+    assert any(spliced)
+
+
 def test_a_drafter_keeps_only_what_its_cache_really_holds_of_a_reused_prefix(make_lm):
     """A chat turn's `reuse` counts the target's cache; the drafter keeps the part its own cache
     holds (it may have read another text since) and reads the rest."""
