@@ -30,8 +30,9 @@ def main(bound_path: str, bars_path: str) -> int:
           f"it; verify of 5 rows {verify[5]:.2f}, 9 rows {verify[9]:.2f}")
     print("| prompt | bound | x specx plain decoding | end to end ÷ llama.cpp | measured default ÷ llama.cpp |")
     print("|---|---|---|---|---|")
+    ids = sorted({s["prompt"] for s in bars if s["category"] == "rewrite"})   # the bars' own prompt numbers
     for i, a in enumerate(answers):
-        def median(config, key, i=i):
+        def median(config, key, i=ids[i]):
             return statistics.median(s[key] for s in bars if s["prompt"] == i and s["config"] == config)
 
         llama = median("llamacpp", "total_s")
