@@ -1,7 +1,7 @@
 """The n-gram drafter: prompt lookup that follows the copy it makes and repeats the target's edits."""
 from __future__ import annotations
 
-from ..engine.draft import Ask, Draft, NoDrafter
+from ..engine.draft import Ask, Draft, NoDrafter, upto_end
 from ..engine.tree import ROOT
 
 MAX_N = 3   # the longest suffix a lookup matches (`specx export vllm` writes it as prompt_lookup_max)
@@ -86,7 +86,7 @@ class NgramDrafter(NoDrafter):
         if self.start is None:
             return Draft([], None)
         n = min(ask.k, self.ONE_TOKEN_DRAFT) if self.evidence == 1 else ask.k
-        copied = [self.edits.get(t, t) for t in seq[self.start:self.start + n]]
+        copied = upto_end([self.edits.get(t, t) for t in seq[self.start:self.start + n]], ask.eos)
         self.branches = []
         if ask.tree > len(copied) and copied:
             return self._tree(seq, copied, ask)

@@ -47,10 +47,17 @@ class Ask:
     model_k: int | None = None              # the most a model drafter may draft (None: k)
     stops: Stops = NO_STOPS                 # where a model drafter ends its draft early (the policy's numbers)
     tree: int = 0                           # > 0: the draft may be a token tree of at most this many nodes
+    eos: frozenset[int] = frozenset()       # tokens that end the answer: a draft stops at one (nothing after it
+                                            # is ever kept, engine/loop.py's _finish)
 
     @property
     def model_limit(self) -> int:
         return self.k if self.model_k is None else min(self.k, self.model_k)
+
+
+def upto_end(tokens: list[int], eos: frozenset[int]) -> list[int]:
+    """`tokens` up to and including the first that ends the answer (the target verifies nothing after it)."""
+    return next((tokens[:i + 1] for i, t in enumerate(tokens) if t in eos), tokens)
 
 
 class NoDrafter:

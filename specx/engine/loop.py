@@ -183,7 +183,8 @@ class Generation:
     def _ask(self, k: int, model_k: int) -> Ask:
         """This round's request, with the policy's stops for a model drafter as numbers."""
         tree = self._tree_size(k, self._room)
-        return Ask(k, self.sampling, self.generator, self.stop, model_k, self.policy.stops(model_k, tree), tree)
+        return Ask(k, self.sampling, self.generator, self.stop, model_k, self.policy.stops(model_k, tree), tree,
+                   self.eos)
 
     def _tree_size(self, k: int, room: int) -> int:
         """The most nodes this round's draft tree may hold (0: a chain): `--tree N`, else what the cost model

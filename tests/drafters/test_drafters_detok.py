@@ -160,3 +160,10 @@ def test_a_copy_resumes_past_a_replaced_token_only_after_a_real_run():
     d.commit(2, 1)
     seq += [41, 60]                       # 41 accepted, then the target's own 60 (the source has 42)
     assert d.propose(seq, Ask(3)).tokens == []
+
+
+def test_a_copy_stops_at_a_token_that_ends_the_answer():
+    """Nothing after an end-of-answer token is ever kept, so a copy goes no further than the first (it included)."""
+    seq = [40, 41, 42, 2, 50, 51, 40, 41, 42]             # the source continues past the end token 2
+    assert NgramDrafter().propose(seq, Ask(5)).tokens == [2, 50, 51, 40, 41]
+    assert NgramDrafter().propose(seq, Ask(5, eos=frozenset({2}))).tokens == [2]

@@ -178,6 +178,20 @@ def test_the_hybrid_copies_where_the_context_holds_the_continuation_and_asks_the
     assert len(draft.tokens) == 3 and not draft.lookup and hybrid.name.endswith("+ngram")
 
 
+def test_a_model_drafter_stops_at_a_token_that_ends_the_answer(make_lm):
+    """Nothing after an end-of-answer token is ever kept: a draft ends at the first (it included)."""
+    seq = [0, 5, 9, 12, 7, 30]
+
+    def drafted(ask):
+        drafter = ModelDrafter(make_lm("qwen2", seed=3, layers=1), 128, 128)
+        drafter.prefill(seq)
+        return drafter.propose(seq, ask).tokens
+
+    expected = drafted(Ask(4))
+    assert len(expected) == 4
+    assert drafted(Ask(4, eos=frozenset({expected[1]}))) == expected[:2]
+
+
 def test_the_first_round_is_plain_and_the_drafter_reads_the_prompt_after_it(make_lm):
     """The first token costs what it costs without a drafter: no draft, and the drafter's prompt
     pass comes after it (the prompt plus that token)."""

@@ -272,4 +272,5 @@ def test_a_tree_drafted_instead_of_a_cut_copy_reaches_the_target_whole():
     loop = object.__new__(Generation)
     loop.stats, loop.policy, loop.drafter = SimpleNamespace(rounds=1), CutsAll(4), Hybrid()
     loop.tree, loop._room, loop.sampling, loop.generator, loop.stop = 8, 100, Sampling(), None, None
+    loop.eos = frozenset()
     assert loop._propose([5, 6], 4, 4) is tree
