@@ -24,8 +24,8 @@ class TreeDrafting:
     def _propose_tree(self, seq: list[int], ask: Ask) -> Draft:
         """A token tree of at most ask.tree nodes, ask.model_limit deep, grown level by level while the
         policy's stops say a level pays (drafters/branching.py): one drafter forward a level, over that level's
-        new nodes only, each timed with its rows (Draft.levels). A tree that never branched is returned as the
-        chain it is."""
+        new nodes only, each timed with its rows (Draft.levels); a node that ends the answer (Ask.eos) gets no
+        children. A tree that never branched is returned as the chain it is."""
         stops, t = ask.stops, time.perf_counter()
         self._splice(seq)
         unread = self._unread(seq)
@@ -44,7 +44,8 @@ class TreeDrafting:
                 parents.append(node)
                 qs.append(q if q is not None else _one_hot(local, logits.shape[-1]))
                 confidences.append(p)
-            grow = branching.growing(kept, stops)
+            grow = [i for i in branching.growing(kept, stops)
+                    if tokens[first + i] not in ask.eos]   # a node that ends the answer gets no children
             rows = len(tokens) - self.forwarded
             if (not grow or len(tokens) >= ask.tree or depth == ask.model_limit
                     or (ask.stop is not None and ask.stop.is_set())

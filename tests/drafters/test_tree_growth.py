@@ -156,6 +156,19 @@ def test_a_model_drafters_tree_stops_growing_where_the_stops_say(drafter):
         assert len(first.levels) == 1
 
 
+def test_a_tree_node_that_ends_the_answer_gets_no_children(drafter):
+    """Nothing after an end-of-answer token is kept: where every first-level node is one, the tree stops there."""
+    from test_decoder import ids
+
+    free = _grow(drafter, Stops())
+    first = [t for t, p in zip(free.tokens, free.parents) if p == -1]
+    prompt = ids(4, 12)
+    drafter.prefill(prompt)
+    ended = drafter.propose(prompt, Ask(6, tree=12, stops=Stops(), eos=frozenset(first)))
+    drafter.commit_tree(ended, []) if ended.parents is not None else drafter.commit(len(ended.tokens), 0)
+    assert sorted(ended.tokens) == sorted(first) and len(ended.levels) == 1
+
+
 def test_each_tree_level_forwards_only_its_new_nodes(drafter, monkeypatch):
     """A model drafter's level forward runs the nodes that level added, never again those already in its cache
     (they stay there, seen through the mask): the tree forwards' rows add up to the nodes forwarded, each forward
