@@ -16,7 +16,10 @@ from quality import FIXTURE, TEXT, agreement, perplexity, reference_continuation
 
 
 def fake_quant(x: torch.Tensor, block: int) -> torch.Tensor:
+    """x rounded to int8 per `block` values; a row that is not whole blocks of 256 per 32 (K-quant weights, the
+    only ones per 256 would serve, always have whole groups of 256)."""
     rows, k = x.shape
+    block = block if k % block == 0 else 32
     b = x.float().reshape(rows, k // block, block)
     d = b.abs().amax(-1, keepdim=True) / 127
     inv = torch.where(d > 0, 1 / d, torch.zeros_like(d))
