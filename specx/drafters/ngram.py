@@ -106,7 +106,8 @@ class NgramDrafter(NoDrafter):
                 room = ask.tree - len(tokens)
                 if room <= 0:
                     break
-                copy = [self.edits.get(t, t) for t in seq[start:start + min(ask.k, self.BRANCH, room)]]
+                copy = upto_end([self.edits.get(t, t) for t in seq[start:start + min(ask.k, self.BRANCH, room)]],
+                                ask.eos)
                 if copy[0] in seen:
                     continue
                 seen.add(copy[0])

@@ -167,3 +167,6 @@ def test_a_copy_stops_at_a_token_that_ends_the_answer():
     seq = [40, 41, 42, 2, 50, 51, 40, 41, 42]             # the source continues past the end token 2
     assert NgramDrafter().propose(seq, Ask(5)).tokens == [2, 50, 51, 40, 41]
     assert NgramDrafter().propose(seq, Ask(5, eos=frozenset({2}))).tokens == [2]
+    seq = [5, 6, 7, 2, 9, 4, 5, 6, 8, 10, 11, 12, 13, 5, 6]   # (5, 6) went on as 8, 10, … and as 7, 2, 9, 4
+    tree = NgramDrafter().propose(seq, Ask(4, tree=12, eos=frozenset({2})))
+    assert tree.tokens == [8, 10, 11, 12, 7, 2] and tree.parents == (-1, 0, 1, 2, -1, 4)   # a tree's branch too
