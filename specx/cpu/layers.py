@@ -147,11 +147,10 @@ class Plan:
             mode: str) -> None:
         """The layers `active` over the rows of x (the residual stream, updated in place) and h (RMSNorm(x) by
         norms[0]; on return, by norms[-1]): what model.py's Python loop computes, in one call."""
+        from . import quant
         from .attention import ACTS
-        from .quant import _MODE_IDS
 
-        if mode not in _MODE_IDS:
-            raise ValueError(f"mode must be one of {tuple(_MODE_IDS)}, not {mode!r}")
+        mode_id = quant._default().mode_id(mode)   # ValueError for a mode it has not (before any C runs)
         lib, kernels = _library(), _kernels(_libraries())
         layer_ptrs, next_norms, _ = self.order(active, norms)
         attn = (P * len(active))(*(cache_addresses[i] for i in active))
@@ -170,7 +169,7 @@ class Plan:
         status = lib.spx_layers(
             ctypes.byref(kernels), layer_ptrs, attn, next_norms, len(active), P(x.data_ptr()), P(h.data_ptr()),
             ctypes.c_int64(rows), ctypes.c_int64(x.shape[1]), ctypes.c_int64(start), P(positions.data_ptr()),
-            ctypes.c_int64(past), None if mask is None else P(mask.data_ptr()), ctypes.c_int32(_MODE_IDS[mode]),
+            ctypes.c_int64(past), None if mask is None else P(mask.data_ptr()), ctypes.c_int32(mode_id),
             ctypes.c_float(self.eps), ctypes.c_int32(ACTS[self.act]), ctypes.byref(scratch),
             ctypes.c_int32(torch.get_num_threads()))
         if status:

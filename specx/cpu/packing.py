@@ -7,6 +7,8 @@ the file's bytes rearranged (the same number of them), and the kernel computes q
 the bit, so a packed model's results are the unpacked one's. Only that kernel reads the layout: a matrix is
 packed only where the loaded build has it (AVX-512, AMX off: AMX's prompt passes read the file's layout), only
 for the q8 mode, and only where its rows are a multiple of 16; the embedding and output layers stay as they are.
+Packed Q4_K is laid out for q8 with groups (activations per 256 values, a group's sums as integers: quant.c's
+KIND_G, `quant.Library.q8_groups`), so it is packed only where the build runs that.
 `unpack` is the layout's reference (numpy), which tests hold the C packing to."""
 from __future__ import annotations
 
@@ -27,9 +29,10 @@ def builds(lib) -> bool:
     return lib is not None and not off and lib.lib.spx_build() & 3 == 2 and not lib.amx_on()
 
 
-def packable(w: QWeight) -> bool:
-    """A Q4_K or Q6_K matrix whose rows fill whole tiles."""
-    return w.type in FILE_TYPES and w.rows % PACK_ROWS == 0 and w.rows > 0
+def packable(w: QWeight, lib=None) -> bool:
+    """A Q4_K or Q6_K matrix whose rows fill whole tiles (Q4_K: where `lib`, if given, runs q8 with groups)."""
+    grouped = lib is None or w.name != "Q4_K" or lib.q8_groups()
+    return w.type in FILE_TYPES and w.rows % PACK_ROWS == 0 and w.rows > 0 and grouped
 
 
 def pack(lib, w: QWeight, out: np.ndarray) -> QWeight:
@@ -47,13 +50,13 @@ def unpack(w: QWeight) -> QWeight:
     if w.name == "Q6_K":
         return _unpack_q6(w)
     groups, tiles = w.cols // 256, w.rows // PACK_ROWS
-    t = w.data.reshape(tiles, 9 * groups, 256)
-    scales, vals = t[:, :groups], t[:, groups:].reshape(tiles, 8, groups, 4, PACK_ROWS, 4)   # j g c o e
+    t = w.data.reshape(tiles, groups, 9, 256)                                        # group-major
+    scales, vals = t[:, :, 0], t[:, :, 1:].reshape(tiles, groups, 8, 4, PACK_ROWS, 4)   # g j c o e
     out = np.empty((tiles, PACK_ROWS, groups, 144), np.uint8)
     out[..., 0:2] = scales[:, :, 0:32].reshape(tiles, groups, PACK_ROWS, 2).transpose(0, 2, 1, 3)
     out[..., 2:4] = scales[:, :, 32:64].reshape(tiles, groups, PACK_ROWS, 2).transpose(0, 2, 1, 3)
     out[..., 4:16] = scales[:, :, 64:].reshape(tiles, groups, 12, PACK_ROWS).transpose(0, 3, 1, 2)
-    q = vals.transpose(0, 4, 2, 1, 3, 5).reshape(tiles, PACK_ROWS, groups, 8, 16)   # value 4c + e of block j
+    q = vals.transpose(0, 4, 1, 2, 3, 5).reshape(tiles, PACK_ROWS, groups, 8, 16)   # value 4c + e of block j
     q = np.concatenate([q & 15, q >> 4], axis=-1)                                    # values 0..31 of block j
     out[..., 16:] = (q[..., 0::2, :] | (q[..., 1::2, :] << 4)).reshape(tiles, PACK_ROWS, groups, 128)
     return QWeight(BLOCKS["Q4_K"][0], out.reshape(-1), w.rows, w.cols)

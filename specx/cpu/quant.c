@@ -12,6 +12,13 @@
      fixed sequence per lane of 16 running sums (block mod 8, half), then a fixed tree (q8 arithmetic below).
      Every build does that same arithmetic, so q8 results are bit-identical across the AVX-512, AVX2 and
      portable builds.
+   - "q8" with groups (MODE_Q8K): "q8", except that Q4_K weights (KIND_G below) take the row quantized per 256
+     values (one scale a group, llama.cpp's Q8_K), so that a group's block sums stay integers: per group the exact
+     int32 S = Σ_j sc_j·S_j and M = Σ_j m_j·Σq_j, then two fmas into one running sum, groups in order. A call
+     holding both kinds of weights quantizes its rows both ways. Every build computes it, bit-identical across
+     builds; quant.py runs it where it is the faster (the AVX-512 builds' packed kernel: a verify's and a prompt's
+     rows a fifth to a quarter cheaper; the AVX2 kernels keep a group's sums in the lanes of one weight row and
+     would pay a reduction per row and group: benchmarks/results/2026-11-30-q8k).
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
    This file: the rules in code (exact decoding, the q8 arithmetic, portable kernels) and the driver; the
    vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags; quant_packed.h holds layouts
@@ -53,7 +60,9 @@ enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q
 enum { T_IQ4_NL = 20, T_IQ4_XS = 23 };
 enum { T_Q4_K_P16 = 112, T_Q6_K_P16 = 114 };   /* not ggml types: Q4_K and Q6_K with 16 rows packed together
                                                    (quant_packed.h), never a file's */
-enum { MODE_F32 = 0, MODE_Q8 = 1 };
+enum { T_Q4_K_G = 212 };   /* not a ggml type: Q4_K in the q8 mode with activations per 256 values (KIND_G), what
+                              spx_matmul calls a Q4_K segment of a MODE_Q8K call */
+enum { MODE_F32 = 0, MODE_Q8 = 1, MODE_Q8K = 2 };   /* MODE_Q8K: MODE_Q8 with Q4_K as KIND_G */
 
 #define QK 32          /* values per block of the 32-value types, and per activation block in q8 mode */
 #define QKK 256        /* values per K-type superblock; also one q8 "group" of 8 activation blocks */
@@ -73,6 +82,7 @@ enum { MODE_F32 = 0, MODE_Q8 = 1 };
    xh[16]   dx·Σq per half block (float), lane 8h + j: the min term of Q2_K, whose mins are per 16 values;
    ns[16]   −16·Σq per half block (int16: |Σq| <= 16·127), lane 8h + j, in the 32 bytes after xs: the SIMD
             kernels' X_OFFSET (quant_simd.h).
+   Quantized per 256 values (KIND_G's rows, xk), the same layout with one scale in all 8 blocks' dx.
    The integer products pair unsigned with signed bytes (VNNI, maddubs): weights that are never negative
    (unsigned_weights) take q as it is; signed weights take q + 128 and subtract 128·Σw, a sum over the
    weights alone (decoded once for all rows), except in the SIMD kernels' short calls (X_OFFSET). Values past the row's end are zeros with scale 0.
@@ -131,8 +141,10 @@ static inline float inverse_scale(float d, int bad) {
 
 /* One row of X quantized into the layout above. amax/127 and 1/d are correctly rounded divisions, x·(1/d)
    is rounded to the nearest integer, ties to even (numpy's rint; the SIMD conversions do the same). A block
-   holding a NaN or an infinity gets scale NaN and q = 0, in every build. */
-static void quantize_row(const float *x, int64_t K, uint8_t *out) {
+   holding a NaN or an infinity gets scale NaN and q = 0, in every build.
+   `whole` (K a multiple of 256): one scale per group of 256 values, the largest |x| of the group (a NaN or an
+   infinity anywhere in it makes the whole group's scale NaN); every other step the same. */
+static void quantize_row(const float *x, int64_t K, uint8_t *out, int whole) {
     const int64_t groups = (K + QKK - 1) / QKK;
     memset(out, 0, groups * XG);
     for (int64_t g = 0; g < groups; ++g) {
@@ -140,16 +152,25 @@ static void quantize_row(const float *x, int64_t K, uint8_t *out) {
         float *dxv = (float *)(o + XG_DX), *xsv = (float *)(o + XG_XS), *xhv = (float *)(o + XG_XH);
         int16_t *nsv = (int16_t *)(o + XG_NS);
         memset(o, 128, 256);
+        float bmax[8] = {0};
+        int bbad[8] = {0};   /* a NaN or infinity: the block's scale is NaN, its q are 0 (the row's results NaN) */
+        for (int j = 0; j < 8 && g * QKK + QK * j < K; ++j)
+            for (int p = 0; p < QK; ++p) {
+                const float v = x[g * QKK + QK * j + p];
+                bmax[j] = fmaxf(bmax[j], fabsf(v));
+                bbad[j] |= !(fabsf(v) < INFINITY);
+            }
+        if (whole)
+            for (int j = 1; j < 8; ++j) {
+                bmax[0] = fmaxf(bmax[0], bmax[j]);
+                bbad[0] |= bbad[j];
+            }
         for (int j = 0; j < 8; ++j) {
             int64_t base = g * QKK + QK * j;
             if (base >= K) break;
             const float *xb = x + base;
-            float amax = 0.0f;
-            int bad = 0;   /* a NaN or infinity: the block's scale is NaN, its q are 0 (the row's results NaN) */
-            for (int p = 0; p < QK; ++p) {
-                amax = fmaxf(amax, fabsf(xb[p]));
-                bad |= !(fabsf(xb[p]) < INFINITY);
-            }
+            const float amax = bmax[whole ? 0 : j];
+            const int bad = bbad[whole ? 0 : j];
             float d = bad ? NAN : amax / 127.0f, id = inverse_scale(d, bad);
             int sum = 0, half[2] = {0, 0};
             for (int p = 0; p < QK; ++p) {
@@ -187,12 +208,27 @@ static inline int xq_at(const uint8_t *xg, int j, int p) {   /* q of value p of 
    For each half block (j, h) of a row: S = Σ q·w over its 16 values (exact), then, in float32 with one
    rounding per step,  t = a·dx;  acc[8h + j] = fma(S, t, acc[8h + j]);  and for SM/KM
    accb[j] = fma(b, xs, accb[j]) (K2: accb[8h + j] = fma(b, xh, accb[8h + j]) per half block). The result is
-   tree8(acc[0..7] + acc[8..15]) + (SM) or − (KM) tree8(accb), − (K2) tree8(accb[0..7] + accb[8..15]). */
-enum { KIND_S = 0, KIND_SM = 1, KIND_KM = 2, KIND_K2 = 3 };
+   tree8(acc[0..7] + acc[8..15]) + (SM) or − (KM) tree8(accb), − (K2) tree8(accb[0..7] + accb[8..15]).
+   G (Q4_K; activations per 256 values, one scale D a group): w = d·sc_j·q − dmin·m_j with sc_j, m_j the 6-bit
+   scale and min of block j. Per group, exact in int32: S = Σ_j sc_j·S_j (S_j = Σ q·w over block j) and
+   M = Σ_j m_j·Σq_j; then in float32  acc = fma((float)S, d·D, acc);  acc = fma(−(float)M, dmin·D, acc),  over
+   the groups in order from acc = 0; the result is acc. (|S| < 2^25: its conversion rounds, the same in every
+   build.) */
+enum { KIND_S = 0, KIND_SM = 1, KIND_KM = 2, KIND_K2 = 3, KIND_G = 4 };
 
 static int q8_kind(int type) {
-    return type == T_Q4_1 || type == T_Q5_1 ? KIND_SM : type == T_Q4_K || type == T_Q5_K ? KIND_KM
-           : type == T_Q2_K ? KIND_K2 : KIND_S;
+    return type == T_Q4_1 || type == T_Q5_1 ? KIND_SM : type == T_Q4_K_G ? KIND_G
+           : type == T_Q4_K || type == T_Q5_K ? KIND_KM : type == T_Q2_K ? KIND_K2 : KIND_S;
+}
+
+/* the types whose q8 activations are quantized per 256 values (KIND_G; Q4_K_P16 is Q4_K packed, whose kernel
+   computes KIND_G only) */
+static inline int group_scaled(int type) { return type == T_Q4_K_G || type == T_Q4_K_P16; }
+
+/* KIND_G's float step for one group: the scalar every build runs (fmaf rounds once, as the fma instructions) */
+static inline float g_step(float acc, int32_t S, int32_t M, float d, float dmin, float D) {
+    acc = fmaf((float)S, d * D, acc);
+    return fmaf(-(float)M, dmin * D, acc);
 }
 
 static inline int unsigned_weights(int type) { return q8_kind(type) != KIND_S; }   /* q, no offset */
@@ -220,19 +256,25 @@ static inline float q8_result(int kind, const float *acc, const float *accb) {
 typedef struct {
     int8_t q[QKK];
     float a[16], b[16];
+    int sc[8], m[8];   /* KIND_G: the blocks' 6-bit scales and mins, */
+    float d, dmin;     /* and the group's two f16 scales */
 } qgroup;
 
 static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
     memset(g, 0, sizeof *g);
-    if (type == T_Q4_K || type == T_Q5_K) {
+    if (type == T_Q4_K || type == T_Q4_K_G || type == T_Q5_K) {
         int five = type == T_Q5_K;
         float d = rdh(w), dmin = rdh(w + 2);
         const uint8_t *s = w + 4, *qh = w + 16, *qs = w + 16 + 32 * five;
+        g->d = d;
+        g->dmin = dmin;
         for (int j = 0; j < 8; ++j) {
             int sc, m;
             scale_min_k4(j, s, &sc, &m);
             g->a[j] = g->a[8 + j] = d * (float)sc;
             g->b[j] = dmin * (float)m;
+            g->sc[j] = sc;
+            g->m[j] = m;
             for (int p = 0; p < 32; ++p) g->q[32 * j + p] = (int8_t)q_k4(five, qs, qh, j, p);
         }
         return;
@@ -371,6 +413,17 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
             decode_group(type, wr + (kt ? s * bytes : 8 * s * bytes), nb, &g);
             for (int64_t r = 0; r < R; ++r) {
                 const uint8_t *xg = xq + r * stride + s * XG;
+                if (kind == KIND_G) {   /* acc[r][0] is the one running sum */
+                    int32_t S = 0, M = 0;
+                    for (int j = 0; j < 8; ++j) {
+                        S += g.sc[j] * (half_sum(&g, xg, j, 0) + half_sum(&g, xg, j, 1));
+                        int32_t q = 0;
+                        for (int p = 0; p < QK; ++p) q += xq_at(xg, j, p);
+                        M += g.m[j] * q;
+                    }
+                    acc[r][0] = g_step(acc[r][0], S, M, g.d, g.dmin, ((const float *)(xg + XG_DX))[0]);
+                    continue;
+                }
                 const float *dx = (const float *)(xg + XG_DX), *xs = (const float *)(xg + XG_XS);
                 const float *xh = (const float *)(xg + XG_XH);
                 for (int l = 0; l < 16; ++l)
@@ -381,7 +434,7 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
                     for (int j = 0; j < 8; ++j) accb[r][j] = fmaf(g.b[j], xs[j], accb[r][j]);
             }
         }
-        for (int64_t r = 0; r < R; ++r) y[r * ldy + c] = q8_result(kind, acc[r], accb[r]);
+        for (int64_t r = 0; r < R; ++r) y[r * ldy + c] = kind == KIND_G ? acc[r][0] : q8_result(kind, acc[r], accb[r]);
     }
 }
 
@@ -479,6 +532,7 @@ static inline __attribute__((always_inline)) void f32_rows(const int type, const
                                                             float *y, int64_t ldy)
 #define QUANT_TYPES(M) M(T_Q4_0) M(T_Q4_1) M(T_Q5_0) M(T_Q5_1) M(T_Q8_0) M(T_Q2_K) M(T_Q4_K) M(T_Q5_K) M(T_Q6_K) \
     M(T_Q3_K) M(T_IQ4_NL) M(T_IQ4_XS)
+#define Q8_TYPES(M) QUANT_TYPES(M) M(T_Q4_K_G)   /* the q8 kernels' types (T_Q4_K_G has no f32 kernel) */
 #define FLOAT_TYPES(M) M(T_F32) M(T_F16) M(T_BF16)
 #define Q8_FN(T) KERNEL_FN(q8_rows, T, xq)
 #define F32_FN(T) KERNEL_FN(f32_rows, T, x)
@@ -498,17 +552,17 @@ static inline __attribute__((always_inline)) void f32_rows(const int type, const
 #define UNIT_3(Q8, F32, DEC) Q8(T_Q8_0) F32(T_Q8_0) DEC(T_Q8_0) Q8(T_Q5_K) F32(T_Q5_K) DEC(T_Q5_K) \
     Q8(T_Q2_K) F32(T_Q2_K) DEC(T_Q2_K) F32(T_F32)
 #define UNIT_4(Q8, F32, DEC) Q8(T_Q3_K) F32(T_Q3_K) DEC(T_Q3_K) Q8(T_IQ4_NL) F32(T_IQ4_NL) DEC(T_IQ4_NL) \
-    Q8(T_IQ4_XS) F32(T_IQ4_XS) DEC(T_IQ4_XS) F32(T_F16) F32(T_BF16)
+    Q8(T_IQ4_XS) F32(T_IQ4_XS) DEC(T_IQ4_XS) F32(T_F16) F32(T_BF16) Q8(T_Q4_K_G) DEC(T_Q4_K_G)
 #if !defined(SPX_UNIT)
-QUANT_TYPES(Q8_FN)
+Q8_TYPES(Q8_FN)
 QUANT_TYPES(F32_FN)
 FLOAT_TYPES(F32_FN)
-QUANT_TYPES(DECODED_FN)
+Q8_TYPES(DECODED_FN)
 #elif SPX_UNIT == 0
-QUANT_TYPES(Q8_DECL)
+Q8_TYPES(Q8_DECL)
 QUANT_TYPES(F32_DECL)
 FLOAT_TYPES(F32_DECL)
-QUANT_TYPES(DECODED_DECL)
+Q8_TYPES(DECODED_DECL)
 #elif SPX_UNIT == 1
 UNIT_1(Q8_FN, F32_FN, DECODED_FN)
 #elif SPX_UNIT == 2
@@ -529,7 +583,7 @@ static void simd_kernel(int type, int mode, const float *x, const uint8_t *xq, i
 #define Q8_CASE(T) CASE(q8_rows, T)
 #define F32_CASE(T) CASE(f32_rows, T)
     if (mode == MODE_Q8 && !is_float_type(type)) {
-        switch (type) { QUANT_TYPES(Q8_CASE) default: break; }
+        switch (type) { Q8_TYPES(Q8_CASE) default: break; }
     } else {
         switch (type) { QUANT_TYPES(F32_CASE) FLOAT_TYPES(F32_CASE) default: break; }
     }
@@ -557,7 +611,7 @@ static void decoded_kernel(int type, int store, const uint8_t *xq, int64_t K, co
         if (store) q8_store_##T(xq, K, w, nout, rowbytes, dec, y, ldy); \
         else q8_stored_##T(xq, K, dec, nout, y, ldy);            \
         break;
-    switch (type) { QUANT_TYPES(CASE) default: break; }
+    switch (type) { Q8_TYPES(CASE) default: break; }
 #undef CASE
 }
 #endif /* SPX_DRIVER */
@@ -649,7 +703,18 @@ static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, 
 int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t *types,
                const uint8_t *const *data, const int64_t *rows, float *y, int32_t mode, int32_t threads) {
     int64_t N = 0, total = 0;
-    int quantized = 0, packed = 0;
+    int quantized = 0, grouped = 0, packed = 0, packed_g = 0;
+    if (mode < MODE_F32 || mode > MODE_Q8K || nseg < 0) return 2;
+    int32_t kinds[nseg > 0 ? nseg : 1];   /* the segments' types as the kernels take them (MODE_Q8K: T_Q4_K_G) */
+    for (int s = 0; s < nseg; ++s) {
+        if (types[s] == T_Q4_K_G) return 2;   /* never a caller's */
+        kinds[s] = mode == MODE_Q8K && types[s] == T_Q4_K ? T_Q4_K_G : types[s];
+    }
+    /* packed Q4_K's kernel computes KIND_G only; every other step treats MODE_Q8K as MODE_Q8 */
+    for (int s = 0; s < nseg; ++s)
+        if (types[s] == T_Q4_K_P16 && mode != MODE_Q8K) return 2;
+    mode = mode == MODE_F32 ? MODE_F32 : MODE_Q8;
+    types = kinds;
     for (int s = 0; s < nseg; ++s) {
         if (!block_values(types[s]) || K % block_values(types[s])) return 2;
 #if defined(SPX_AVX512)
@@ -657,26 +722,41 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
 #else
         if (is_packed(types[s])) return 2;   /* only the AVX-512 build's q8 kernel reads the packed layout */
 #endif
-        packed |= is_packed(types[s]);
+        packed |= is_packed(types[s]) && !group_scaled(types[s]);
+        packed_g |= is_packed(types[s]) && group_scaled(types[s]);
         N += rows[s];
         total += rows[s] * (K / block_values(types[s]) * block_bytes(types[s]));
-        quantized |= !is_float_type(types[s]);
+        quantized |= !is_float_type(types[s]) && !group_scaled(types[s]);
+        grouped |= group_scaled(types[s]);
     }
     if (M <= 0 || N <= 0) return 0;
     prefetch_for(M);
-    uint8_t *xq = 0;
+    /* q8: X quantized per 32 values (xq) for the weights that take that, per 256 (xk) for KIND_G's */
+    uint8_t *xq = 0, *xk = 0;
     if (mode == MODE_Q8 && quantized) {
         xq = aligned_alloc(64, M * xq_stride(K));
         if (!xq) return 1;
+    }
+    if (mode == MODE_Q8 && grouped) {
+        xk = aligned_alloc(64, M * xq_stride(K));
+        if (!xk) {
+            free(xq);
+            return 1;
+        }
+    }
+    if (xq || xk) {
         /* a few rows are quantized by the calling thread: a second parallel region would cost more */
 #pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
-        for (int64_t m = 0; m < M; ++m) {
+        for (int64_t m = 0; m < M; ++m)
+            for (int whole = 0; whole < 2; ++whole) {
+                uint8_t *out = whole ? xk : xq;
+                if (!out) continue;
 #ifdef SPX_SIMD
-            quantize_row_simd(x + m * K, K, xq + m * xq_stride(K));
+                quantize_row_simd(x + m * K, K, out + m * xq_stride(K), whole);
 #else
-            quantize_row(x + m * K, K, xq + m * xq_stride(K));
+                quantize_row(x + m * K, K, out + m * xq_stride(K), whole);
 #endif
-        }
+            }
     }
     uint8_t *xpack = 0;   /* AMX: the quantized rows repacked (quant_amx.h), when this call takes that path */
 #if SPX_AMX
@@ -687,15 +767,20 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
         if (xpack) amx_pack_x(xq, M, K, xpack, threads);   /* without the memory: the VNNI kernels */
     }
 #endif
-    uint8_t *xp = 0;   /* packed segments' activations (quant_packed.h) */
+    uint8_t *xp = 0, *xg = 0;   /* packed segments' activations (quant_packed.h): Q6_K's, Q4_K's */
 #if defined(SPX_AVX512)
-    if (packed) {
-        xp = aligned_alloc(64, M * xp_stride(K));
-        if (!xp) {
+    if (packed || packed_g) {
+        xp = packed ? aligned_alloc(64, M * xp_stride(K)) : 0;
+        xg = packed_g ? aligned_alloc(64, M * xg_stride(K)) : 0;
+        if ((packed && !xp) || (packed_g && !xg)) {
+            free(xp);
+            free(xg);
             free(xq);
+            free(xk);
             return 1;
         }
-        xp_from_xq(xq, M, K, xp, threads);
+        if (xp) xp_from_xq(xq, M, K, xp, threads);
+        if (xg) xg_from_xk(xk, M, K, xg, threads);
     }
 #endif
 #pragma omp parallel num_threads(threads)
@@ -724,18 +809,20 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
 #endif
 #if defined(SPX_AVX512)
             if (!done && is_packed(types[s])) {
-                packed_segment(types[s], xp, M, K, data[s], a, b, y + col, N);
+                packed_segment(types[s], group_scaled(types[s]) ? xg : xp, M, K, data[s], a, b, y + col, N);
                 done = 1;
             }
 #endif
-            if (!done) segment_rows(types[s], mode, x, xq, M, K, data[s], rb, a, b, y + col, N);
+            if (!done) segment_rows(types[s], mode, x, group_scaled(types[s]) ? xk : xq, M, K, data[s], rb, a, b, y + col, N);
             start += bytes;
             col += rows[s];
         }
     }
     free(xpack);
     free(xp);
+    free(xg);
     free(xq);
+    free(xk);
     return 0;
 }
 

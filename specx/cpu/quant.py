@@ -5,12 +5,17 @@ Two activation modes:
   float32 rows of X, so results are within float rounding of `qweight.reference` (dequantize, float64).
 - "q8": each row of X is quantized alone, per 32 values, to int8 with one float scale (as ggml's Q8_0),
   and the blocks' dot products are exact integers; the block results are combined in float32 in one fixed
-  order (quant.c). Not exact: its error is that of rounding X to 8 bits (quant_ref.py computes the same
-  numbers in numpy, bit for bit). Float weights (F32/F16/BF16) always run the f32 path.
+  order (quant.c). Where the build's kernels gain by it (`Library.q8_groups`: the AVX-512 builds without AMX,
+  whose packed Q4_K kernel then costs a verify's or a prompt's rows about a fifth less; the AVX2 kernels would
+  lose: benchmarks/results/2026-11-30-q8k), Q4_K weights take the row quantized per 256 values instead (one
+  scale a group, as ggml's Q8_K), so that a group's 8 block sums are added as integers before its two float
+  steps; the quality guard holds on every fixture, and the kernels sentence says which. Not exact: its error
+  is that of rounding X to 8 bits (quant_ref.py computes the same numbers in numpy, bit for bit, either way).
+  Float weights (F32/F16/BF16) always run the f32 path.
 
 Both keep a row's result bit-identical whatever other rows share the call and whatever the thread count
 (speculation is lossless only so). q8 results are also bit-identical across the AVX-512, AVX2 and portable
-builds; f32 results agree across builds within float rounding.
+builds for the same `groups` (every build computes both); f32 results agree across builds within float rounding.
 
 The C source ships with the package and is compiled once per machine (cpu/build.py); the build matches the
 CPU (quant_build.py: AVX-512 with F/BW/VL, else AVX2+FMA+F16C, with VNNI where the CPU has it, else portable C),
@@ -36,10 +41,21 @@ from .quant_build import (  # noqa: F401  (the build's names tests and benchmark
 from .quant_prefetch import PREFETCH_WAYS, one_row_bytes, prefetch_choices
 
 MODES = ("f32", "q8")
+GROUP_TYPES = ("Q4_K",)   # q8 with groups: activations per 256 values (quant.c's KIND_G); every other type per 32
+_Q8_GROUPS = 2            # quant.c's MODE_Q8K: q8 with groups
 _MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
 AMX_ENV = "SPECX_AMX"   # 0: never use AMX (benchmarks and tests compare both ways)
-AMX_TYPES = ("Q4_K", "Q6_K", "Q8_0", "Q5_0")   # the weight types quant_amx.h runs
+AMX_TYPES = ("Q6_K", "Q8_0", "Q5_0")   # the weight types quant_amx.h runs (Q4_K's q8 arithmetic is not its)
 _state: dict[str, object] = {}
+
+
+def q8_words(types: str, groups: bool) -> str:
+    """The q8 mode in the kernels sentence, for a model whose matrices are `types` ("Q4_K/Q6_K")."""
+    grouped = [t for t in types.split("/") if t in GROUP_TYPES and groups]
+    if grouped and len(grouped) == len(types.split("/")):
+        return "int8 activations per 256 values (integer group sums; --quant none: float32)"
+    group = f"per 256 into {'/'.join(grouped)} layers: integer group sums; " if grouped else ""
+    return f"int8 activations per 32 values ({group}--quant none: float32)"
 
 
 @dataclass(frozen=True)
@@ -53,8 +69,22 @@ class Library:
     amx: bool = False   # built with AMX and granted the tile state here
     vbmi: bool = False  # built with VBMI (the 32-value types' byte gathers)
 
-    def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None):
-        """See the module-level `matmul`."""
+    def q8_groups(self) -> bool:
+        """Whether this build's q8 mode runs Q4_K with activations per 256 values (quant.c's MODE_Q8K): the
+        AVX-512 builds, whose packed kernel gains by it, except those with AMX (its Q4_K prompt passes compute
+        the arithmetic per 32; with SPECX_AMX=0 too, so that one machine gives one model's numbers)."""
+        return self.lib.spx_build() & 3 == 2 and not self.amx
+
+    def mode_id(self, mode: str, groups: bool | None = None) -> int:
+        """quant.c's mode number for `mode` ("q8" with groups as this build runs it, or as `groups` says)."""
+        if mode not in _MODE_IDS:
+            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+        grouped = self.q8_groups() if groups is None else groups
+        return _Q8_GROUPS if mode == "q8" and grouped else _MODE_IDS[mode]
+
+    def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None, groups: bool | None = None):
+        """See the module-level `matmul`; `groups` (tests, benchmarks): q8's arithmetic for Q4_K, per 256 values
+        (True) or per 32 (False) whatever this build would run."""
         group, n = _segments(weights, x, mode, out)
         m = x.shape[0]
         if out is None:
@@ -62,7 +92,7 @@ class Library:
         if m and n:
             types, data, rows = group
             status = self.lib.spx_matmul(x.data_ptr(), m, x.shape[1], len(types), types, data, rows,
-                                         out.data_ptr(), _MODE_IDS[mode], torch.get_num_threads())
+                                         out.data_ptr(), self.mode_id(mode, groups), torch.get_num_threads())
             if status == 1:
                 raise MemoryError(f"quantizing {m} rows of {x.shape[1]} values: out of memory")
             if status:

@@ -3,14 +3,9 @@
 /* ---------------------------------------------------------------- AVX2 kernels (FMA, F16C; AVX-VNNI if built with it) */
 #if defined(SPX_AVX2)
 
-static inline int32_t hsum8_epi32(__m256i s) {
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-    return _mm_cvtsi128_si32(_mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1)));
-}
-
-/* quantize_row's arithmetic, 8 values at a time (the same operations, so the same bytes) */
-static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
+/* quantize_row's arithmetic, 8 values at a time (the same operations, so the same bytes; `whole`: one scale a
+   group, as there) */
+static void quantize_row_simd(const float *x, int64_t K, uint8_t *out, int whole) {
     const int64_t groups = (K + QKK - 1) / QKK;
     memset(out, 0, groups * XG);
     const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
@@ -18,19 +13,30 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
     for (int64_t g = 0; g < groups; ++g) {
         uint8_t *o = out + g * XG;
         if ((g + 1) * QKK > K) memset(o, 128, 256);
+        float bmax[8] = {0};
+        int bbad[8] = {0};   /* as quantize_row: a NaN or infinity makes the scale NaN and q 0 */
         for (int j = 0; j < 8 && g * QKK + QK * j < K; ++j) {
-            const float *xb = x + g * QKK + QK * j;
-            __m256 v[4];
             __m256 m = _mm256_setzero_ps();
-            int bad = 0;   /* as quantize_row: a NaN or infinity makes the scale NaN and q 0 */
             for (int i = 0; i < 4; ++i) {
-                v[i] = _mm256_loadu_ps(xb + 8 * i);
-                m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i]));
-                bad |= _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, v[i]), _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
+                const __m256 v = _mm256_loadu_ps(x + g * QKK + QK * j + 8 * i);
+                m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v));
+                bbad[j] |= _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, v), _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
             }
             __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
             m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-            const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+            bmax[j] = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+        }
+        if (whole)
+            for (int j = 1; j < 8; ++j) {
+                bmax[0] = fmaxf(bmax[0], bmax[j]);
+                bbad[0] |= bbad[j];
+            }
+        for (int j = 0; j < 8 && g * QKK + QK * j < K; ++j) {
+            const float *xb = x + g * QKK + QK * j;
+            __m256 v[4];
+            for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(xb + 8 * i);
+            const float amax = bmax[whole ? 0 : j];
+            const int bad = bbad[whole ? 0 : j];
             const float d = bad ? NAN : amax / 127.0f, id = inverse_scale(d, bad);
             __m256i q[4];
             for (int i = 0; i < 4; ++i)
@@ -66,8 +72,8 @@ typedef struct {
     __m256i sw[8];       /* wide_weights without VNNI: the signed weights, for their signs */
 #endif
     __m256i corr[2];     /* −128·Σw per lane of each half: the x bytes are q + 128 */
-    __m256 a[2], b;
-    __m256 b1;           /* K2: b of half 1 (b holds half 0's) */
+    __m256 a[2], b;      /* KIND_G: a[0] holds sc_j as int32 (lane j), b m_j as int16 (lanes j and 8 + j) */
+    __m256 b1;           /* K2: b of half 1 (b holds half 0's); KIND_G: d and dmin in lanes 0 and 1 */
 } wq;
 
 static inline void transpose4(__m256i c0, __m256i c1, __m256i c2, __m256i c3, __m256i *u) {
@@ -94,7 +100,7 @@ static inline __attribute__((always_inline)) __m256i dot4(__m256i acc, __m256i u
 static inline __attribute__((always_inline)) void decode_q8(const int type, const int xoff, const uint8_t *g, wq *o) {
     const __m256i nib = _mm256_set1_epi8(15);
     o->b = _mm256_setzero_ps();
-    if (type == T_Q4_K || type == T_Q5_K) {
+    if (type == T_Q4_K || type == T_Q4_K_G || type == T_Q5_K) {
         const uint8_t *qs = g + (type == T_Q5_K ? 48 : 16);
         __m256i u[4];
         transpose4(ld32(qs), ld32(qs + 32), ld32(qs + 64), ld32(qs + 96), u);
@@ -109,8 +115,17 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
                 o->w[i] = _mm256_or_si256(o->w[i], _mm256_slli_epi32(_mm256_and_si256(bits, _mm256_set1_epi8(1)), 4));
             }
         }
-        k4_scales(g, &o->a[0], &o->b);
-        o->a[1] = o->a[0];
+        if (q8_kind(type) == KIND_G) {
+            __m256i sc, m;
+            k4_ints(g, &sc, &m);
+            o->a[0] = o->a[1] = _mm256_castsi256_ps(sc);
+            const __m128i m8 = _mm_packs_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+            o->b = _mm256_castsi256_ps(_mm256_set_m128i(m8, m8));
+            o->b1 = _mm256_setr_ps(f16at(g), f16at(g + 2), 0, 0, 0, 0, 0, 0);
+        } else {
+            k4_scales(g, &o->a[0], &o->b);
+            o->a[1] = o->a[0];
+        }
     } else if (type == T_Q2_K) {   /* lane j: qs dword 8(j >> 2) + 4h + k, field 2(j & 3); sub-block 2j + h */
         const __m256i shq = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
 #pragma GCC unroll 8
@@ -282,6 +297,16 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const i
             s[h] = _mm256_add_epi32(s[h], _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
         }
 #endif
+    if (q8_kind(type) == KIND_G) {   /* S = Σ sc_j·(S_j0 + S_j1), −16·M = Σ m·ns_l (exact), then g_step in lane 0 */
+        const int32_t S = hsum8_epi32(_mm256_mullo_epi32(_mm256_add_epi32(s[0], s[1]), _mm256_castps_si256(o->a[0])));
+        const int32_t M = -(hsum8_epi32(_mm256_madd_epi16(_mm256_load_si256((const __m256i *)(xg + XG_NS)),
+                                                          _mm256_castps_si256(o->b))) >> 4);
+        const float a0 = g_step(_mm256_cvtss_f32(acc[0]), S, M, _mm256_cvtss_f32(o->b1),
+                                _mm256_cvtss_f32(_mm256_permutevar8x32_ps(o->b1, _mm256_set1_epi32(1))),
+                                ((const float *)(xg + XG_DX))[0]);
+        acc[0] = _mm256_setr_ps(a0, 0, 0, 0, 0, 0, 0, 0);
+        return;
+    }
     const __m256 dx = _mm256_load_ps((const float *)(xg + XG_DX));
     const __m256 t0 = _mm256_mul_ps(o->a[0], dx);
     const __m256 t1 = type == T_Q6_K || type == T_Q2_K || type == T_Q3_K ? _mm256_mul_ps(o->a[1], dx) : t0;
@@ -323,7 +348,7 @@ static inline __attribute__((always_inline)) void wq_put(const int type, wq *d, 
     d->a[0] = o->a[0];
     d->a[1] = o->a[1];
     if (q8_kind(type) != KIND_S) d->b = o->b;
-    if (q8_kind(type) == KIND_K2) d->b1 = o->b1;
+    if (q8_kind(type) == KIND_K2 || q8_kind(type) == KIND_G) d->b1 = o->b1;
     if (!unsigned_weights(type)) d->corr[0] = o->corr[0], d->corr[1] = o->corr[1];
 }
 
@@ -337,7 +362,7 @@ static inline __attribute__((always_inline)) void wq_get(const int type, wq *o, 
     o->a[0] = d->a[0];
     o->a[1] = d->a[1];
     o->b = q8_kind(type) != KIND_S ? d->b : _mm256_setzero_ps();
-    o->b1 = q8_kind(type) == KIND_K2 ? d->b1 : _mm256_setzero_ps();
+    o->b1 = q8_kind(type) == KIND_K2 || q8_kind(type) == KIND_G ? d->b1 : _mm256_setzero_ps();
     o->corr[0] = unsigned_weights(type) ? _mm256_setzero_si256() : d->corr[0];
     o->corr[1] = unsigned_weights(type) ? _mm256_setzero_si256() : d->corr[1];
 }
@@ -369,6 +394,7 @@ static inline __attribute__((always_inline)) void q8_span(const int type, const 
 }
 
 static inline float q8_result_avx2(int kind, const __m256 *acc, const __m256 *accb) {
+    if (kind == KIND_G) return _mm256_cvtss_f32(acc[0]);
     const float main = hsum8(_mm256_add_ps(acc[0], acc[1]));
     const float mins = hsum8(kind == KIND_K2 ? _mm256_add_ps(accb[0], accb[1]) : accb[0]);
     return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;

@@ -50,8 +50,8 @@ static inline __m256i max_of_8(const __m512i *m) {
    even, exact integer sums), so the same bytes. A block's maximum is taken on the bit patterns of |x|, which
    order as the floats do and put a NaN or an infinity (a "bad" block) above every finite value. The 16 half
    blocks' bytes are moved into the layout by dword permutes (lane 8h + j of vector k: dword k of half h of
-   block j). */
-static inline void quantize_group_simd(const float *x, uint8_t *o) {
+   block j). `whole`: one scale for the group (quantize_row's), from the largest of the 8 blocks' maxima. */
+static inline void quantize_group_simd(const float *x, uint8_t *o, int whole) {
     const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
     __m512 v[16];
     __m512i m[8];
@@ -61,7 +61,8 @@ static inline void quantize_group_simd(const float *x, uint8_t *o) {
         m[j] = _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(v[2 * j]), absmask),
                                 _mm512_and_si512(_mm512_castps_si512(v[2 * j + 1]), absmask));
     }
-    const __m256i amax = max_of_8(m);
+    __m256i amax = max_of_8(m);
+    if (whole) amax = _mm256_set1_epi32((int)_mm512_reduce_max_epu32(_mm512_zextsi256_si512(amax)));
     const __mmask8 bad = _mm256_cmpge_epu32_mask(amax, _mm256_set1_epi32(0x7f800000));
     const __m256 d = _mm256_mask_mov_ps(_mm256_div_ps(_mm256_castsi256_ps(amax), _mm256_set1_ps(127.0f)), bad,
                                         _mm256_set1_ps(NAN));
@@ -96,22 +97,22 @@ static inline void quantize_group_simd(const float *x, uint8_t *o) {
 #endif
     }
     const __m512 d16 = twice(d);
-    const __m256i whole = _mm256_add_epi32(_mm512_castsi512_si256(sums), _mm512_extracti64x4_epi64(sums, 1));
+    const __m256i blocks = _mm256_add_epi32(_mm512_castsi512_si256(sums), _mm512_extracti64x4_epi64(sums, 1));
     _mm512_store_ps((float *)(o + XG_DX), d16);
-    _mm256_store_ps((float *)(o + XG_XS), _mm256_mul_ps(d, _mm256_cvtepi32_ps(whole)));
+    _mm256_store_ps((float *)(o + XG_XS), _mm256_mul_ps(d, _mm256_cvtepi32_ps(blocks)));
     _mm256_store_si256((__m256i *)(o + XG_NS), _mm512_cvtepi32_epi16(_mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 4))));
     _mm512_store_ps((float *)(o + XG_XH), _mm512_mul_ps(d16, _mm512_cvtepi32_ps(sums)));
 }
 
 /* quantize_row's arithmetic, 16 values at a time: whole groups by quantize_group_simd, a partial last group
    from a zero-padded copy (a zero block quantizes to what quantize_row leaves there: q 0, scale 0, sums 0). */
-static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
-    const int64_t whole = K / QKK;
-    for (int64_t g = 0; g < whole; ++g) quantize_group_simd(x + g * QKK, out + g * XG);
+static void quantize_row_simd(const float *x, int64_t K, uint8_t *out, int whole) {
+    const int64_t full = K / QKK;
+    for (int64_t g = 0; g < full; ++g) quantize_group_simd(x + g * QKK, out + g * XG, whole);
     if (K % QKK) {
         float last[QKK] = {0};
-        memcpy(last, x + whole * QKK, sizeof(float) * (K % QKK));
-        quantize_group_simd(last, out + whole * XG);
+        memcpy(last, x + full * QKK, sizeof(float) * (K % QKK));
+        quantize_group_simd(last, out + full * XG, whole);
     }
 }
 
@@ -119,9 +120,9 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out) {
 typedef struct {
     __m512i w[4];        /* signed 8-bit weights */
     __m512i corr;        /* −128·Σw per lane: the x bytes are q + 128 */
-    __m512 a;            /* a per lane (8h + j) */
-    __m256 b;            /* b per block (SM, KM) */
-    __m512 b16;          /* b per lane (K2) */
+    __m512 a;            /* a per lane (8h + j); KIND_G: sc_j as int32 in lanes j and 8 + j (g_scales) */
+    __m256 b;            /* b per block (SM, KM); KIND_G: m_j as int16 in lanes j and 8 + j */
+    __m512 b16;          /* b per lane (K2); KIND_G: d and dmin in lanes 0 and 1 */
 #if !SPX_VNNI
     __mmask64 neg[4];    /* wide_weights without VNNI: w < 0 (w holds |w|, and x is used signed) */
 #endif
@@ -218,9 +219,8 @@ static inline __attribute__((always_inline)) __m512i minus128_sums(const int typ
     return _mm512_sub_epi32(_mm512_setzero_si512(), c);
 }
 
-/* k4_scales' a = d·sc (lanes 0..7) and b = dmin·m (lanes 8..15) in one vector: the same integers and products,
-   the 8 scales and 8 mins extracted side by side */
-static inline __m512 k4_scales16(const uint8_t *g) {
+/* the 8 six-bit scales (lanes 0..7) and 8 mins (lanes 8..15) of a Q4_K/Q5_K group, as int32 */
+static inline __m512i k4_ints16(const uint8_t *g) {
     const __m512i s = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(g + 4)));
     const char z = (char)0x80;
 #define DW(i) z, z, z, (char)(i)   /* byte i into a dword (_mm512_set_epi8 lists the bytes from the last) */
@@ -233,8 +233,12 @@ static inline __m512 k4_scales16(const uint8_t *g) {
 #undef ZZ
     const __m512i low = _mm512_setr_epi32(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15);
     const __m512i shift = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4);
-    const __m512i sm = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(uv, shift), low),
-                                       _mm512_slli_epi32(_mm512_srli_epi32(hi, 6), 4));
+    return _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(uv, shift), low), _mm512_slli_epi32(_mm512_srli_epi32(hi, 6), 4));
+}
+
+/* k4_scales' a = d·sc (lanes 0..7) and b = dmin·m (lanes 8..15) in one vector: the same integers and products */
+static inline __m512 k4_scales16(const uint8_t *g) {
+    const __m512i sm = k4_ints16(g);
     const __m512 dd = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
                                             _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)rd32(g)))));
     return _mm512_mul_ps(dd, _mm512_cvtepi32_ps(sm));
@@ -243,7 +247,7 @@ static inline __m512 k4_scales16(const uint8_t *g) {
 static inline __attribute__((always_inline)) void decode_q8(const int type, const int xoff, const uint8_t *g, wq *o) {
     const __m512i nib = _mm512_set1_epi8(15);
     o->b = _mm256_setzero_ps();
-    if (type == T_Q4_K || type == T_Q5_K) {
+    if (type == T_Q4_K || type == T_Q4_K_G || type == T_Q5_K) {
         const uint8_t *qs = g + (type == T_Q5_K ? 48 : 16);
         const __m512i q0 = _mm512_loadu_si512(qs), q1 = _mm512_loadu_si512(qs + 64), shr = L16(SHR_Q4K, 0);
         o->w[0] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutex2var_epi32(q0, L16(IDX_Q4K, 0), q1), shr), nib);
@@ -261,9 +265,16 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
                 o->w[k] = _mm512_mask_add_epi8(o->w[k], m, o->w[k], sixteen);
             }
         }
-        const __m512 ab = k4_scales16(g);
-        o->a = _mm512_shuffle_f32x4(ab, ab, 0x44);
-        o->b = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(ab), 1));
+        if (q8_kind(type) == KIND_G) {   /* the integers and the two scales (wq's fields say where) */
+            const __m512i sm = k4_ints16(g);
+            o->a = _mm512_castsi512_ps(_mm512_shuffle_i32x4(sm, sm, 0x44));
+            o->b = _mm256_castsi256_ps(_mm512_cvtepi32_epi16(_mm512_shuffle_i32x4(sm, sm, 0xEE)));
+            o->b16 = _mm512_castps128_ps512(_mm_setr_ps(f16at(g), f16at(g + 2), 0.0f, 0.0f));
+        } else {
+            const __m512 ab = k4_scales16(g);
+            o->a = _mm512_shuffle_f32x4(ab, ab, 0x44);
+            o->b = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(ab), 1));
+        }
     } else if (type == T_Q2_K) {
         const __m512i qs = _mm512_loadu_si512(g + 16), shr = L16(SHR_Q2, 0), three = _mm512_set1_epi8(3);
         o->w[0] = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(L16(IDX_Q2, 0), qs), shr), three);
@@ -422,6 +433,16 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const i
 #endif
         s = dot4(s, xv, o->w[k]);
     }
+    if (q8_kind(type) == KIND_G) {   /* S = Σ sc·S_l, −16·M = Σ m·ns_l (exact), then g_step in lane 0 */
+        const int32_t S = _mm512_reduce_add_epi32(_mm512_mullo_epi32(s, _mm512_castps_si512(o->a)));
+        const __m256i mn = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(xg + XG_NS)), _mm256_castps_si256(o->b));
+        const int32_t M = -(hsum8_epi32(mn) >> 4);
+        const float a0 = g_step(_mm512_cvtss_f32(*acc), S, M, _mm512_cvtss_f32(o->b16),
+                                _mm512_cvtss_f32(_mm512_permutexvar_ps(_mm512_set1_epi32(1), o->b16)),
+                                ((const float *)(xg + XG_DX))[0]);
+        *acc = _mm512_zextps128_ps512(_mm_set_ss(a0));
+        return;
+    }
     const __m512 t = _mm512_mul_ps(o->a, _mm512_load_ps((const float *)(xg + XG_DX)));
     *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), t, *acc);
     if (q8_kind(type) == KIND_K2)
@@ -435,6 +456,7 @@ static inline float tree16(__m512 v) {   /* lanes l and l + 8 first, then tree8 
 }
 
 static inline float q8_result_simd(int kind, __m512 acc, __m256 accb, __m512 accb16) {
+    if (kind == KIND_G) return _mm512_cvtss_f32(acc);
     const float main = tree16(acc);
     const float mins = kind == KIND_K2 ? tree16(accb16) : hsum8(accb);
     return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
@@ -445,8 +467,8 @@ static inline __attribute__((always_inline)) void wq_put(const int type, wq *d, 
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) d->w[k] = o->w[k];
     d->a = o->a;
-    if (q8_kind(type) == KIND_K2) d->b16 = o->b16;
-    else if (q8_kind(type) != KIND_S) d->b = o->b;
+    if (q8_kind(type) == KIND_K2 || q8_kind(type) == KIND_G) d->b16 = o->b16;
+    if (q8_kind(type) != KIND_S && q8_kind(type) != KIND_K2) d->b = o->b;
     if (!unsigned_weights(type)) d->corr = o->corr;
 #if !SPX_VNNI
     if (wide_weights(type))
@@ -458,8 +480,8 @@ static inline __attribute__((always_inline)) void wq_get(const int type, wq *o, 
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) o->w[k] = d->w[k];
     o->a = d->a;
-    o->b16 = q8_kind(type) == KIND_K2 ? d->b16 : _mm512_setzero_ps();
-    o->b = q8_kind(type) == KIND_SM || q8_kind(type) == KIND_KM ? d->b : _mm256_setzero_ps();
+    o->b16 = q8_kind(type) == KIND_K2 || q8_kind(type) == KIND_G ? d->b16 : _mm512_setzero_ps();
+    o->b = q8_kind(type) == KIND_SM || q8_kind(type) == KIND_KM || q8_kind(type) == KIND_G ? d->b : _mm256_setzero_ps();
     o->corr = unsigned_weights(type) ? _mm512_setzero_si512() : d->corr;
 #if !SPX_VNNI
     if (wide_weights(type))

@@ -1,30 +1,29 @@
 /* quant.c's packed Q4_K and Q6_K (T_Q4_K_P16, T_Q6_K_P16), included by it in this place: the layouts, their packing
    and unpacking (every build), and the AVX-512 build's q8 kernels on them (the only kernels that read them;
-   cpu/packing.py packs only for those). Q4_K is described here; Q6_K's tile (its own layout below) is read the
-   same way.
+   cpu/packing.py packs only for those). Q4_K is described here; Q6_K's tile (its own layout below) is block-major,
+   swept a block at a time over the groups with 16 float running sums (its kind S arithmetic).
 
    Why: the q8 kernels keep one weight row's group of 256 values across a vector (lane 8h + j = half h of block j)
    and decode it once for the call's rows; that decoding (nibbles, the 6-bit scales and mins) costs a Q4_K group
    more than a row's products, and a verify of 4-5 rows pays it in full where the weights are already in cache.
    With 16 weight rows in a vector's lanes instead, a tile's nibbles are two masks per 64 bytes and its scales
    one widening per 16 rows, the activations are broadcast from memory, and the decoding nearly disappears
-   (benchmarks/experiments/2026-11-30-packed). The arithmetic is quant.c's q8 arithmetic to the bit: for each
-   (row, output) the same exact half-block sums S, the same t = a·dx, the same fmas into the same 16 running sums
-   in the same order (groups in turn), the same trees. Only where the sums live differs: the 16 lanes of one
-   output's sums become 16 vectors, one per (block, half), each holding 16 outputs.
+   (benchmarks/experiments/2026-11-30-packed). The arithmetic is quant.c's q8 arithmetic to the bit (Q4_K: KIND_G,
+   Q6_K: kind S): for each (row, output) the same exact integers, the same float steps in the same order. Only
+   where the sums live differs: each lane of a vector is one output of the tile.
 
    Layout. A tile is 16 consecutive weight rows (a packed matrix has a multiple of 16 rows); it takes the bytes
-   those rows take in the file (G groups × 16 × 144), in two parts:
-     scales, G × 256 bytes: per group d of the 16 rows (f16, 32 bytes), dmin (32 bytes), then the group's 12
-       scale bytes transposed (byte i of row o at 64 + 16·i + o);
-     values, 8 × G × 256 bytes, block-major: for block j, for group g, 4 vectors of 64 bytes; byte 4c + e of lane
-       o holds value 4c + e of block j of row o in its low nibble and value 16 + 4c + e in its high one.
-   A tile's block j is swept over all its groups with the rows' two half sums and mins in registers, so each
-   weight vector is read and masked once per call and used by every row, and the 8 sweeps read the tile's values
-   in order. Meanwhile the next tile is brought into L2 in order, an eighth of a group per step: with that, one row
-   streams the weights from memory at least as fast as the file's layout (without it 10-20% slower; the sweeps'
-   reads jump back to the tile's scales and from block to block; benchmarks/experiments/2026-11-30-packed). */
+   those rows take in the file (G groups × 16 × 144), group-major: group g at g × PACK_GROUP_Q4 bytes,
+     scales, 256 bytes: d of the 16 rows (f16, 32 bytes), dmin (32 bytes), then the group's 12 scale bytes
+       transposed (byte i of row o at 64 + 16·i + o);
+     values, 8 × 256 bytes: for block j, 4 vectors of 64 bytes; byte 4c + e of lane o holds value 4c + e of
+       block j of row o in its low nibble and value 16 + 4c + e in its high one.
+   The sweep goes group by group, each weight vector read and masked once per call and used by every row, a
+   row's 8 block sums of a group scaled by their 6-bit scales and added as integers, so the tile is read in order;
+   meanwhile the next tile is brought into L2 in order, an eighth of a group per step (without that one row
+   streamed 10-20% slower than the file's layout: benchmarks/experiments/2026-11-30-packed). */
 #define PACK_ROWS 16   /* weight rows a tile holds: the lanes of a 512-bit vector of float32 */
+#define PACK_GROUP_Q4 (9 * 256)   /* a packed Q4_K group of 16 rows: 256 bytes of scales, 8 blocks of 256 */
 
 static inline int is_packed(int type) { return type == T_Q4_K_P16 || type == T_Q6_K_P16; }
 static inline int packed_file_type(int type) { return type == T_Q6_K_P16 ? T_Q6_K : T_Q4_K; }
@@ -37,13 +36,13 @@ static inline int64_t pack_tile_bytes(int type, int64_t K) { return K / QKK * PA
 static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }   /* little-endian, as x86 */
 
 /* Row o of the tile's group g, as the file holds it (144 bytes), written to b. */
-static void unpack_group(const uint8_t *tile, int64_t G, int64_t g, int o, uint8_t *b) {
-    const uint8_t *s = tile + g * 256;
+static void unpack_group(const uint8_t *tile, int64_t g, int o, uint8_t *b) {
+    const uint8_t *s = tile + g * PACK_GROUP_Q4;
     memcpy(b, s + 2 * o, 2);
     memcpy(b + 2, s + 32 + 2 * o, 2);
     for (int i = 0; i < 12; ++i) b[4 + i] = s[64 + 16 * i + o];
     for (int j = 0; j < 8; ++j) {
-        const uint8_t *v = tile + G * 256 + (j * G + g) * 256;
+        const uint8_t *v = s + 256 * (1 + j);
         uint8_t *qs = b + 16 + 32 * (j / 2);
         const int sh = 4 * (j & 1);
         for (int c = 0; c < 4; ++c)
@@ -70,7 +69,7 @@ int spx_pack_q4k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
         for (int o = 0; o < PACK_ROWS; ++o)
             for (int64_t g = 0; g < G; ++g) {
                 const uint8_t *b = src + ((t * PACK_ROWS + o) * G + g) * 144;
-                uint8_t *s = tile + g * 256;
+                uint8_t *s = tile + g * PACK_GROUP_Q4;
                 memcpy(s + 2 * o, b, 2);
                 memcpy(s + 32 + 2 * o, b + 2, 2);
                 for (int i = 0; i < 12; ++i) s[64 + 16 * i + o] = b[4 + i];
@@ -83,8 +82,8 @@ int spx_pack_q4k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
                         for (int k = 0; k < 2; ++k) {   /* dword c = 2·half + k of the block's row o */
                             const int c = 2 * half + k;
                             const uint32_t ev = (uint32_t)(even >> (32 * k)), od = (uint32_t)(odd >> (32 * k));
-                            memcpy(tile + G * 256 + ((2 * pair) * G + g) * 256 + 64 * c + 4 * o, &ev, 4);
-                            memcpy(tile + G * 256 + ((2 * pair + 1) * G + g) * 256 + 64 * c + 4 * o, &od, 4);
+                            memcpy(s + 256 * (1 + 2 * pair) + 64 * c + 4 * o, &ev, 4);
+                            memcpy(s + 256 * (2 + 2 * pair) + 64 * c + 4 * o, &od, 4);
                         }
                     }
                 }
@@ -164,32 +163,34 @@ static void unpack_row(int type, const uint8_t *w, int64_t K, int64_t row, uint8
     const uint8_t *tile = w + row / PACK_ROWS * pack_tile_bytes(type, K);
     for (int64_t g = 0; g < G; ++g) {
         if (type == T_Q6_K_P16) unpack_group_q6(tile, G, g, (int)(row % PACK_ROWS), b + g * 210);
-        else unpack_group(tile, G, g, (int)(row % PACK_ROWS), b + g * 144);
+        else unpack_group(tile, g, (int)(row % PACK_ROWS), b + g * 144);
     }
 }
 #endif
 
 /* ---------------------------------------------------------------- the q8 kernel (AVX-512 build) */
 #if defined(SPX_AVX512)
-/* block j's a = d·sc and b = dmin·m of the tile's 16 rows in group g: the same exact products as k4_scales16 */
-static inline __attribute__((always_inline)) void packed_scales(const uint8_t *s, int j, __m512 *a, __m512 *b) {
+/* block j's 6-bit scales and mins of the tile's 16 rows in a group (its scales at s), a byte per row */
+static inline __attribute__((always_inline)) void packed_ints(const uint8_t *s, int j, __m128i *sc, __m128i *m) {
     const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m3 = _mm_set1_epi8(3);
-    __m128i sc, m;
     if (j < 4) {
-        sc = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * j)), m63);
-        m = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4))), m63);
-    } else {   /* get_scale_min_k4's upper half: 4 low bits from byte j + 4, 2 high bits from bytes j − 4 and j */
-        const __m128i lo = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4)));
-        const __m128i up = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j - 4)));
-        const __m128i um = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * j));
-        sc = _mm_or_si128(_mm_and_si128(lo, m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(up, 6), m3), 4));
-        m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), m15),
-                         _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(um, 6), m3), 4));
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)s));
-    const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + 32)));
-    *a = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
-    *b = _mm512_mul_ps(dm, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m)));
+        *sc = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * j)), m63);
+        *m = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4))), m63);
+        return;
+    }   /* get_scale_min_k4's upper half: 4 low bits from byte j + 4, 2 high bits from bytes j − 4 and j */
+    const __m128i lo = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4)));
+    const __m128i up = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j - 4)));
+    const __m128i um = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * j));
+    *sc = _mm_or_si128(_mm_and_si128(lo, m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(up, 6), m3), 4));
+    *m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(um, 6), m3), 4));
+}
+
+static inline __attribute__((always_inline)) __m512i dot2w(__m512i acc, __m512i a, __m512i b) {   /* int16 pairs */
+#if SPX_VNNI
+    return _mm512_dpwssd_epi32(acc, a, b);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+#endif
 }
 
 static inline __attribute__((always_inline)) __m512 tree8_lanes(const __m512 *a) {   /* tree8, 16 outputs at once */
@@ -197,31 +198,34 @@ static inline __attribute__((always_inline)) __m512 tree8_lanes(const __m512 *a)
                          _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
 }
 
-/* R rows of quantized X in the packed kernel's order (xp, a row every xstride bytes) against one tile: y[r·ldy + o]
-   for its 16 outputs. `next`: the tile read after this one (0: none), brought into L2 in order, an eighth of a
-   group per step: part of how this layout is read (without it one row streams 10-20% slower than the file's
-   layout), so it does not follow the timed prefetching choice. That choice decides the L1 requests: the values a
-   step reads are asked for prefetch_bytes ahead (the distance timed for calls of several rows; a one-row call's
-   longer distance ran slower here), or not at all where prefetching is off. */
+/* R rows of X quantized per 256 values in the Q4_K kernel's order (xg, a row every xstride bytes: xg_from_xk)
+   against one Q4_K tile: y[r·ldy + o] for its 16 outputs, KIND_G's arithmetic (quant.c) in each lane. `next`:
+   the tile read after this one (0: none), brought into L2 in order, an eighth of a group per step: part of how
+   this layout is read, so it does not follow the timed prefetching choice. That choice decides the L1 requests:
+   the values a step reads are asked for prefetch_bytes ahead, or not at all where prefetching is off. */
 static inline __attribute__((always_inline)) void packed_tile(const int R, const uint8_t *tile, int64_t G,
-                                                              const uint8_t *next, const uint8_t *xp,
+                                                              const uint8_t *next, const uint8_t *xg,
                                                               int64_t xstride, float *y, int64_t ldy) {
-    __m512 sums[RMAX][16], mins[RMAX][8];
+    __m512 acc[RMAX];
     const __m512i nib = _mm512_set1_epi8(15);
-    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
-    for (int j = 0; j < 8; ++j) {
-        __m512 acc0[RMAX], acc1[RMAX], accb[RMAX];
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED), step = PACK_GROUP_Q4 / 8;
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = accb[r] = _mm512_setzero_ps();
-        const uint8_t *vals = tile + G * 256 + j * G * 256;
-        for (int64_t g = 0; g < G; ++g) {
-            const uint8_t *v = vals + g * 256;
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < G; ++g) {
+        const uint8_t *grp = tile + g * PACK_GROUP_Q4;
+        __m512i S[RMAX];
+        __m128i mins[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) S[r] = _mm512_setzero_si512();
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t *v = grp + 256 * (1 + j);
             if (ahead) prefetch_at(v + ahead, 256);
             if (next)
-                for (int i = 0; i < PACK_ROWS * 144 / 8; i += 64)
-                    _mm_prefetch((const char *)next + (j * G + g) * (PACK_ROWS * 144 / 8) + i, _MM_HINT_T1);
-            __m512 a, b;
-            packed_scales(tile + g * 256, j, &a, &b);
+                for (int i = 0; i < step; i += 64) _mm_prefetch((const char *)next + g * PACK_GROUP_Q4 + j * step + i, _MM_HINT_T1);
+            __m128i scb;
+            packed_ints(grp, j, &scb, &mins[j]);
+            const __m512i sc = _mm512_cvtepu8_epi32(scb);
             __m512i w0[4], w1[4];
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {
@@ -229,36 +233,46 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
                 w0[c] = _mm512_and_si512(q, nib);
                 w1[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
             }
-            const int64_t at = j * G + g;   /* block j of group g in xp's order */
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
-                const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
-                __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+                const uint8_t *xb = xg + r * xstride + QKK * g + QK * j;
+                __m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
-                for (int c = 0; c < 4; ++c) {   /* q of values 4c.. (half 0) and 16 + 4c.. (half 1) of block j */
-                    s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
-                    s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+                for (int c = 0; c < 4; ++c) {   /* q of values 4c.. (low nibbles) and 16 + 4c.. (high) of block j */
+                    t0 = dot4(t0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+                    t1 = dot4(t1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
                 }
-                const float *dx = (const float *)(xr + 32 * 8 * G), *xs = dx + 8 * G;
-                const __m512 t = _mm512_mul_ps(a, _mm512_set1_ps(dx[at]));
-                acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), t, acc0[r]);
-                acc1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), t, acc1[r]);
-                accb[r] = _mm512_fmadd_ps(b, _mm512_set1_ps(xs[at]), accb[r]);
+                S[r] = _mm512_add_epi32(S[r], _mm512_mullo_epi32(_mm512_add_epi32(t0, t1), sc));
             }
         }
+        __m512i mp[4];   /* lane o: (m_2p, m_2p+1) of row o as int16, against the activations' (Σq_2p, Σq_2p+1) */
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p)
+            mp[p] = _mm512_or_si512(_mm512_cvtepu8_epi32(mins[2 * p]), _mm512_slli_epi32(_mm512_cvtepu8_epi32(mins[2 * p + 1]), 16));
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)grp));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(grp + 32)));
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r], mins[r][j] = accb[r];
+        for (int r = 0; r < R; ++r) {
+            const uint8_t *xr = xg + r * xstride;
+            const uint8_t *bs = xr + (QKK + 4) * G + 16 * g;   /* Σq of the group's 8 blocks, int16 */
+            __m512i M = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; ++p) M = dot2w(M, mp[p], _mm512_set1_epi32((int)rd32(bs + 4 * p)));
+            const __m512 D = _mm512_set1_ps(((const float *)(xr + QKK * G))[g]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r]), _mm512_mul_ps(d, D), acc[r]);
+            acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, D), acc[r]);
+        }
     }
-    for (int r = 0; r < R; ++r) {   /* q8_result: tree8(acc[j] + acc[8 + j]) − tree8(accb) */
-        __m512 s8[8];
-        for (int j = 0; j < 8; ++j) s8[j] = _mm512_add_ps(sums[r][j], sums[r][8 + j]);
-        _mm512_storeu_ps(y + r * ldy, _mm512_sub_ps(tree8_lanes(s8), tree8_lanes(mins[r])));
-    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
-/* packed_tile for Q6_K: the same sweeps; a half block's sum starts at −32·Σq (its weights are q − 32, q the 6-bit
-   value: the same exact integer as the q8 kernels' S) and takes its own scale a = d·sc (Q6_K's scales are per 16
-   values); no mins (quant.c's kind S). */
+/* R rows of X quantized per 32 values in the packed order (xp, a row every xstride bytes: xp_from_xq) against one
+   Q6_K tile, quant.c's kind S arithmetic: block j swept over all the groups (its values in order, block-major) with
+   the rows' two half sums in registers, 16 running sums per output (acc[8h + j]) in the same order as every build,
+   then the trees. A half block's sum starts at −32·Σq (its weights are q − 32, q the 6-bit value: the same exact
+   integer as the q8 kernels' S) and takes its own scale a = d·sc (Q6_K's scales are per 16 values); no mins.
+   `next` as for Q4_K. */
 static inline __attribute__((always_inline)) void packed_tile_q6(const int R, const uint8_t *tile, int64_t G,
                                                                  const uint8_t *next, const uint8_t *xp,
                                                                  int64_t xstride, float *y, int64_t ldy) {
@@ -324,6 +338,37 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
    over four cache lines and keeps every group's 704 bytes, more than L1 holds for a few rows of a long row). */
 static inline int64_t xp_stride(int64_t K) { return (K + K / QK * 16 + 63) / 64 * 64; }
 
+/* the signed q of block j of a quantized group (XG layout) into dst, in the values' order */
+static inline void block_q(const uint8_t *xgroup, int j, uint8_t *dst) {
+    for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < 4; ++c) memcpy(dst + 16 * h + 4 * c, xgroup + XG_S + 64 * c + 32 * h + 4 * j, 4);
+}
+
+/* The packed Q4_K kernel's activations (xg), quantized per 256 values, a row every xg_stride(K) bytes: the signed
+   q in the row's order, then D of each group (float), then Σq of each block as int16 (8 a group). */
+static inline int64_t xg_stride(int64_t K) { return ((QKK + 20) * (K / QKK) + 63) / 64 * 64; }
+
+static void xg_from_xk(const uint8_t *xk, int64_t M, int64_t K, uint8_t *xg, int threads) {
+    const int64_t G = K / QKK;
+#pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
+    for (int64_t m = 0; m < M; ++m) {
+        const uint8_t *xr = xk + m * xq_stride(K);
+        uint8_t *o = xg + m * xg_stride(K);
+        for (int64_t g = 0; g < G; ++g) {
+            const uint8_t *xgr = xr + g * XG;
+            for (int j = 0; j < 8; ++j) block_q(xgr, j, o + QKK * g + QK * j);
+            memcpy(o + QKK * G + 4 * g, xgr + XG_DX, 4);
+            for (int j = 0; j < 8; ++j) {   /* ns holds −16·Σq of half h at lane 8h + j */
+                int16_t n0, n1;
+                memcpy(&n0, xgr + XG_NS + 2 * j, 2);
+                memcpy(&n1, xgr + XG_NS + 2 * (8 + j), 2);
+                const int16_t q = (int16_t)(-((int32_t)n0 + n1) / 16);
+                memcpy(o + (QKK + 4) * G + 16 * g + 2 * j, &q, 2);
+            }
+        }
+    }
+}
+
 static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int threads) {
     const int64_t G = K / QKK;
 #pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
@@ -333,9 +378,7 @@ static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int
         float *dx = (float *)(o + K), *xs = dx + K / QK;
         for (int64_t g = 0; g < G; ++g)
             for (int j = 0; j < 8; ++j) {
-                uint8_t *b = o + 32 * (j * G + g);
-                for (int h = 0; h < 2; ++h)
-                    for (int c = 0; c < 4; ++c) memcpy(b + 16 * h + 4 * c, xr + g * XG + XG_S + 64 * c + 32 * h + 4 * j, 4);
+                block_q(xr + g * XG, j, o + 32 * (j * G + g));
                 memcpy(dx + j * G + g, xr + g * XG + XG_DX + 4 * j, 4);
                 memcpy(xs + j * G + g, xr + g * XG + XG_XS + 4 * j, 4);
                 for (int h = 0; h < 2; ++h) {   /* ns holds −16·Σq of half h at lane 8h + j */
@@ -352,7 +395,7 @@ static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int
    group bringing the next tile into L2. */
 static void packed_segment(int type, const uint8_t *xp, int64_t M, int64_t K, const uint8_t *w, int64_t n0,
                            int64_t n1, float *y, int64_t ldy) {
-    const int64_t G = K / QKK, stride = xp_stride(K), tb = pack_tile_bytes(type, K), t1 = n1 / PACK_ROWS;
+    const int64_t G = K / QKK, stride = type == T_Q6_K_P16 ? xp_stride(K) : xg_stride(K), tb = pack_tile_bytes(type, K), t1 = n1 / PACK_ROWS;
     int64_t chunk = XCHUNK_BYTES / stride;
     chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {

@@ -6,7 +6,9 @@ each weight block is a vector of integers and one or two floats (`weight_ints`, 
 dequantization exactly: a test holds them together); the integer dot product S of each half block (16
 values) is exact; then, in float32, acc[lane] = fma(S, a·dx, acc[lane]) over 16 lanes (block mod 8, half),
 for blocks with a min or offset accb[block mod 8] = fma(b, xs, accb) (Q2_K, whose mins are per 16 values:
-accb[lane] = fma(b, xh, accb[lane]), xh = dx·Σq over the half block), and fixed trees reduce the lanes."""
+accb[lane] = fma(b, xh, accb[lane]), xh = dx·Σq over the half block), and fixed trees reduce the lanes.
+Q4_K with groups (quant.c's KIND_G, MODE_Q8K): X quantized per 256 values, per group the exact S = Σ_j sc_j·S_j
+and M = Σ_j m_j·Σq_j, then acc = fma(S, d·D, acc), acc = fma(−M, dmin·D, acc) over the groups in order."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,10 +21,10 @@ IQ4_VALUES = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 
 _TYPE = {name: tid for name, (tid, _, _) in BLOCKS.items()}
 
 
-def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x (M, K) float32, K a multiple of 32 → q (M, K/32, 32) int64 in -127..127, d (M, K/32) float32 (a block
-    holding a NaN or an infinity: d NaN, q 0)."""
-    blocks = np.asarray(x, dtype=F32).reshape(x.shape[0], -1, 32)
+def quantize_rows(x: np.ndarray, per: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """x (M, K) float32, K a multiple of `per` (32, or 256 for KIND_G) → q (M, K/per, per) int64 in -127..127,
+    d (M, K/per) float32 (a block holding a NaN or an infinity: d NaN, q 0)."""
+    blocks = np.asarray(x, dtype=F32).reshape(x.shape[0], -1, per)
     bad = ~np.isfinite(blocks).all(axis=-1)   # a NaN or infinity: scale NaN, q 0
     blocks = np.where(bad[..., None], F32(0), blocks)
     amax = np.abs(blocks).max(axis=-1)
@@ -131,15 +133,17 @@ def reconstruct(w: QWeight) -> np.ndarray:
     return out.astype(F32).reshape(w.rows, w.cols)
 
 
-def reference_q8(x: np.ndarray, weights: list[QWeight]) -> np.ndarray:
-    """What quant.matmul(x, weights, "q8") returns, computed in numpy: (M, Σ rows) float32."""
+def reference_q8(x: np.ndarray, weights: list[QWeight], groups: bool = False) -> np.ndarray:
+    """What quant.matmul(x, weights, "q8", groups=groups) returns, computed in numpy: (M, Σ rows) float32."""
     x = np.asarray(x, dtype=F32)
-    return np.concatenate([_q8_one(x, w) for w in weights], axis=1)
+    return np.concatenate([_q8_one(x, w, groups) for w in weights], axis=1)
 
 
-def _q8_one(x: np.ndarray, w: QWeight) -> np.ndarray:
+def _q8_one(x: np.ndarray, w: QWeight, groups: bool) -> np.ndarray:
     if w.name in ("F32", "F16", "BF16"):
         raise ValueError("float weights have no q8 mode")
+    if w.name == "Q4_K" and groups:
+        return _q8_groups(x, w)
     xq, dx = quantize_rows(x)
     xs = (dx * xq.sum(axis=-1).astype(F32)).astype(F32)
     kind, q, a, b, sc16 = weight_ints(w)
@@ -162,6 +166,30 @@ def _q8_one(x: np.ndarray, w: QWeight) -> np.ndarray:
             accb = fma32(b[None, :, s:s + 8], xs[:, None, s:s + 8], accb)
     main = tree8((acc[..., 0] + acc[..., 1]).astype(F32))
     return {"S": main, "SM": main + tree8(accb), "KM": main - tree8(accb)}[kind].astype(F32)
+
+
+def _q8_groups(x: np.ndarray, w: QWeight) -> np.ndarray:
+    """Q4_K's q8 steps (KIND_G): integers per group of 256, two fmas a group."""
+    xq, D = quantize_rows(x, 256)                                      # (M, G, 256), (M, G)
+    groups = xq.shape[1]
+    raw = w.data.reshape(w.rows, groups, 144)
+    half = lambda off: raw[..., off:off + 2].copy().view(np.float16)[..., 0].astype(F32)   # noqa: E731
+    d, dmin = half(0), half(2)                                         # (N, G)
+    s6 = raw[..., 4:16].astype(np.int64)
+    sc = np.concatenate([s6[..., 0:4] & 63, (s6[..., 8:12] & 15) | ((s6[..., 0:4] >> 6) << 4)], axis=-1)
+    m = np.concatenate([s6[..., 4:8] & 63, (s6[..., 8:12] >> 4) | ((s6[..., 4:8] >> 6) << 4)], axis=-1)
+    q = weight_ints(w)[1].reshape(w.rows, groups, 8, 32)               # 0..15
+    xb = xq.reshape(xq.shape[0], groups, 8, 32)
+    sj = np.einsum("mgjp,ngjp->mngj", xb, q)                           # exact block sums (int64)
+    S = (sj * sc[None]).sum(axis=-1)                                   # (M, N, G)
+    Mn = (xb.sum(axis=-1)[:, None] * m[None]).sum(axis=-1)
+    acc = np.zeros((xq.shape[0], w.rows), F32)
+    for g in range(groups):
+        t = (d[None, :, g] * D[:, None, g]).astype(F32)
+        u = (dmin[None, :, g] * D[:, None, g]).astype(F32)
+        acc = fma32(S[..., g].astype(F32), t, acc)
+        acc = fma32(-Mn[..., g].astype(F32), u, acc)
+    return acc
 
 
 def _q8_k2(xq, dx, halves, a, b) -> np.ndarray:

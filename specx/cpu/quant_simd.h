@@ -91,14 +91,20 @@ static inline __attribute__((always_inline)) __m256i dwords8(const uint8_t *p, i
     return _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
 }
 
+static inline int32_t hsum8_epi32(__m256i s) {   /* exact: any order gives the same integer */
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1)));
+}
+
 static inline float hsum8(__m256 v) {   /* tree8's order */
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
 }
 
-/* Q4_K/Q5_K sub-block scales and mins (get_scale_min_k4 on 8 lanes): a = d·sc, b = dmin·m. */
-static inline void k4_scales(const uint8_t *g, __m256 *a, __m256 *b) {
+/* Q4_K/Q5_K sub-block scales and mins as integers (get_scale_min_k4 on 8 lanes). */
+static inline void k4_ints(const uint8_t *g, __m256i *sc, __m256i *m) {
     const __m256i s = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(g + 4)));
     const char z = (char)0x80;
 #define DW(i) (char)(i), z, z, z
@@ -110,9 +116,15 @@ static inline void k4_scales(const uint8_t *g, __m256 *a, __m256 *b) {
 #undef DW
 #undef ZZ
     const __m256i low = _mm256_setr_epi32(63, 63, 63, 63, 15, 15, 15, 15);
-    const __m256i sc = _mm256_or_si256(_mm256_and_si256(u, low), _mm256_slli_epi32(_mm256_srli_epi32(hs, 6), 4));
-    const __m256i m = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), low),
-                                      _mm256_slli_epi32(_mm256_srli_epi32(hm, 6), 4));
+    *sc = _mm256_or_si256(_mm256_and_si256(u, low), _mm256_slli_epi32(_mm256_srli_epi32(hs, 6), 4));
+    *m = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), low),
+                         _mm256_slli_epi32(_mm256_srli_epi32(hm, 6), 4));
+}
+
+/* Q4_K/Q5_K sub-block scales and mins (get_scale_min_k4 on 8 lanes): a = d·sc, b = dmin·m. */
+static inline void k4_scales(const uint8_t *g, __m256 *a, __m256 *b) {
+    __m256i sc, m;
+    k4_ints(g, &sc, &m);
     *a = _mm256_mul_ps(_mm256_set1_ps(f16at(g)), _mm256_cvtepi32_ps(sc));
     *b = _mm256_mul_ps(_mm256_set1_ps(f16at(g + 2)), _mm256_cvtepi32_ps(m));
 }

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..cpu import attention, layers, packing
+from ..cpu import attention, layers, packing, quant
 from . import config as configs
 from . import linear
 from . import resident
@@ -133,7 +133,8 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     lower, mode = mode == "q4", "q8" if mode == "q4" else mode
     f = read(path, huge_pages=resident.wanted(), reencode=lower, output=not draft_vocab, tokenizer=tokenizer,
              pack=linear.packer(mode))
-    activations = "float32 activations: exact" if mode == "f32" else "int8 activations per 32 values (--quant none: float32)"
+    activations = ("float32 activations: exact" if mode == "f32" else
+                   quant.q8_words(f.weights.types(), quant.available() and quant._default().q8_groups()))
     amx = linear.prompt_note(f.weights.types(), mode)
     activations += f", {amx}" if amx else ""
     held = f", {resident.describe()}" if f.huge_pages else ""

@@ -67,7 +67,7 @@ def copy_in(weights: Weights, output: bool = True, pack=None) -> Weights:
     matrices (cpu/packing.py): the layer matrices it can pack are packed as they are copied."""
     output = output or weights.output is weights.embed
     layers = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)]
-    packed = {id(m) for m in layers if pack is not None and packing.packable(m)} - {id(weights.output)}
+    packed = {id(m) for m in layers if pack is not None and packing.packable(m, pack)} - {id(weights.output)}
     whole = layers + ([weights.output] if output else [])
     block, at, moved = region(sum(_padded(m.nbytes) for m in whole)), 0, {}
     for m in whole:

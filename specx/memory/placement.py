@@ -16,9 +16,11 @@ CPU_BACKENDS = ("fp16", "int8", "int4")   # the fast path's weight-only CPU kern
 DRAFT_WEIGHTS = ("int8dyn",)               # ... and the drafter-only one the plan may price a drafter in
 BNB = ("int8", "nf4", "fp4")
 # The lean decoder's mode (cpu/quant.py) per role when not asked (NATIVE_MODE, kept in footprint.py with the
-# schemes that price it): int8 activations per 32 values for both. A drafter never changes the output; for the
-# target q8 passed the quality guard (greedy agreement 99.1%, perplexity ratio 1.000 with the dequantized float32
-# model) and verifies 5 tokens 1.6x faster than float32 activations (benchmarks/results/2026-11-26-native-cpu).
+# schemes that price it): int8 activations (per 32 values; per 256 into Q4_K layers where the build gains by it,
+# cpu/quant.py) for both. A drafter never changes the output; for the target q8 passed the quality guard (greedy
+# agreement 99.1%, perplexity ratio 1.000 with the dequantized float32 model; with Q4_K per 256 values 98.9% and
+# 1.003: benchmarks/results/2026-11-30-q8k) and verifies 5 tokens 1.6x faster than float32 activations
+# (benchmarks/results/2026-11-26-native-cpu).
 # `--quant none` keeps float32 activations (exact). A drafter's wider layers are also re-encoded to Q4_0 (q4,
 # decoder/reencode.py): its step reads less (benchmarks/results/2026-11-29-drafter-bits); `--draft-quant q8`
 # keeps the file's blocks.
@@ -128,8 +130,8 @@ def _check_devices(plan) -> None:
                          "drop gpu=… from --mem-budget to run on the CPU (`specx plan` simulates GPUs)")
 
 
-ACTIVATIONS = {"f32": "float32 activations (exact)", "q8": "int8 activations per 32 values into the linears (q8)",
-               "q4": "int8 activations per 32 values into the linears (q4)"}
+ACTIVATIONS = {"f32": "float32 activations (exact)", "q8": "int8 activations into the linears (q8)",
+               "q4": "int8 activations into the linears (q4)"}
 
 
 def _load(model_plan, plan, role: str, quant: str, source=None) -> Load:

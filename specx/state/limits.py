@@ -12,7 +12,7 @@ WEIGHTS = ("auto", "none", "fp16", "int8", "int4", "int8dyn")   # CPU weight pre
                                                                 # int8dyn: drafters only (qlinear.DynInt8Linear)
 GPU_ONLY_QUANT = ("nf4", "fp4")                                 # bitsandbytes on CUDA: the memory plan checks them
 DRAFT_LEAN_QUANT = ("q4",)   # a drafter on the lean decoder: its wider layers re-encoded to Q4_0 (decoder/reencode.py)
-LEAN_QUANT = ("q8",)   # specx's lean decoder on a GGUF file: int8 activations per 32 values (cpu/quant.py);
+LEAN_QUANT = ("q8",)   # specx's lean decoder on a GGUF file: int8 activations (cpu/quant.py);
                        # `none` there keeps float32 activations (exact)
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 MAX_K = 64   # tokens drafted per round at most: past this, verify forwards cost more than a draft can win

@@ -107,8 +107,10 @@ def test_each_kernel_instance_of_quant_c_is_in_exactly_one_unit():
     def macro(head: str) -> str:   # a #define's body, its continuation lines included
         return re.search(rf"#define {re.escape(head)}(.*?)\n(?!\s)", text, re.DOTALL).group(1)
 
-    quants, floats = (re.findall(r"M\((T_\w+)\)", macro(f"{name}(M)")) for name in ("QUANT_TYPES", "FLOAT_TYPES"))
-    wanted = sorted([("Q8", t) for t in quants] + [("DEC", t) for t in quants] + [("F32", t) for t in quants + floats])
+    quants, floats, q8_only = (re.findall(r"M\((T_\w+)\)", macro(f"{name}(M)"))
+                               for name in ("QUANT_TYPES", "FLOAT_TYPES", "Q8_TYPES"))
+    q8 = quants + q8_only   # Q8_TYPES: QUANT_TYPES and the q8-only pseudo types (T_Q4_K_G)
+    wanted = sorted([("Q8", t) for t in q8] + [("DEC", t) for t in q8] + [("F32", t) for t in quants + floats])
     placed = sorted(pair for u in range(1, quant_build.UNITS)
                     for pair in re.findall(r"\b(Q8|F32|DEC)\((T_\w+)\)", macro(f"UNIT_{u}(Q8, F32, DEC)")))
     assert placed == wanted

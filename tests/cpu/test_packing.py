@@ -62,7 +62,7 @@ def test_a_packed_matrix_gives_the_unpacked_ones_bits_in_any_call(name, rows, co
             if m >= 9:
                 x[4, 7] = float("nan")
             want = lib.matmul(x, [w], "q8").numpy()
-            assert np.array_equal(want, quant_ref.reference_q8(x.numpy(), [w]), equal_nan=True)
+            assert np.array_equal(want, quant_ref.reference_q8(x.numpy(), [w], lib.q8_groups()), equal_nan=True)
             for n in (1, 2):
                 torch.set_num_threads(n)
                 assert np.array_equal(lib.matmul(x, [p], "q8").numpy(), want, equal_nan=True), (m, n)

@@ -62,13 +62,16 @@ def test_f32_mode_is_within_float_rounding_of_the_reference(name):
 @pytest.mark.parametrize("name", QUANTIZED)
 def test_q8_mode_equals_its_numpy_reference_bit_for_bit(name):
     """q8 mode equals quant_ref.reference_q8 (X quantized per 32 values, exact integer block sums, the same
-    float32 steps) bit for bit."""
+    float32 steps; Q4_K with groups: per 256 values, exact integer group sums) bit for bit."""
     rng = np.random.default_rng(2)
+    lib = quant._default()
     for rows, cols in shapes(name):
         w = quant_ref.random_weight(name, rows, cols, rng)
         for m in (1, 3, 8, 9, 16, 70):
             x = inputs(m, cols, 100 + m)
-            assert np.array_equal(quant.matmul(x, [w], "q8").numpy(), quant_ref.reference_q8(x.numpy(), [w]))
+            for groups in (False, True) if name == "Q4_K" else (False,):
+                assert np.array_equal(lib.matmul(x, [w], "q8", groups=groups).numpy(),
+                                      quant_ref.reference_q8(x.numpy(), [w], groups)), (rows, cols, m, groups)
 
 
 @pytest.mark.parametrize("name", QUANTIZED)
@@ -182,9 +185,9 @@ def test_every_build_that_runs_here_agrees():
         ys = [lib.matmul(x, [w]).numpy().astype(np.float64) for lib in builds]
         bound = 2 * F32_TOL * quant_ref.error_bound(x.numpy(), [w]) + 1e-30
         assert all((np.abs(y - ys[-1]) <= bound).all() for y in ys), name
-        if name in QUANTIZED:
-            q8 = [lib.matmul(x, [w], "q8") for lib in builds]
-            assert all(torch.equal(q, q8[-1]) for q in q8), (name, [lib.describe() for lib in builds])
+        for groups in (False, True) if name in QUANTIZED else ():
+            q8 = [lib.matmul(x, [w], "q8", groups=groups) for lib in builds]
+            assert all(torch.equal(q, q8[-1]) for q in q8), (name, groups, [lib.describe() for lib in builds])
 
 
 @needs_kernels
@@ -194,10 +197,11 @@ def test_q8_rows_with_a_nan_or_infinity_come_out_nan_in_every_build():
     w = quant_ref.random_weight("Q4_K", 9, 512, np.random.default_rng(13))
     x = inputs(4, 512, 14)
     x[1, 7], x[2, 300] = float("nan"), float("inf")
-    clean = quant.matmul(x[[0, 3]].contiguous(), [w], "q8")
-    for lib in builds_here():
-        y = lib.matmul(x, [w], "q8")
-        assert y[1:3].isnan().all() and torch.equal(y[[0, 3]], clean), lib.describe()
+    for groups in (False, True):
+        clean = quant._default().matmul(x[[0, 3]].contiguous(), [w], "q8", groups=groups)
+        for lib in builds_here():
+            y = lib.matmul(x, [w], "q8", groups=groups)
+            assert y[1:3].isnan().all() and torch.equal(y[[0, 3]], clean), (lib.describe(), groups)
 
 
 @needs_kernels
@@ -260,9 +264,12 @@ for name in sys.argv[1].split(","):
         guarded = QWeight(w.type, data, rows, cols)
         for m in (1, 5):
             x = torch.randn(m, cols, generator=torch.Generator().manual_seed(m))
-            want = quant_ref.reference_q8(x.numpy(), [w])
+            for groups in (False, True) if name == "Q4_K" else (False,):
+                want = quant_ref.reference_q8(x.numpy(), [w], groups)
+                for lib in libs:
+                    got = lib.matmul(x, [guarded], "q8", groups=groups).numpy()
+                    assert np.array_equal(got, want), (name, rows, cols, m, groups)
             for lib in libs:
-                assert np.array_equal(lib.matmul(x, [guarded], "q8").numpy(), want), (name, rows, cols, m)
                 assert torch.equal(lib.matmul(x, [guarded]), lib.matmul(x, [w])), (name, rows, cols, m)
         del data, guarded
 print("ok")
@@ -283,6 +290,12 @@ def test_no_kernel_reads_past_a_tensor_that_ends_at_a_page_boundary():
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
 
 
+def with_groups(weights: dict) -> list:
+    """(name, weight, groups) for each weight, Q4_K both ways (q8 per 32 values and with groups)."""
+    return [(name, w, groups) for name, w in weights.items()
+            for groups in ((False, True) if name == "Q4_K" else (False,))]
+
+
 @needs_kernels
 def test_spans_of_groups_change_no_result_in_every_build():
     """quant.c's XSPAN (several rows over long weight rows in spans of groups, the sums kept between spans) gives
@@ -294,14 +307,15 @@ def test_spans_of_groups_change_no_result_in_every_build():
     for lib in builds_here():
         was = lib.xspan(0)
         try:
-            for name, w in weights.items():
+            for name, w, groups in with_groups(weights):
                 for m in (2, 5, 8, 11):
                     x = inputs(m, w.cols, m)
                     lib.xspan(0)
-                    whole = lib.matmul(x, [w], "q8")
+                    whole = lib.matmul(x, [w], "q8", groups=groups)
                     for nbytes in (1, 3000, 9000):
                         lib.xspan(nbytes)
-                        assert torch.equal(lib.matmul(x, [w], "q8"), whole), (name, m, nbytes, lib.describe())
+                        assert torch.equal(lib.matmul(x, [w], "q8", groups=groups), whole), \
+                            (name, groups, m, nbytes, lib.describe())
         finally:
             lib.xspan(was)
 
@@ -319,16 +333,17 @@ def test_weights_decoded_once_for_many_rows_change_no_result_in_every_build():
         assert has == (lib.name in ("avx512", "avx2")), lib.describe()
         was = lib.xspan(-1)
         try:
-            for name, w in weights.items():
+            for name, w, groups in with_groups(weights):
                 for m in (24, 43):
                     x = inputs(m, w.cols, m)
                     lib.decode_once(False)
                     lib.xspan(0)
-                    plain = lib.matmul(x, [w], "q8")
+                    plain = lib.matmul(x, [w], "q8", groups=groups)
                     lib.decode_once(True)
                     for nbytes in (0, 3000):
                         lib.xspan(nbytes)
-                        assert torch.equal(lib.matmul(x, [w], "q8"), plain), (name, m, nbytes, lib.describe())
+                        assert torch.equal(lib.matmul(x, [w], "q8", groups=groups), plain), \
+                            (name, groups, m, nbytes, lib.describe())
         finally:
             lib.decode_once(True)
             lib.xspan(was)
@@ -389,6 +404,23 @@ def test_weight_prefetching_is_timed_on_layers_a_forward_reads(tmp_path, monkeyp
 
 
 @needs_kernels
+def test_the_kernels_sentence_says_which_layers_take_activations_per_256_values():
+    assert quant.q8_words("Q4_K/Q6_K", True) == ("int8 activations per 32 values (per 256 into Q4_K layers: integer "
+                                                 "group sums; --quant none: float32)")
+    assert quant.q8_words("Q4_K", True) == "int8 activations per 256 values (integer group sums; --quant none: float32)"
+    plain = "int8 activations per 32 values (--quant none: float32)"
+    assert quant.q8_words("Q8_0/Q4_1", True) == plain and quant.q8_words("Q4_K/Q6_K", False) == plain
+
+
+def test_q8_takes_groups_where_the_build_gains_by_them():
+    """q8 with groups (Q4_K per 256 values) is the AVX-512 builds' q8 without AMX; the other builds keep per 32
+    (each computes both when asked); a packed Q4_K matrix runs only with groups."""
+    for lib in builds_here():
+        assert lib.q8_groups() == (lib.name == "avx512" and not lib.amx), lib.describe()
+        assert lib.mode_id("q8", groups=False) == 1 and lib.mode_id("q8", groups=True) == 2
+        assert lib.mode_id("f32", groups=True) == 0
+
+
 def test_describe_names_the_build_and_modes():
     """The kernels sentence names which build runs (and, asked for detail, what its prefetch timing measured);
     both modes exist."""
@@ -482,7 +514,7 @@ def test_a_compiler_that_refuses_the_amx_flags_gives_the_build_without_amx(monke
     w = quant_ref.random_weight("Q4_K", 9, 512, np.random.default_rng(25))
     x = inputs(40, 512, 26)
     assert not lib.amx and "-amx-" not in lib.path.name
-    assert np.array_equal(lib.matmul(x, [w], "q8").numpy(), quant_ref.reference_q8(x.numpy(), [w]))
+    assert np.array_equal(lib.matmul(x, [w], "q8").numpy(), quant_ref.reference_q8(x.numpy(), [w], lib.q8_groups()))
 
 
 @pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
