@@ -185,7 +185,7 @@ def test_every_build_that_runs_here_agrees():
         ys = [lib.matmul(x, [w]).numpy().astype(np.float64) for lib in builds]
         bound = 2 * F32_TOL * quant_ref.error_bound(x.numpy(), [w]) + 1e-30
         assert all((np.abs(y - ys[-1]) <= bound).all() for y in ys), name
-        for groups in (False, True) if name in QUANTIZED else ():
+        for groups in ((False, True) if name == "Q4_K" else (False,)) if name in QUANTIZED else ():
             q8 = [lib.matmul(x, [w], "q8", groups=groups) for lib in builds]
             assert all(torch.equal(q, q8[-1]) for q in q8), (name, groups, [lib.describe() for lib in builds])
 
