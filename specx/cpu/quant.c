@@ -413,13 +413,12 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
             decode_group(type, wr + (kt ? s * bytes : 8 * s * bytes), nb, &g);
             for (int64_t r = 0; r < R; ++r) {
                 const uint8_t *xg = xq + r * stride + s * XG;
-                if (kind == KIND_G) {   /* acc[r][0] is the one running sum */
+                if (kind == KIND_G) {   /* acc[r][0] is the one running sum; ns holds −16·Σq per half block */
+                    const int16_t *ns = (const int16_t *)(xg + XG_NS);
                     int32_t S = 0, M = 0;
                     for (int j = 0; j < 8; ++j) {
                         S += g.sc[j] * (half_sum(&g, xg, j, 0) + half_sum(&g, xg, j, 1));
-                        int32_t q = 0;
-                        for (int p = 0; p < QK; ++p) q += xq_at(xg, j, p);
-                        M += g.m[j] * q;
+                        M -= g.m[j] * ((ns[j] + ns[8 + j]) / 16);
                     }
                     acc[r][0] = g_step(acc[r][0], S, M, g.d, g.dmin, ((const float *)(xg + XG_DX))[0]);
                     continue;

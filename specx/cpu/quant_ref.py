@@ -79,9 +79,7 @@ def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np
         return _q3k_ints(raw, half(108))
     if name in ("Q4_K", "Q5_K"):
         d, dmin = half(0), half(2)
-        s = raw[..., 4:16].astype(np.int64)
-        sc = np.concatenate([s[..., 0:4] & 63, (s[..., 8:12] & 15) | ((s[..., 0:4] >> 6) << 4)], axis=-1)
-        m = np.concatenate([s[..., 4:8] & 63, (s[..., 8:12] >> 4) | ((s[..., 4:8] >> 6) << 4)], axis=-1)
+        sc, m = _k4_scales(raw)
         qs = raw[..., -128:].astype(np.int64).reshape(w.rows, nsb, 4, 1, 32) >> np.array([0, 4]).reshape(2, 1)
         q = (qs & 15).reshape(w.rows, nsb, 8, 32)
         if name == "Q5_K":
@@ -98,6 +96,15 @@ def weight_ints(w: QWeight) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np
     sc16 = raw[..., 192:208].view(np.int8).astype(np.int64).reshape(w.rows, -1, 2)
     d = np.repeat(half(208), 8, axis=1)
     return "S", q, d, np.zeros_like(d), sc16
+
+
+def _k4_scales(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q4_K/Q5_K blocks (…, 144 or 176 bytes) → their 8 six-bit scales and 8 mins (…, 8) int64
+    (ggml's get_scale_min_k4)."""
+    s = raw[..., 4:16].astype(np.int64)
+    sc = np.concatenate([s[..., 0:4] & 63, (s[..., 8:12] & 15) | ((s[..., 0:4] >> 6) << 4)], axis=-1)
+    m = np.concatenate([s[..., 4:8] & 63, (s[..., 8:12] >> 4) | ((s[..., 4:8] >> 6) << 4)], axis=-1)
+    return sc, m
 
 
 def _q3k_ints(raw: np.ndarray, d: np.ndarray):
@@ -175,9 +182,7 @@ def _q8_groups(x: np.ndarray, w: QWeight) -> np.ndarray:
     raw = w.data.reshape(w.rows, groups, 144)
     half = lambda off: raw[..., off:off + 2].copy().view(np.float16)[..., 0].astype(F32)   # noqa: E731
     d, dmin = half(0), half(2)                                         # (N, G)
-    s6 = raw[..., 4:16].astype(np.int64)
-    sc = np.concatenate([s6[..., 0:4] & 63, (s6[..., 8:12] & 15) | ((s6[..., 0:4] >> 6) << 4)], axis=-1)
-    m = np.concatenate([s6[..., 4:8] & 63, (s6[..., 8:12] >> 4) | ((s6[..., 4:8] >> 6) << 4)], axis=-1)
+    sc, m = _k4_scales(raw)                                            # (N, G, 8)
     q = weight_ints(w)[1].reshape(w.rows, groups, 8, 32)               # 0..15
     xb = xq.reshape(xq.shape[0], groups, 8, 32)
     sj = np.einsum("mgjp,ngjp->mngj", xb, q)                           # exact block sums (int64)
