@@ -2,7 +2,7 @@
 # GPU checks on a lent CUDA machine (no Hub, no real weights): the `gpu` tests, the fast suite with CUDA
 # visible, `specx run` smoke runs (bf16, bitsandbytes nf4/int8, a GPU budget that forces CPU offload) and
 # a `specx bench` of random-weight models built from the fixture Qwen pair's configs.
-#   .whl/  wheels the machine lacks (gguf, platformdirs, jsonschema …)
+#   .whl/  wheels the machine lacks (gguf, platformdirs, jsonschema …) or holds in another version (transformers)
 #   .bnb/  bitsandbytes' wheel (44 MB: carried only by the steps that use it: smoke, lean, budgets)
 #   .gpu/  tokenizer/ (the fixture Qwen tokenizer), target.config.json, drafter.config.json, prompts5.json
 # All are made on the dev machine by the step `prepare` (.gitignore lists them; the device run carries them:
@@ -25,7 +25,9 @@ say() { echo; echo "=== [$(( $(date +%s) - t0 ))s] $*"; }
 
 for step in $steps; do case $step in
 prepare)   # on the dev machine, with the fixture models fetched
-  for pair in ".whl platformdirs gguf jsonschema jsonschema-specifications referencing rpds-py" ".bnb bitsandbytes"; do
+  # transformers as here: specx reads its GGUF internals, which moved between minor versions (the image's may be older)
+  tv=$(python -c "import transformers; print(transformers.__version__)")
+  for pair in ".whl platformdirs gguf jsonschema jsonschema-specifications referencing rpds-py transformers==$tv" ".bnb bitsandbytes"; do
     set -- $pair
     dest=$1; shift
     python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -47,7 +49,7 @@ EOF
   ;;
 setup)
   say setup
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl $(ls .bnb/*.whl 2>/dev/null)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade .whl/*.whl $(ls .bnb/*.whl 2>/dev/null)
   python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -2
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c "import torch, transformers, accelerate, triton; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'triton', triton.__version__)"
@@ -57,11 +59,11 @@ tests)
   python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tail -15 ;;
 suite)   # in the background: its summary is printed by the step `suite-wait`
   say "fast suite on this machine (below the gpu tier it runs on the CPU), started"
-  (timeout ${SUITE_S:-300} python3 -m pytest -q -m "not slow and not gpu" -p no:cacheprovider -n 8 tests \
+  (timeout ${SUITE_S:-300} python3 -m pytest -v -rfE -m "not slow and not gpu" -p no:cacheprovider -n ${SUITE_N:-8} tests \
       > "$OUT/suite.txt" 2>&1; echo "suite rc=$?" >> "$OUT/suite.txt") & ;;
 suite-wait)
   say fast suite: waiting; wait
-  grep -E "^(FAILED|ERROR)|passed|failed|suite rc" "$OUT/suite.txt" | cut -c1-220 | tail -70 ;;
+  grep -E "FAILED|ERROR|passed|failed|suite rc" "$OUT/suite.txt" | grep -v " PASSED " | cut -c1-220 | tail -70 ;;
 models)
   say build random-weight models
   python3 benchmarks/gpu_models.py $M --tokenizer .gpu/tokenizer --target .gpu/target.config.json \

@@ -6,8 +6,8 @@ vector's lanes that decoding nearly disappears (benchmarks/experiments/2026-11-3
 the file's bytes rearranged (the same number of them), and the kernel computes quant.c's q8 arithmetic on it to
 the bit, so a packed model's results are the unpacked one's. Only that kernel reads the layout: a matrix is
 packed only where the loaded build has it (AVX-512, AMX off: AMX's prompt passes read the file's layout), only
-for the q8 mode, and only where its rows are a multiple of 16; the embedding and output layers stay as they are.
-Packed Q4_K is laid out for q8 with groups (activations per 256 values, a group's sums as integers: quant.c's
+for the q8 mode, and only where its rows are a multiple of 16 (the output layer's too: its rows are unpacked as they
+are read). Packed Q4_K is laid out for q8 with groups (activations per 256 values, a group's sums as integers: quant.c's
 KIND_G, `quant.Library.q8_groups`), so it is packed only where the build runs that.
 `unpack` is the layout's reference (numpy), which tests hold the C packing to."""
 from __future__ import annotations

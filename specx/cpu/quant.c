@@ -12,13 +12,14 @@
      fixed sequence per lane of 16 running sums (block mod 8, half), then a fixed tree (q8 arithmetic below).
      Every build does that same arithmetic, so q8 results are bit-identical across the AVX-512, AVX2 and
      portable builds.
-   - "q8" with groups (MODE_Q8K): "q8", except that Q4_K weights (KIND_G below) take the row quantized per 256
-     values (one scale a group, llama.cpp's Q8_K), so that a group's block sums stay integers: per group the exact
-     int32 S = Σ_j sc_j·S_j and M = Σ_j m_j·Σq_j, then two fmas into one running sum, groups in order. A call
-     holding both kinds of weights quantizes its rows both ways. Every build computes it, bit-identical across
-     builds; quant.py runs it where it is the faster (the AVX-512 builds' packed kernel: a verify's and a prompt's
-     rows a fifth to a quarter cheaper; the AVX2 kernels keep a group's sums in the lanes of one weight row and
-     would pay a reduction per row and group: benchmarks/results/2026-11-30-q8k).
+   - "q8" with groups (MODE_Q8K): "q8", except that Q4_K and Q6_K weights (KIND_G and KIND_G6 below) take the row
+     quantized per 256 values (one scale a group, llama.cpp's Q8_K), so that a group's block sums stay integers:
+     per group the exact int32 S = Σ_j sc_j·S_j (and Q4_K's M = Σ_j m_j·Σq_j), then one fma each into one running
+     sum, groups in order. A call holding both kinds of weights quantizes its rows both ways. Every build computes
+     it, bit-identical across builds; quant.py runs it where it is the faster (the AVX-512 builds' packed kernels:
+     a verify's and a prompt's rows through Q4_K a fifth to a quarter cheaper, through Q6_K up to a seventh; the
+     AVX2 kernels keep a group's sums in the lanes of one weight row and would pay a reduction per row and group:
+     benchmarks/results/2026-11-30-q8k, 2026-11-30-q6k).
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
    This file: the rules in code (exact decoding, the q8 arithmetic, portable kernels) and the driver; the
    vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags; quant_packed.h holds layouts
@@ -60,9 +61,10 @@ enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q
 enum { T_IQ4_NL = 20, T_IQ4_XS = 23 };
 enum { T_Q4_K_P16 = 112, T_Q6_K_P16 = 114 };   /* not ggml types: Q4_K and Q6_K with 16 rows packed together
                                                    (quant_packed.h), never a file's */
-enum { T_Q4_K_G = 212 };   /* not a ggml type: Q4_K in the q8 mode with activations per 256 values (KIND_G), what
-                              spx_matmul calls a Q4_K segment of a MODE_Q8K call */
-enum { MODE_F32 = 0, MODE_Q8 = 1, MODE_Q8K = 2 };   /* MODE_Q8K: MODE_Q8 with Q4_K as KIND_G */
+enum { T_Q4_K_G = 212, T_Q6_K_G = 214, T_Q6_K_PG = 314 };   /* not ggml types: Q4_K, Q6_K and packed Q6_K in the
+                              q8 mode with activations per 256 values (KIND_G, KIND_G6), what spx_matmul calls such a
+                              segment of a MODE_Q8K call (packed Q4_K computes KIND_G only: it keeps its type) */
+enum { MODE_F32 = 0, MODE_Q8 = 1, MODE_Q8K = 2 };   /* MODE_Q8K: MODE_Q8 with Q4_K as KIND_G, Q6_K as KIND_G6 */
 
 #define QK 32          /* values per block of the 32-value types, and per activation block in q8 mode */
 #define QKK 256        /* values per K-type superblock; also one q8 "group" of 8 activation blocks */
@@ -82,7 +84,7 @@ enum { MODE_F32 = 0, MODE_Q8 = 1, MODE_Q8K = 2 };   /* MODE_Q8K: MODE_Q8 with Q4
    xh[16]   dx·Σq per half block (float), lane 8h + j: the min term of Q2_K, whose mins are per 16 values;
    ns[16]   −16·Σq per half block (int16: |Σq| <= 16·127), lane 8h + j, in the 32 bytes after xs: the SIMD
             kernels' X_OFFSET (quant_simd.h).
-   Quantized per 256 values (KIND_G's rows, xk), the same layout with one scale in all 8 blocks' dx.
+   Quantized per 256 values (KIND_G's and KIND_G6's rows, xk), the same layout with one scale in all 8 blocks' dx.
    The integer products pair unsigned with signed bytes (VNNI, maddubs): weights that are never negative
    (unsigned_weights) take q as it is; signed weights take q + 128 and subtract 128·Σw, a sum over the
    weights alone (decoded once for all rows), except in the SIMD kernels' short calls (X_OFFSET). Values past the row's end are zeros with scale 0.
@@ -213,17 +215,27 @@ static inline int xq_at(const uint8_t *xg, int j, int p) {   /* q of value p of 
    scale and min of block j. Per group, exact in int32: S = Σ_j sc_j·S_j (S_j = Σ q·w over block j) and
    M = Σ_j m_j·Σq_j; then in float32  acc = fma((float)S, d·D, acc);  acc = fma(−(float)M, dmin·D, acc),  over
    the groups in order from acc = 0; the result is acc. (|S| < 2^25: its conversion rounds, the same in every
-   build.) */
-enum { KIND_S = 0, KIND_SM = 1, KIND_KM = 2, KIND_K2 = 3, KIND_G = 4 };
+   build.)
+   G6 (Q6_K; activations per 256 values): w = d·sc_i·(q − 32) with sc_i the signed 8-bit scale of values
+   16i..16i + 15 (half h of block j: i = 2j + h). Per group, exact in int32: S = Σ_i sc_i·S_i (S_i = Σ q·w over
+   those 16 values, w = q − 32; |S| ≤ 16·128·16·32·127 < 2^31); then acc = fma((float)S, d·D, acc) over the
+   groups in order from acc = 0; the result is acc. */
+enum { KIND_S = 0, KIND_SM = 1, KIND_KM = 2, KIND_K2 = 3, KIND_G = 4, KIND_G6 = 5 };
 
 static int q8_kind(int type) {
     return type == T_Q4_1 || type == T_Q5_1 ? KIND_SM : type == T_Q4_K_G ? KIND_G
+           : type == T_Q6_K_G || type == T_Q6_K_PG ? KIND_G6
            : type == T_Q4_K || type == T_Q5_K ? KIND_KM : type == T_Q2_K ? KIND_K2 : KIND_S;
 }
 
-/* the types whose q8 activations are quantized per 256 values (KIND_G; Q4_K_P16 is Q4_K packed, whose kernel
-   computes KIND_G only) */
-static inline int group_scaled(int type) { return type == T_Q4_K_G || type == T_Q4_K_P16; }
+/* KIND_G and KIND_G6: one running sum a group, kept in lane 0 by the SIMD kernels */
+static inline int grouped_kind(int kind) { return kind == KIND_G || kind == KIND_G6; }
+
+/* the types whose q8 activations are quantized per 256 values (KIND_G, KIND_G6; Q4_K_P16 is Q4_K packed, whose
+   kernel computes KIND_G only) */
+static inline int group_scaled(int type) {
+    return type == T_Q4_K_G || type == T_Q4_K_P16 || type == T_Q6_K_G || type == T_Q6_K_PG;
+}
 
 /* KIND_G's float step for one group: the scalar every build runs (fmaf rounds once, as the fma instructions) */
 static inline float g_step(float acc, int32_t S, int32_t M, float d, float dmin, float D) {
@@ -231,7 +243,11 @@ static inline float g_step(float acc, int32_t S, int32_t M, float d, float dmin,
     return fmaf(-(float)M, dmin * D, acc);
 }
 
-static inline int unsigned_weights(int type) { return q8_kind(type) != KIND_S; }   /* q, no offset */
+static inline float g6_step(float acc, int32_t S, float d, float D) { return fmaf((float)S, d * D, acc); }   /* G6's */
+
+static inline int unsigned_weights(int type) {   /* q, no offset */
+    return q8_kind(type) != KIND_S && q8_kind(type) != KIND_G6;
+}
 
 /* signed weights as large as ±127 (Q8_0, IQ4_NL, IQ4_XS): without VNNI, maddubs would saturate on (q + 128)·w,
    so those kernels multiply |w| by q carrying w's sign instead (2·127·127 fits in 16 bits) */
@@ -256,8 +272,8 @@ static inline float q8_result(int kind, const float *acc, const float *accb) {
 typedef struct {
     int8_t q[QKK];
     float a[16], b[16];
-    int sc[8], m[8];   /* KIND_G: the blocks' 6-bit scales and mins, */
-    float d, dmin;     /* and the group's two f16 scales */
+    int sc[16], m[8];  /* KIND_G: the blocks' 6-bit scales (sc[j]) and mins; KIND_G6: the 16 scales sc[i], */
+    float d, dmin;     /* and the group's f16 scales */
 } qgroup;
 
 static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
@@ -307,9 +323,11 @@ static void decode_group(int type, const uint8_t *w, int nb, qgroup *g) {
         }
         return;
     }
-    if (type == T_Q6_K) {
+    if (type == T_Q6_K || type == T_Q6_K_G) {
         const uint8_t *ql = w, *qh = w + 128;
         float d = rdh(w + 208);
+        g->d = d;
+        for (int i = 0; i < 16; ++i) g->sc[i] = ((const int8_t *)(w + 192))[i];
         for (int v = 0; v < 256; ++v) {
             int n = v / 128, r = v % 128, quarter = r / 32, p = r % 32;
             int lo = (ql[64 * n + 32 * (quarter & 1) + p] >> (4 * (quarter >> 1))) & 15;
@@ -423,6 +441,13 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
                     acc[r][0] = g_step(acc[r][0], S, M, g.d, g.dmin, ((const float *)(xg + XG_DX))[0]);
                     continue;
                 }
+                if (kind == KIND_G6) {   /* half h of block j holds scale 2j + h; the weights are q − 32 */
+                    int32_t S = 0;
+                    for (int j = 0; j < 8; ++j)
+                        for (int h = 0; h < 2; ++h) S += g.sc[2 * j + h] * half_sum(&g, xg, j, h);
+                    acc[r][0] = g6_step(acc[r][0], S, g.d, ((const float *)(xg + XG_DX))[0]);
+                    continue;
+                }
                 const float *dx = (const float *)(xg + XG_DX), *xs = (const float *)(xg + XG_XS);
                 const float *xh = (const float *)(xg + XG_XH);
                 for (int l = 0; l < 16; ++l)
@@ -433,7 +458,7 @@ static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const
                     for (int j = 0; j < 8; ++j) accb[r][j] = fmaf(g.b[j], xs[j], accb[r][j]);
             }
         }
-        for (int64_t r = 0; r < R; ++r) y[r * ldy + c] = kind == KIND_G ? acc[r][0] : q8_result(kind, acc[r], accb[r]);
+        for (int64_t r = 0; r < R; ++r) y[r * ldy + c] = grouped_kind(kind) ? acc[r][0] : q8_result(kind, acc[r], accb[r]);
     }
 }
 
@@ -531,7 +556,7 @@ static inline __attribute__((always_inline)) void f32_rows(const int type, const
                                                             float *y, int64_t ldy)
 #define QUANT_TYPES(M) M(T_Q4_0) M(T_Q4_1) M(T_Q5_0) M(T_Q5_1) M(T_Q8_0) M(T_Q2_K) M(T_Q4_K) M(T_Q5_K) M(T_Q6_K) \
     M(T_Q3_K) M(T_IQ4_NL) M(T_IQ4_XS)
-#define Q8_TYPES(M) QUANT_TYPES(M) M(T_Q4_K_G)   /* the q8 kernels' types (T_Q4_K_G has no f32 kernel) */
+#define Q8_TYPES(M) QUANT_TYPES(M) M(T_Q4_K_G) M(T_Q6_K_G)   /* the q8 kernels' types (the _G ones have no f32 kernel) */
 #define FLOAT_TYPES(M) M(T_F32) M(T_F16) M(T_BF16)
 #define Q8_FN(T) KERNEL_FN(q8_rows, T, xq)
 #define F32_FN(T) KERNEL_FN(f32_rows, T, x)
@@ -549,7 +574,7 @@ static inline __attribute__((always_inline)) void f32_rows(const int type, const
 #define UNIT_2(Q8, F32, DEC) Q8(T_Q6_K) F32(T_Q6_K) DEC(T_Q6_K) Q8(T_Q5_0) F32(T_Q5_0) DEC(T_Q5_0) \
     Q8(T_Q5_1) F32(T_Q5_1) DEC(T_Q5_1)
 #define UNIT_3(Q8, F32, DEC) Q8(T_Q8_0) F32(T_Q8_0) DEC(T_Q8_0) Q8(T_Q5_K) F32(T_Q5_K) DEC(T_Q5_K) \
-    Q8(T_Q2_K) F32(T_Q2_K) DEC(T_Q2_K) F32(T_F32)
+    Q8(T_Q2_K) F32(T_Q2_K) DEC(T_Q2_K) F32(T_F32) Q8(T_Q6_K_G) DEC(T_Q6_K_G)
 #define UNIT_4(Q8, F32, DEC) Q8(T_Q3_K) F32(T_Q3_K) DEC(T_Q3_K) Q8(T_IQ4_NL) F32(T_IQ4_NL) DEC(T_IQ4_NL) \
     Q8(T_IQ4_XS) F32(T_IQ4_XS) DEC(T_IQ4_XS) F32(T_F16) F32(T_BF16) Q8(T_Q4_K_G) DEC(T_Q4_K_G)
 #if !defined(SPX_UNIT)
@@ -704,12 +729,14 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
     int64_t N = 0, total = 0;
     int quantized = 0, grouped = 0, packed = 0, packed_g = 0;
     if (mode < MODE_F32 || mode > MODE_Q8K || nseg < 0) return 2;
-    int32_t kinds[nseg > 0 ? nseg : 1];   /* the segments' types as the kernels take them (MODE_Q8K: T_Q4_K_G) */
+    int32_t kinds[nseg > 0 ? nseg : 1];   /* the segments' types as the kernels take them (MODE_Q8K: the _G ones) */
     for (int s = 0; s < nseg; ++s) {
-        if (types[s] == T_Q4_K_G) return 2;   /* never a caller's */
-        kinds[s] = mode == MODE_Q8K && types[s] == T_Q4_K ? T_Q4_K_G : types[s];
+        if (types[s] == T_Q4_K_G || types[s] == T_Q6_K_G || types[s] == T_Q6_K_PG) return 2;   /* never a caller's */
+        kinds[s] = mode != MODE_Q8K ? types[s] : types[s] == T_Q4_K ? T_Q4_K_G : types[s] == T_Q6_K ? T_Q6_K_G
+                   : types[s] == T_Q6_K_P16 ? T_Q6_K_PG : types[s];
     }
-    /* packed Q4_K's kernel computes KIND_G only; every other step treats MODE_Q8K as MODE_Q8 */
+    /* packed Q4_K's kernel computes KIND_G only (packed Q6_K both: T_Q6_K_PG is its KIND_G6); every other step
+       treats MODE_Q8K as MODE_Q8 */
     for (int s = 0; s < nseg; ++s)
         if (types[s] == T_Q4_K_P16 && mode != MODE_Q8K) return 2;
     mode = mode == MODE_F32 ? MODE_F32 : MODE_Q8;

@@ -7,9 +7,9 @@ Two activation modes:
   and the blocks' dot products are exact integers; the block results are combined in float32 in one fixed
   order (quant.c). Where the build's kernels gain by it (`Library.q8_groups`: the AVX-512 builds without AMX,
   whose packed Q4_K kernel then costs a verify's or a prompt's rows about a fifth less; the AVX2 kernels would
-  lose: benchmarks/results/2026-11-30-q8k), Q4_K weights take the row quantized per 256 values instead (one
-  scale a group, as ggml's Q8_K), so that a group's 8 block sums are added as integers before its two float
-  steps; the quality guard holds on every fixture, and the kernels sentence says which. Not exact: its error
+  lose: benchmarks/results/2026-11-30-q8k), Q4_K and Q6_K weights take the row quantized per 256 values instead
+  (one scale a group, as ggml's Q8_K), so that a group's block sums are scaled and added as integers before its
+  float steps (Q4_K two, Q6_K one); the quality guard holds on every fixture, and the kernels sentence says which. Not exact: its error
   is that of rounding X to 8 bits (quant_ref.py computes the same numbers in numpy, bit for bit, either way).
   Float weights (F32/F16/BF16) always run the f32 path.
 
@@ -41,7 +41,7 @@ from .quant_build import (  # noqa: F401  (the build's names tests and benchmark
 from .quant_prefetch import PREFETCH_WAYS, one_row_bytes, prefetch_choices
 
 MODES = ("f32", "q8")
-GROUP_TYPES = ("Q4_K",)   # q8 with groups: activations per 256 values (quant.c's KIND_G); every other type per 32
+GROUP_TYPES = ("Q4_K", "Q6_K")   # q8 with groups: activations per 256 values (quant.c's KIND_G, KIND_G6); others per 32
 _Q8_GROUPS = 2            # quant.c's MODE_Q8K: q8 with groups
 _MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
 AMX_ENV = "SPECX_AMX"   # 0: never use AMX (benchmarks and tests compare both ways)
@@ -70,9 +70,9 @@ class Library:
     vbmi: bool = False  # built with VBMI (the 32-value types' byte gathers)
 
     def q8_groups(self) -> bool:
-        """Whether this build's q8 mode runs Q4_K with activations per 256 values (quant.c's MODE_Q8K): the
-        AVX-512 builds, whose packed kernel gains by it, except those with AMX (its Q4_K prompt passes compute
-        the arithmetic per 32; with SPECX_AMX=0 too, so that one machine gives one model's numbers)."""
+        """Whether this build's q8 mode runs Q4_K and Q6_K with activations per 256 values (quant.c's MODE_Q8K):
+        the AVX-512 builds, whose packed kernels gain by it, except those with AMX (its prompt passes compute the
+        arithmetic per 32; with SPECX_AMX=0 too, so that one machine gives one model's numbers)."""
         return self.lib.spx_build() & 3 == 2 and not self.amx
 
     def mode_id(self, mode: str, groups: bool | None = None) -> int:
@@ -83,8 +83,8 @@ class Library:
         return _Q8_GROUPS if mode == "q8" and grouped else _MODE_IDS[mode]
 
     def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None, groups: bool | None = None):
-        """See the module-level `matmul`; `groups` (tests, benchmarks): q8's arithmetic for Q4_K, per 256 values
-        (True) or per 32 (False) whatever this build would run."""
+        """See the module-level `matmul`; `groups` (tests, benchmarks): q8's arithmetic for Q4_K and Q6_K, per
+        256 values (True) or per 32 (False) whatever this build would run."""
         group, n = _segments(weights, x, mode, out)
         m = x.shape[0]
         if out is None:
@@ -110,6 +110,17 @@ class Library:
             self.lib.spx_dequantize_rows(w.type, w.data.ctypes.data, w.cols, ids.data_ptr(), len(ids),
                                          out.data_ptr())
         return out
+
+    def unpack_rows(self, w: QWeight, ids) -> QWeight:
+        """Rows `ids` of a packed matrix as the file holds them (a copy of their blocks)."""
+        from .qweight import PACKED, BLOCKS
+
+        ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
+        out = np.empty(len(ids) * (w.nbytes // w.rows if w.rows else 0), np.uint8)
+        if self.lib.spx_unpack_rows(w.type, w.data.ctypes.data, w.rows, w.cols, ids.ctypes.data, len(ids),
+                                    out.ctypes.data):
+            raise IndexError(f"row ids outside 0..{w.rows - 1} (or {w.name} not packed)")
+        return QWeight(BLOCKS[PACKED[w.type]][0], out, len(ids), w.cols)
 
     def prefetch(self, nbytes: int, l2: bool = False) -> tuple[int, bool]:
         """Prefetch weights `nbytes` ahead of the reads into L1 (0: not at all) and, with `l2`, twice as far
@@ -181,6 +192,11 @@ def embed(w: QWeight, ids):
     return _default().embed(w, ids)
 
 
+def unpack_rows(w: QWeight, ids) -> QWeight:
+    """Rows `ids` of a packed matrix as the file holds them (a copy of their blocks)."""
+    return _default().unpack_rows(w, ids)
+
+
 def prompt_note(types: Sequence[str], mode: str) -> str:
     """Which of these weight types' prompt passes run on AMX here ("" when none): for the kernels line."""
     lib = _library()
@@ -233,6 +249,7 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
     for pack in (lib.spx_pack_q4k, lib.spx_pack_q6k):
         pack.argtypes, pack.restype = [p, i64, i64, p], ctypes.c_int
     lib.spx_dequantize_rows.restype = None
+    lib.spx_unpack_rows.argtypes, lib.spx_unpack_rows.restype = [i32, p, i64, i64, p, i64, p], ctypes.c_int
     lib.spx_stream_sum.argtypes = [p, i64, i32]
     lib.spx_stream_sum.restype = ctypes.c_uint64
     lib.spx_build.restype = ctypes.c_int

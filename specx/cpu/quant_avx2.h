@@ -72,8 +72,9 @@ typedef struct {
     __m256i sw[8];       /* wide_weights without VNNI: the signed weights, for their signs */
 #endif
     __m256i corr[2];     /* −128·Σw per lane of each half: the x bytes are q + 128 */
-    __m256 a[2], b;      /* KIND_G: a[0] holds sc_j as int32 (lane j), b m_j as int16 (lanes j and 8 + j) */
-    __m256 b1;           /* K2: b of half 1 (b holds half 0's); KIND_G: d and dmin in lanes 0 and 1 */
+    __m256 a[2], b;      /* KIND_G: a[0] holds sc_j as int32 (lane j), b m_j as int16 (lanes j and 8 + j);
+                            KIND_G6: a[h] holds sc_2j+h as int32 (lane j) */
+    __m256 b1;           /* K2: b of half 1 (b holds half 0's); KIND_G: d and dmin in lanes 0 and 1; KIND_G6: d */
 } wq;
 
 static inline void transpose4(__m256i c0, __m256i c1, __m256i c2, __m256i c3, __m256i *u) {
@@ -159,7 +160,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
                                        _mm_shuffle_epi8(sc, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0)))));
         o->a[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
                                        _mm_shuffle_epi8(sc, _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)))));
-    } else if (type == T_Q6_K) {
+    } else if (type == T_Q6_K || type == T_Q6_K_G) {
         __m256i u[4];
         transpose4(ld32(g), ld32(g + 32), ld32(g + 64), ld32(g + 96), u);
         const __m256i pick[2] = {_mm256_setr_epi32(0, 1, 0, 1, 2, 3, 2, 3), _mm256_setr_epi32(4, 5, 4, 5, 6, 7, 6, 7)};
@@ -174,10 +175,16 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         }
         const __m128i sc = _mm_loadu_si128((const __m128i *)(g + 192));
         const __m256 d = _mm256_set1_ps(f16at(g + 208));
-        o->a[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                       _mm_shuffle_epi8(sc, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0)))));
-        o->a[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                       _mm_shuffle_epi8(sc, _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)))));
+        const __m256i s0 = _mm256_cvtepi8_epi32(_mm_shuffle_epi8(sc, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0)));
+        const __m256i s1 = _mm256_cvtepi8_epi32(_mm_shuffle_epi8(sc, _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)));
+        if (type == T_Q6_K_G) {
+            o->a[0] = _mm256_castsi256_ps(s0);
+            o->a[1] = _mm256_castsi256_ps(s1);
+            o->b1 = _mm256_setr_ps(f16at(g + 208), 0, 0, 0, 0, 0, 0, 0);
+        } else {
+            o->a[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(s0));
+            o->a[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(s1));
+        }
     } else if (type == T_Q8_0) {   /* 8 blocks x 8 dwords, transposed: w[2k + h] lane j = block j dword 4h + k */
         __m256i s[8], r[8];
         for (int i = 0; i < 8; ++i) r[i] = ld32(g + 34 * i + 2);
@@ -258,7 +265,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
 /* products of 8-bit pairs summed in 16 bits before widening, as many at a time as cannot overflow: a pair is
    at most 2·255·16 (Q4_0, Q5_0: w in −16..15 times q + 128; Q3_K's −4..3 less) or 2·31·127 (unsigned weights
    times q), so 4 fit in 16 bits; Q6_K's 2·255·32 two; Q8_0, IQ4_NL, IQ4_XS (wide_weights: |w|·|q|) one */
-static inline int pairs16(int type) { return type == T_Q6_K ? 2 : wide_weights(type) ? 1 : 4; }
+static inline int pairs16(int type) { return type == T_Q6_K || type == T_Q6_K_G ? 2 : wide_weights(type) ? 1 : 4; }
 
 static inline __attribute__((always_inline)) void q8_row(const int type, const int xoff, const wq *o, const uint8_t *xg,
                                                          __m256 *acc, __m256 *accb) {
@@ -307,6 +314,13 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const i
         acc[0] = _mm256_setr_ps(a0, 0, 0, 0, 0, 0, 0, 0);
         return;
     }
+    if (q8_kind(type) == KIND_G6) {   /* S = Σ sc_2j+h·S_jh (exact), then g6_step in lane 0 */
+        const int32_t S = hsum8_epi32(_mm256_add_epi32(_mm256_mullo_epi32(s[0], _mm256_castps_si256(o->a[0])),
+                                                       _mm256_mullo_epi32(s[1], _mm256_castps_si256(o->a[1]))));
+        const float a0 = g6_step(_mm256_cvtss_f32(acc[0]), S, _mm256_cvtss_f32(o->b1), ((const float *)(xg + XG_DX))[0]);
+        acc[0] = _mm256_setr_ps(a0, 0, 0, 0, 0, 0, 0, 0);
+        return;
+    }
     const __m256 dx = _mm256_load_ps((const float *)(xg + XG_DX));
     const __m256 t0 = _mm256_mul_ps(o->a[0], dx);
     const __m256 t1 = type == T_Q6_K || type == T_Q2_K || type == T_Q3_K ? _mm256_mul_ps(o->a[1], dx) : t0;
@@ -348,7 +362,7 @@ static inline __attribute__((always_inline)) void wq_put(const int type, wq *d, 
     d->a[0] = o->a[0];
     d->a[1] = o->a[1];
     if (q8_kind(type) != KIND_S) d->b = o->b;
-    if (q8_kind(type) == KIND_K2 || q8_kind(type) == KIND_G) d->b1 = o->b1;
+    if (q8_kind(type) == KIND_K2 || grouped_kind(q8_kind(type))) d->b1 = o->b1;
     if (!unsigned_weights(type)) d->corr[0] = o->corr[0], d->corr[1] = o->corr[1];
 }
 
@@ -362,7 +376,7 @@ static inline __attribute__((always_inline)) void wq_get(const int type, wq *o, 
     o->a[0] = d->a[0];
     o->a[1] = d->a[1];
     o->b = q8_kind(type) != KIND_S ? d->b : _mm256_setzero_ps();
-    o->b1 = q8_kind(type) == KIND_K2 || q8_kind(type) == KIND_G ? d->b1 : _mm256_setzero_ps();
+    o->b1 = q8_kind(type) == KIND_K2 || grouped_kind(q8_kind(type)) ? d->b1 : _mm256_setzero_ps();
     o->corr[0] = unsigned_weights(type) ? _mm256_setzero_si256() : d->corr[0];
     o->corr[1] = unsigned_weights(type) ? _mm256_setzero_si256() : d->corr[1];
 }
@@ -394,7 +408,7 @@ static inline __attribute__((always_inline)) void q8_span(const int type, const 
 }
 
 static inline float q8_result_avx2(int kind, const __m256 *acc, const __m256 *accb) {
-    if (kind == KIND_G) return _mm256_cvtss_f32(acc[0]);
+    if (grouped_kind(kind)) return _mm256_cvtss_f32(acc[0]);
     const float main = hsum8(_mm256_add_ps(acc[0], acc[1]));
     const float mins = hsum8(kind == KIND_K2 ? _mm256_add_ps(accb[0], accb[1]) : accb[0]);
     return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;

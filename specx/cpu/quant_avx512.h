@@ -120,9 +120,9 @@ static void quantize_row_simd(const float *x, int64_t K, uint8_t *out, int whole
 typedef struct {
     __m512i w[4];        /* signed 8-bit weights */
     __m512i corr;        /* −128·Σw per lane: the x bytes are q + 128 */
-    __m512 a;            /* a per lane (8h + j); KIND_G: sc_j as int32 in lanes j and 8 + j (g_scales) */
+    __m512 a;            /* a per lane (8h + j); KIND_G: sc_j as int32 in lanes j and 8 + j; KIND_G6: sc_2j+h */
     __m256 b;            /* b per block (SM, KM); KIND_G: m_j as int16 in lanes j and 8 + j */
-    __m512 b16;          /* b per lane (K2); KIND_G: d and dmin in lanes 0 and 1 */
+    __m512 b16;          /* b per lane (K2); KIND_G: d and dmin in lanes 0 and 1; KIND_G6: d in lane 0 */
 #if !SPX_VNNI
     __mmask64 neg[4];    /* wide_weights without VNNI: w < 0 (w holds |w|, and x is used signed) */
 #endif
@@ -298,7 +298,7 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
         }
         const __m512i sc = _mm512_permutexvar_epi32(L16(IDX_SC2, 0), _mm512_cvtepi8_epi32(q3_scales(g)));
         o->a = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 108)), _mm512_cvtepi32_ps(sc));
-    } else if (type == T_Q6_K) {
+    } else if (type == T_Q6_K || type == T_Q6_K_G) {
         const __m512i l0 = _mm512_loadu_si512(g), l1 = _mm512_loadu_si512(g + 64), qh = _mm512_loadu_si512(g + 128);
         const __m512i shr = L16(SHR_Q6L, 0), rol = L16(ROL_Q6H, 0), two = _mm512_set1_epi8(0x30);
 #pragma GCC unroll 4
@@ -311,7 +311,11 @@ static inline __attribute__((always_inline)) void decode_q8(const int type, cons
             if (!xoff) o->w[k] = _mm512_sub_epi8(o->w[k], _mm512_set1_epi8(32));
         }
         const __m512i sc = _mm512_permutexvar_epi32(L16(IDX_SC6, 0), _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(g + 192))));
-        o->a = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 208)), _mm512_cvtepi32_ps(sc));
+        if (type == T_Q6_K_G) {
+            o->a = _mm512_castsi512_ps(sc);
+            o->b16 = _mm512_castps128_ps512(_mm_set_ss(f16at(g + 208)));
+        } else
+            o->a = _mm512_mul_ps(_mm512_set1_ps(f16at(g + 208)), _mm512_cvtepi32_ps(sc));
     } else if (type == T_Q8_0) {
         const __m512i za = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(g + 2))),
                                               _mm256_loadu_si256((const __m256i *)(g + 36)), 1);
@@ -443,6 +447,12 @@ static inline __attribute__((always_inline)) void q8_row(const int type, const i
         *acc = _mm512_zextps128_ps512(_mm_set_ss(a0));
         return;
     }
+    if (q8_kind(type) == KIND_G6) {   /* S = Σ sc·S_l (exact), then g6_step in lane 0 */
+        const int32_t S = _mm512_reduce_add_epi32(_mm512_mullo_epi32(s, _mm512_castps_si512(o->a)));
+        const float a0 = g6_step(_mm512_cvtss_f32(*acc), S, _mm512_cvtss_f32(o->b16), ((const float *)(xg + XG_DX))[0]);
+        *acc = _mm512_zextps128_ps512(_mm_set_ss(a0));
+        return;
+    }
     const __m512 t = _mm512_mul_ps(o->a, _mm512_load_ps((const float *)(xg + XG_DX)));
     *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), t, *acc);
     if (q8_kind(type) == KIND_K2)
@@ -456,7 +466,7 @@ static inline float tree16(__m512 v) {   /* lanes l and l + 8 first, then tree8 
 }
 
 static inline float q8_result_simd(int kind, __m512 acc, __m256 accb, __m512 accb16) {
-    if (kind == KIND_G) return _mm512_cvtss_f32(acc);
+    if (grouped_kind(kind)) return _mm512_cvtss_f32(acc);
     const float main = tree16(acc);
     const float mins = kind == KIND_K2 ? tree16(accb16) : hsum8(accb);
     return kind == KIND_SM ? main + mins : kind == KIND_KM || kind == KIND_K2 ? main - mins : main;
@@ -467,7 +477,7 @@ static inline __attribute__((always_inline)) void wq_put(const int type, wq *d, 
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) d->w[k] = o->w[k];
     d->a = o->a;
-    if (q8_kind(type) == KIND_K2 || q8_kind(type) == KIND_G) d->b16 = o->b16;
+    if (q8_kind(type) == KIND_K2 || grouped_kind(q8_kind(type))) d->b16 = o->b16;
     if (q8_kind(type) != KIND_S && q8_kind(type) != KIND_K2) d->b = o->b;
     if (!unsigned_weights(type)) d->corr = o->corr;
 #if !SPX_VNNI
@@ -480,7 +490,7 @@ static inline __attribute__((always_inline)) void wq_get(const int type, wq *o, 
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) o->w[k] = d->w[k];
     o->a = d->a;
-    o->b16 = q8_kind(type) == KIND_K2 || q8_kind(type) == KIND_G ? d->b16 : _mm512_setzero_ps();
+    o->b16 = q8_kind(type) == KIND_K2 || grouped_kind(q8_kind(type)) ? d->b16 : _mm512_setzero_ps();
     o->b = q8_kind(type) == KIND_SM || q8_kind(type) == KIND_KM || q8_kind(type) == KIND_G ? d->b : _mm256_setzero_ps();
     o->corr = unsigned_weights(type) ? _mm512_setzero_si512() : d->corr;
 #if !SPX_VNNI

@@ -66,7 +66,8 @@ static int block_values(int type) {
     switch (type) {
         case T_F32: case T_F16: case T_BF16: return 1;
         case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: case T_Q8_0: return QK;
-        case T_Q2_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: case T_Q4_K_P16: case T_Q6_K_P16: case T_Q4_K_G: return QKK;
+        case T_Q2_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: case T_Q4_K_P16: case T_Q6_K_P16: case T_Q4_K_G:
+        case T_Q6_K_G: case T_Q6_K_PG: return QKK;
         case T_Q3_K: return QKK;
         case T_IQ4_NL: return QK;
         case T_IQ4_XS: return QKK;
@@ -87,7 +88,7 @@ static int block_bytes(int type) {
         case T_Q3_K: return 110;
         case T_Q4_K: case T_Q4_K_P16: case T_Q4_K_G: return 144;
         case T_Q5_K: return 176;
-        case T_Q6_K: case T_Q6_K_P16: return 210;
+        case T_Q6_K: case T_Q6_K_P16: case T_Q6_K_G: case T_Q6_K_PG: return 210;
         case T_IQ4_NL: return 18;
         case T_IQ4_XS: return 136;
         default: return 0;

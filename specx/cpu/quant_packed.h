@@ -1,7 +1,8 @@
 /* quant.c's packed Q4_K and Q6_K (T_Q4_K_P16, T_Q6_K_P16), included by it in this place: the layouts, their packing
    and unpacking (every build), and the AVX-512 build's q8 kernels on them (the only kernels that read them;
    cpu/packing.py packs only for those). Q4_K is described here; Q6_K's tile (its own layout below) is block-major,
-   swept a block at a time over the groups with 16 float running sums (its kind S arithmetic).
+   swept a block at a time over the groups with 16 float running sums (its kind S arithmetic: q8 per 32 values), or
+   with a span of groups' integer sums in memory (KIND_G6: q8 with groups, T_Q6_K_PG).
 
    Why: the q8 kernels keep one weight row's group of 256 values across a vector (lane 8h + j = half h of block j)
    and decode it once for the call's rows; that decoding (nibbles, the 6-bit scales and mins) costs a Q4_K group
@@ -9,7 +10,7 @@
    With 16 weight rows in a vector's lanes instead, a tile's nibbles are two masks per 64 bytes and its scales
    one widening per 16 rows, the activations are broadcast from memory, and the decoding nearly disappears
    (benchmarks/experiments/2026-11-30-packed). The arithmetic is quant.c's q8 arithmetic to the bit (Q4_K: KIND_G,
-   Q6_K: kind S): for each (row, output) the same exact integers, the same float steps in the same order. Only
+   Q6_K: kind S or KIND_G6): for each (row, output) the same exact integers, the same float steps in the same order. Only
    where the sums live differs: each lane of a vector is one output of the tile.
 
    Layout. A tile is 16 consecutive weight rows (a packed matrix has a multiple of 16 rows); it takes the bytes
@@ -24,9 +25,10 @@
    streamed 10-20% slower than the file's layout: benchmarks/experiments/2026-11-30-packed). */
 #define PACK_ROWS 16   /* weight rows a tile holds: the lanes of a 512-bit vector of float32 */
 #define PACK_GROUP_Q4 (9 * 256)   /* a packed Q4_K group of 16 rows: 256 bytes of scales, 8 blocks of 256 */
+#define XG6_NS(G) ((QKK + 20) * (G))   /* where xg's −32·Σq per half block start (xg_stride) */
 
-static inline int is_packed(int type) { return type == T_Q4_K_P16 || type == T_Q6_K_P16; }
-static inline int packed_file_type(int type) { return type == T_Q6_K_P16 ? T_Q6_K : T_Q4_K; }
+static inline int is_packed(int type) { return type == T_Q4_K_P16 || type == T_Q6_K_P16 || type == T_Q6_K_PG; }
+static inline int packed_file_type(int type) { return type == T_Q4_K_P16 ? T_Q4_K : T_Q6_K; }
 
 /* ---------------------------------------------------------------- the layout (every build) */
 
@@ -162,9 +164,21 @@ static void unpack_row(int type, const uint8_t *w, int64_t K, int64_t row, uint8
     const int64_t G = K / QKK;
     const uint8_t *tile = w + row / PACK_ROWS * pack_tile_bytes(type, K);
     for (int64_t g = 0; g < G; ++g) {
-        if (type == T_Q6_K_P16) unpack_group_q6(tile, G, g, (int)(row % PACK_ROWS), b + g * 210);
+        if (type != T_Q4_K_P16) unpack_group_q6(tile, G, g, (int)(row % PACK_ROWS), b + g * 210);
         else unpack_group(tile, g, (int)(row % PACK_ROWS), b + g * 144);
     }
+}
+
+/* Rows ids[0..n) of a packed matrix of K values as the file holds them, one after another at out (a trimmed
+   output layer, VocabTrim's rows). Returns 0, or 2 for a type that is not packed or an id outside its rows. */
+int spx_unpack_rows(int32_t type, const uint8_t *data, int64_t rows, int64_t K, const int64_t *ids, int64_t n,
+                    uint8_t *out) {
+    if (!is_packed(type) || K <= 0 || K % QKK) return 2;
+    for (int64_t i = 0; i < n; ++i)
+        if (ids[i] < 0 || ids[i] >= rows) return 2;
+    const int64_t rb = K / QKK * block_bytes(type);
+    for (int64_t i = 0; i < n; ++i) unpack_row(type, data, K, ids[i], out + i * rb);
+    return 0;
 }
 #endif
 
@@ -331,6 +345,71 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
     }
 }
 
+/* R rows of X quantized per 256 values (xg, a row every xstride bytes: xg_from_xk) against one Q6_K tile, KIND_G6's
+   arithmetic (quant.c) in each lane. The tile is read in its order (block-major) over spans of Q6G_SPAN groups: a
+   span's integer sums wait in memory (L1) while block j passes over its groups, each half block's sum started at
+   −32·Σq (its weights are q − 32) and scaled by its 8-bit scale as integers; then each group of the span takes its
+   one fma, in order. Reading the tile group by group instead (8 streams of 384 bytes) made one row from memory 1.2×
+   slower (benchmarks/results/2026-11-30-q6k). `next` as for the per-32 kernel. */
+#define Q6G_SPAN 16
+static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, const uint8_t *tile, int64_t G,
+                                                                  const uint8_t *next, const uint8_t *xg,
+                                                                  int64_t xstride, float *y, int64_t ldy) {
+    __m512 acc[RMAX];
+    __m512i S[RMAX][Q6G_SPAN];
+    const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED), step = PACK_ROWS * 210 / 8;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t g0 = 0; g0 < G; g0 += Q6G_SPAN) {
+        const int n = G - g0 < Q6G_SPAN ? (int)(G - g0) : Q6G_SPAN;
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; ++j)
+            for (int i = 0; i < n; ++i) {
+                const int64_t g = g0 + i;
+                const uint8_t *v = tile + G * 288 + (j * G + g) * 384, *sc = tile + g * 288 + 32 + 32 * j;
+                if (ahead) prefetch_at(v + ahead, 384);
+                if (next)
+                    for (int k = 0; k < step; k += 64) _mm_prefetch((const char *)next + (j * G + g) * step + k, _MM_HINT_T1);
+                const __m512i c0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)sc));
+                const __m512i c1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16)));
+                const __m512i h0 = _mm512_loadu_si512(v + 256), h1 = _mm512_loadu_si512(v + 320);
+                __m512i w0[4], w1[4];
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {
+                    const __m512i q = _mm512_loadu_si512(v + 64 * c);
+                    w0[c] = _mm512_or_si512(_mm512_and_si512(q, nib),
+                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h0, 2 * c), two), 4));
+                    w1[c] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), nib),
+                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h1, 2 * c), two), 4));
+                }
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) {
+                    const uint8_t *xr = xg + r * xstride, *xb = xr + QKK * g + QK * j;
+                    const int32_t *ns = (const int32_t *)(xr + XG6_NS(G)) + 16 * g + 2 * j;
+                    __m512i s0 = _mm512_set1_epi32(ns[0]), s1 = _mm512_set1_epi32(ns[1]);
+#pragma GCC unroll 4
+                    for (int c = 0; c < 4; ++c) {
+                        s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+                        s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+                    }
+                    const __m512i t = _mm512_add_epi32(_mm512_mullo_epi32(s0, c0), _mm512_mullo_epi32(s1, c1));
+                    S[r][i] = j ? _mm512_add_epi32(S[r][i], t) : t;
+                }
+            }
+        for (int i = 0; i < n; ++i) {
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + (g0 + i) * 288)));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const __m512 D = _mm512_set1_ps(((const float *)(xg + r * xstride + QKK * G))[g0 + i]);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r][i]), _mm512_mul_ps(d, D), acc[r]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * ldy, acc[r]);
+}
+
 #if SPX_DRIVER
 /* The packed kernel's activations (xp), a row every xp_stride(K) bytes: the signed q of block j of group g at
    32·(j·G + g), values in order, then dx and dx·Σq of block j of group g as floats at index
@@ -344,9 +423,10 @@ static inline void block_q(const uint8_t *xgroup, int j, uint8_t *dst) {
         for (int c = 0; c < 4; ++c) memcpy(dst + 16 * h + 4 * c, xgroup + XG_S + 64 * c + 32 * h + 4 * j, 4);
 }
 
-/* The packed Q4_K kernel's activations (xg), quantized per 256 values, a row every xg_stride(K) bytes: the signed
-   q in the row's order, then D of each group (float), then Σq of each block as int16 (8 a group). */
-static inline int64_t xg_stride(int64_t K) { return ((QKK + 20) * (K / QKK) + 63) / 64 * 64; }
+/* The packed kernels' activations quantized per 256 values (xg), a row every xg_stride(K) bytes: the signed q in
+   the row's order, then D of each group (float), then Σq of each block as int16 (8 a group, for Q4_K's mins), then
+   −32·Σq of each half block as int32 (16 a group, half h of block j at 2j + h: Q6_K's offset, XG6_NS). */
+static inline int64_t xg_stride(int64_t K) { return ((QKK + 84) * (K / QKK) + 63) / 64 * 64; }
 
 static void xg_from_xk(const uint8_t *xk, int64_t M, int64_t K, uint8_t *xg, int threads) {
     const int64_t G = K / QKK;
@@ -364,6 +444,8 @@ static void xg_from_xk(const uint8_t *xk, int64_t M, int64_t K, uint8_t *xg, int
                 memcpy(&n1, xgr + XG_NS + 2 * (8 + j), 2);
                 const int16_t q = (int16_t)(-((int32_t)n0 + n1) / 16);
                 memcpy(o + (QKK + 4) * G + 16 * g + 2 * j, &q, 2);
+                const int32_t h2[2] = {2 * (int32_t)n0, 2 * (int32_t)n1};
+                memcpy(o + XG6_NS(G) + 4 * (16 * g + 2 * j), h2, 8);
             }
         }
     }
@@ -408,6 +490,7 @@ static void packed_segment(int type, const uint8_t *xp, int64_t M, int64_t K, co
 #define PACKED_R(N)                                                                 \
     case N:                                                                         \
         if (type == T_Q6_K_P16) packed_tile_q6(N, tile, G, next, x, stride, out, ldy); \
+        else if (type == T_Q6_K_PG) packed_tile_q6g(N, tile, G, next, x, stride, out, ldy); \
         else packed_tile(N, tile, G, next, x, stride, out, ldy);                    \
         break;
                 switch (m1 - r < RMAX ? m1 - r : RMAX) {

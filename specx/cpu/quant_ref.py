@@ -8,7 +8,9 @@ values) is exact; then, in float32, acc[lane] = fma(S, a·dx, acc[lane]) over 16
 for blocks with a min or offset accb[block mod 8] = fma(b, xs, accb) (Q2_K, whose mins are per 16 values:
 accb[lane] = fma(b, xh, accb[lane]), xh = dx·Σq over the half block), and fixed trees reduce the lanes.
 Q4_K with groups (quant.c's KIND_G, MODE_Q8K): X quantized per 256 values, per group the exact S = Σ_j sc_j·S_j
-and M = Σ_j m_j·Σq_j, then acc = fma(S, d·D, acc), acc = fma(−M, dmin·D, acc) over the groups in order."""
+and M = Σ_j m_j·Σq_j, then acc = fma(S, d·D, acc), acc = fma(−M, dmin·D, acc) over the groups in order; Q6_K with
+groups (KIND_G6): per group S = Σ_i sc_i·S_i over its 16 scales (S_i over 16 values, weights q − 32), then
+acc = fma(S, d·D, acc)."""
 from __future__ import annotations
 
 import numpy as np
@@ -151,6 +153,8 @@ def _q8_one(x: np.ndarray, w: QWeight, groups: bool) -> np.ndarray:
         raise ValueError("float weights have no q8 mode")
     if w.name == "Q4_K" and groups:
         return _q8_groups(x, w)
+    if w.name == "Q6_K" and groups:
+        return _q8_groups6(x, w)
     xq, dx = quantize_rows(x)
     xs = (dx * xq.sum(axis=-1).astype(F32)).astype(F32)
     kind, q, a, b, sc16 = weight_ints(w)
@@ -194,6 +198,21 @@ def _q8_groups(x: np.ndarray, w: QWeight) -> np.ndarray:
         u = (dmin[None, :, g] * D[:, None, g]).astype(F32)
         acc = fma32(S[..., g].astype(F32), t, acc)
         acc = fma32(-Mn[..., g].astype(F32), u, acc)
+    return acc
+
+
+def _q8_groups6(x: np.ndarray, w: QWeight) -> np.ndarray:
+    """Q6_K's q8 steps (KIND_G6): per group of 256 the 16 sums of 16 values times their scales as integers, one
+    fma a group."""
+    xq, D = quantize_rows(x, 256)                                      # (M, G, 256), (M, G)
+    m, groups = xq.shape[:2]
+    _, q, a, _, sc16 = weight_ints(w)                                  # q − 32 (N, 8G, 32), d per block, scales
+    si = np.einsum("mgip,ngip->mngi", xq.reshape(m, groups, 16, 16), q.reshape(w.rows, groups, 16, 16))
+    S = (si * sc16.reshape(w.rows, groups, 16)[None]).sum(axis=-1)     # (M, N, G), exact
+    d = a.reshape(w.rows, groups, 8)[..., 0]
+    acc = np.zeros((m, w.rows), F32)
+    for g in range(groups):
+        acc = fma32(S[..., g].astype(F32), (d[None, :, g] * D[:, None, g]).astype(F32), acc)
     return acc
 
 

@@ -29,11 +29,13 @@
 #define OFFSET_ROWS 4
 #define OFFSET_ROWS_WIDE 1
 static inline int x_offset(int type, int R) {
-    return (R <= OFFSET_ROWS && (type == T_Q4_0 || type == T_Q5_0 || type == T_Q6_K))
+    return (R <= OFFSET_ROWS && (type == T_Q4_0 || type == T_Q5_0 || type == T_Q6_K || type == T_Q6_K_G))
            || (SPX_VNNI && R <= OFFSET_ROWS_WIDE && wide_weights(type));
 }
 /* off / 16 as a shift of ns (which holds −16·Σq_x): Q4_0 −1 (a halving), Q5_0 0, Q6_K 1, the wide types 3 */
-static inline int offset_shift(int type) { return type == T_Q4_0 ? -1 : type == T_Q5_0 ? 0 : type == T_Q6_K ? 1 : 3; }
+static inline int offset_shift(int type) {
+    return type == T_Q4_0 ? -1 : type == T_Q5_0 ? 0 : type == T_Q6_K || type == T_Q6_K_G ? 1 : 3;
+}
 
 static inline float f16at(const uint8_t *p) { return _cvtsh_ss(rd16(p)); }
 

@@ -64,10 +64,11 @@ def copy_in(weights: Weights, output: bool = True, pack=None) -> Weights:
     and read by rows. `output` False: an untied output layer stays mapped too (a drafter's VocabTrim copies the
     rows it scores, vocabtrim.DraftHead, and reads the context's few others from the file); a tied one is the
     embedding, looked up every token, and is copied still. `pack`: a loaded kernel build that runs packed
-    matrices (cpu/packing.py): the layer matrices it can pack are packed as they are copied."""
+    matrices (cpu/packing.py): the matrices it can pack are packed as they are copied, the output layer's too
+    (its rows, looked up or trimmed, are unpacked as they are read: quant.embed, quant.unpack_rows)."""
     output = output or weights.output is weights.embed
     layers = [m for l in weights.layers for m in (*l.qkv, *l.o, *l.gate_up, *l.down)]
-    packed = {id(m) for m in layers if pack is not None and packing.packable(m, pack)} - {id(weights.output)}
+    packed = {id(m) for m in layers + [weights.output] if pack is not None and packing.packable(m, pack)}
     whole = layers + ([weights.output] if output else [])
     block, at, moved = region(sum(_padded(m.nbytes) for m in whole)), 0, {}
     for m in whole:

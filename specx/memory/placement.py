@@ -16,10 +16,10 @@ CPU_BACKENDS = ("fp16", "int8", "int4")   # the fast path's weight-only CPU kern
 DRAFT_WEIGHTS = ("int8dyn",)               # ... and the drafter-only one the plan may price a drafter in
 BNB = ("int8", "nf4", "fp4")
 # The lean decoder's mode (cpu/quant.py) per role when not asked (NATIVE_MODE, kept in footprint.py with the
-# schemes that price it): int8 activations (per 32 values; per 256 into Q4_K layers where the build gains by it,
-# cpu/quant.py) for both. A drafter never changes the output; for the target q8 passed the quality guard (greedy
+# schemes that price it): int8 activations (per 32 values; per 256 into Q4_K and Q6_K layers where the build gains by
+# it, cpu/quant.py) for both. A drafter never changes the output; for the target q8 passed the quality guard (greedy
 # agreement 99.1%, perplexity ratio 1.000 with the dequantized float32 model; with Q4_K per 256 values 98.9% and
-# 1.003: benchmarks/results/2026-11-30-q8k) and verifies 5 tokens 1.6x faster than float32 activations
+# 1.003: benchmarks/results/2026-11-30-q8k; with Q6_K too 99.1%, 1.000: 2026-11-30-q6k) and verifies 5 tokens 1.6x faster than float32 activations
 # (benchmarks/results/2026-11-26-native-cpu).
 # `--quant none` keeps float32 activations (exact). A drafter's wider layers are also re-encoded to Q4_0 (q4,
 # decoder/reencode.py): its step reads less (benchmarks/results/2026-11-29-drafter-bits); `--draft-quant q8`

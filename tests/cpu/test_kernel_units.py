@@ -109,7 +109,7 @@ def test_each_kernel_instance_of_quant_c_is_in_exactly_one_unit():
 
     quants, floats, q8_only = (re.findall(r"M\((T_\w+)\)", macro(f"{name}(M)"))
                                for name in ("QUANT_TYPES", "FLOAT_TYPES", "Q8_TYPES"))
-    q8 = quants + q8_only   # Q8_TYPES: QUANT_TYPES and the q8-only pseudo types (T_Q4_K_G)
+    q8 = quants + q8_only   # Q8_TYPES: QUANT_TYPES and the q8-only pseudo types (T_Q4_K_G, T_Q6_K_G)
     wanted = sorted([("Q8", t) for t in q8] + [("DEC", t) for t in q8] + [("F32", t) for t in quants + floats])
     placed = sorted(pair for u in range(1, quant_build.UNITS)
                     for pair in re.findall(r"\b(Q8|F32|DEC)\((T_\w+)\)", macro(f"UNIT_{u}(Q8, F32, DEC)")))

@@ -4,6 +4,7 @@ other builds and modes refuse it, and a packed fixture model computes the file's
 layers' Q4_K matrices: tests/decoder/test_resident.py)."""
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -50,27 +51,27 @@ def test_packing_in_c_then_unpacking_in_numpy_gives_back_the_files_bytes(name, r
 def test_a_packed_matrix_gives_the_unpacked_ones_bits_in_any_call(name, rows, cols):
     """q8 results on the packed layout equal the file layout's and quant_ref's bit for bit, for 1 to 40 rows, alone
     or in a batch, with 1 or 2 threads, and in a fused group beside other types; a row with a NaN comes out NaN
-    as it does unpacked."""
+    as it does unpacked. Q6_K both ways (per 32 values and with groups), Q4_K with groups (its only kernel)."""
     rng = np.random.default_rng(5)
     w = quant_ref.random_weight(name, rows, cols, rng, extreme=True)
     other = quant_ref.random_weight("Q5_0" if cols % 32 == 0 else "Q8_0", 16, cols, rng)
     p, lib = packed(w), quant._default()
     threads = torch.get_num_threads()
     try:
-        for m in (1, 2, 3, 5, 8, 9, 16, 40):
+        for m, groups in itertools.product((1, 2, 3, 5, 8, 9, 16, 40), (False, True) if name == "Q6_K" else (True,)):
             x = torch.from_numpy(rng.standard_normal((m, cols)).astype(np.float32) * 3)
             if m >= 9:
                 x[4, 7] = float("nan")
-            want = lib.matmul(x, [w], "q8").numpy()
-            assert np.array_equal(want, quant_ref.reference_q8(x.numpy(), [w], lib.q8_groups()), equal_nan=True)
+            want = lib.matmul(x, [w], "q8", groups=groups).numpy()
+            assert np.array_equal(want, quant_ref.reference_q8(x.numpy(), [w], groups), equal_nan=True)
             for n in (1, 2):
                 torch.set_num_threads(n)
-                assert np.array_equal(lib.matmul(x, [p], "q8").numpy(), want, equal_nan=True), (m, n)
-                alone = torch.cat([lib.matmul(x[i:i + 1].contiguous(), [p], "q8") for i in range(m)])
-                assert np.array_equal(alone.numpy(), want, equal_nan=True), (m, n)
-            fused = lib.matmul(x, [p, other, p], "q8").numpy()
-            unfused = lib.matmul(x, [w, other, w], "q8").numpy()
-            assert np.array_equal(fused, unfused, equal_nan=True), m
+                assert np.array_equal(lib.matmul(x, [p], "q8", groups=groups).numpy(), want, equal_nan=True), (m, n)
+                alone = torch.cat([lib.matmul(x[i:i + 1].contiguous(), [p], "q8", groups=groups) for i in range(m)])
+                assert np.array_equal(alone.numpy(), want, equal_nan=True), (m, n, groups)
+            fused = lib.matmul(x, [p, other, p], "q8", groups=groups).numpy()
+            unfused = lib.matmul(x, [w, other, w], "q8", groups=groups).numpy()
+            assert np.array_equal(fused, unfused, equal_nan=True), (m, groups)
     finally:
         torch.set_num_threads(threads)
 

@@ -62,14 +62,14 @@ def test_f32_mode_is_within_float_rounding_of_the_reference(name):
 @pytest.mark.parametrize("name", QUANTIZED)
 def test_q8_mode_equals_its_numpy_reference_bit_for_bit(name):
     """q8 mode equals quant_ref.reference_q8 (X quantized per 32 values, exact integer block sums, the same
-    float32 steps; Q4_K with groups: per 256 values, exact integer group sums) bit for bit."""
+    float32 steps; Q4_K and Q6_K with groups: per 256 values, exact integer group sums) bit for bit."""
     rng = np.random.default_rng(2)
     lib = quant._default()
     for rows, cols in shapes(name):
         w = quant_ref.random_weight(name, rows, cols, rng)
         for m in (1, 3, 8, 9, 16, 70):
             x = inputs(m, cols, 100 + m)
-            for groups in (False, True) if name == "Q4_K" else (False,):
+            for groups in (False, True) if name in quant.GROUP_TYPES else (False,):
                 assert np.array_equal(lib.matmul(x, [w], "q8", groups=groups).numpy(),
                                       quant_ref.reference_q8(x.numpy(), [w], groups)), (rows, cols, m, groups)
 
@@ -185,7 +185,7 @@ def test_every_build_that_runs_here_agrees():
         ys = [lib.matmul(x, [w]).numpy().astype(np.float64) for lib in builds]
         bound = 2 * F32_TOL * quant_ref.error_bound(x.numpy(), [w]) + 1e-30
         assert all((np.abs(y - ys[-1]) <= bound).all() for y in ys), name
-        for groups in ((False, True) if name == "Q4_K" else (False,)) if name in QUANTIZED else ():
+        for groups in ((False, True) if name in quant.GROUP_TYPES else (False,)) if name in QUANTIZED else ():
             q8 = [lib.matmul(x, [w], "q8", groups=groups) for lib in builds]
             assert all(torch.equal(q, q8[-1]) for q in q8), (name, groups, [lib.describe() for lib in builds])
 
@@ -194,14 +194,15 @@ def test_every_build_that_runs_here_agrees():
 def test_q8_rows_with_a_nan_or_infinity_come_out_nan_in_every_build():
     """A NaN or infinity in a row of X makes that row's q8 results NaN (its block scale is NaN); the other
     rows are untouched."""
-    w = quant_ref.random_weight("Q4_K", 9, 512, np.random.default_rng(13))
     x = inputs(4, 512, 14)
     x[1, 7], x[2, 300] = float("nan"), float("inf")
-    for groups in (False, True):
-        clean = quant._default().matmul(x[[0, 3]].contiguous(), [w], "q8", groups=groups)
-        for lib in builds_here():
-            y = lib.matmul(x, [w], "q8", groups=groups)
-            assert y[1:3].isnan().all() and torch.equal(y[[0, 3]], clean), (lib.describe(), groups)
+    for name in quant.GROUP_TYPES:
+        w = quant_ref.random_weight(name, 9, 512, np.random.default_rng(13))
+        for groups in (False, True):
+            clean = quant._default().matmul(x[[0, 3]].contiguous(), [w], "q8", groups=groups)
+            for lib in builds_here():
+                y = lib.matmul(x, [w], "q8", groups=groups)
+                assert y[1:3].isnan().all() and torch.equal(y[[0, 3]], clean), (name, lib.describe(), groups)
 
 
 @needs_kernels
@@ -242,7 +243,7 @@ GUARDED = """
 import ctypes, mmap, sys
 import numpy as np
 import torch
-from specx.cpu import quant_ref
+from specx.cpu import quant, quant_ref
 from specx.cpu.qweight import BLOCKS, QWeight
 sys.path.insert(0, sys.argv[2])
 from test_quant_kernels import builds_here
@@ -264,7 +265,7 @@ for name in sys.argv[1].split(","):
         guarded = QWeight(w.type, data, rows, cols)
         for m in (1, 5):
             x = torch.randn(m, cols, generator=torch.Generator().manual_seed(m))
-            for groups in (False, True) if name == "Q4_K" else (False,):
+            for groups in (False, True) if name in quant.GROUP_TYPES else (False,):
                 want = quant_ref.reference_q8(x.numpy(), [w], groups)
                 for lib in libs:
                     got = lib.matmul(x, [guarded], "q8", groups=groups).numpy()
@@ -291,9 +292,9 @@ def test_no_kernel_reads_past_a_tensor_that_ends_at_a_page_boundary():
 
 
 def with_groups(weights: dict) -> list:
-    """(name, weight, groups) for each weight, Q4_K both ways (q8 per 32 values and with groups)."""
+    """(name, weight, groups) for each weight, GROUP_TYPES both ways (q8 per 32 values and with groups)."""
     return [(name, w, groups) for name, w in weights.items()
-            for groups in ((False, True) if name == "Q4_K" else (False,))]
+            for groups in ((False, True) if name in quant.GROUP_TYPES else (False,))]
 
 
 @needs_kernels
@@ -405,16 +406,17 @@ def test_weight_prefetching_is_timed_on_layers_a_forward_reads(tmp_path, monkeyp
 
 @needs_kernels
 def test_the_kernels_sentence_says_which_layers_take_activations_per_256_values():
-    assert quant.q8_words("Q4_K/Q6_K", True) == ("int8 activations per 32 values (per 256 into Q4_K layers: integer "
+    assert quant.q8_words("Q4_K/Q8_0", True) == ("int8 activations per 32 values (per 256 into Q4_K layers: integer "
                                                  "group sums; --quant none: float32)")
-    assert quant.q8_words("Q4_K", True) == "int8 activations per 256 values (integer group sums; --quant none: float32)"
+    every = "int8 activations per 256 values (integer group sums; --quant none: float32)"
+    assert quant.q8_words("Q4_K", True) == every and quant.q8_words("Q4_K/Q6_K", True) == every
     plain = "int8 activations per 32 values (--quant none: float32)"
     assert quant.q8_words("Q8_0/Q4_1", True) == plain and quant.q8_words("Q4_K/Q6_K", False) == plain
 
 
 def test_q8_takes_groups_where_the_build_gains_by_them():
-    """q8 with groups (Q4_K per 256 values) is the AVX-512 builds' q8 without AMX; the other builds keep per 32
-    (each computes both when asked); a packed Q4_K matrix runs only with groups."""
+    """q8 with groups (Q4_K and Q6_K per 256 values) is the AVX-512 builds' q8 without AMX; the other builds keep
+    per 32 (each computes both when asked)."""
     for lib in builds_here():
         assert lib.q8_groups() == (lib.name == "avx512" and not lib.amx), lib.describe()
         assert lib.mode_id("q8", groups=False) == 1 and lib.mode_id("q8", groups=True) == 2

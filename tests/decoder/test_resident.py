@@ -12,7 +12,7 @@ from test_decoder import ids
 from test_decoder_gguf import gguf_model, write_gguf
 from specx.cpu import packing, quant, quant_ref
 from specx.cpu.qweight import QWeight
-from specx.decoder import resident
+from specx.decoder import linear, resident
 from specx.decoder.lm import load, read
 
 
@@ -102,10 +102,10 @@ def test_a_drafters_output_layer_stays_in_the_map_and_its_drafts_are_the_same(tm
 
 @pytest.mark.skipif(not quant.available() or not packing.builds(quant._default()),
                     reason="no AVX-512 build without AMX here")
-def test_the_copy_packs_the_layers_q4k_and_q6k_matrices_and_nothing_else(tmp_path):
-    """copy_in with a packing build: a layer's Q4_K or Q6_K matrix of whole tiles is packed (its bytes unpack to
-    the source's), one of 24 rows and the other types are copied as they are, and the output layer, even in Q4_K,
-    is never packed."""
+def test_the_copy_packs_the_q4k_and_q6k_matrices_and_nothing_else(tmp_path):
+    """copy_in with a packing build: a layer's or the output layer's Q4_K or Q6_K matrix of whole tiles is packed
+    (its bytes unpack to the source's, its rows read as the source's), one of 24 rows and the other types are
+    copied as they are."""
     path = write_gguf(gguf_model("qwen2"), "qwen2", tmp_path / "q.gguf")
     weights = read(path).weights
     rng = np.random.default_rng(13)
@@ -115,10 +115,14 @@ def test_the_copy_packs_the_layers_q4k_and_q6k_matrices_and_nothing_else(tmp_pat
                                   output=quant_ref.random_weight("Q4_K", 64, 256, rng))
     moved = resident.copy_in(weights, pack=quant._default())
     gate, up, down = moved.layers[0].gate_up + moved.layers[0].down
-    assert gate.packed and down.packed and not up.packed and not moved.output.packed
-    assert (gate.name, down.name) == ("Q4_K", "Q6_K")
-    for a, b in ((gate, q4[0]), (down, q4[2])):
+    assert gate.packed and down.packed and not up.packed and moved.output.packed
+    assert (gate.name, down.name, moved.output.name) == ("Q4_K", "Q6_K", "Q4_K")
+    for a, b in ((gate, q4[0]), (down, q4[2]), (moved.output, weights.output)):
         assert np.array_equal(packing.unpack(a).data, b.data)
-    assert np.array_equal(up.data, q4[1].data) and np.array_equal(moved.output.data, weights.output.data)
+    ids = [63, 0, 17, 17, 40]
+    assert np.array_equal(linear.take_rows(moved.output, ids).data, linear.take_rows(weights.output, ids).data)
+    with pytest.raises(IndexError):
+        linear.take_rows(moved.output, [64])
+    assert np.array_equal(up.data, q4[1].data)
     others = [m for l in moved.layers[1:] for m in (*l.qkv, *l.o, *l.gate_up, *l.down)]
     assert others and not any(m.packed for m in others)
