@@ -7,7 +7,7 @@
 #   .gpu/  tokenizer/ (the fixture Qwen tokenizer), target.config.json, drafter.config.json, prompts5.json
 # All are made on the dev machine by the step `prepare` (.gitignore lists them; the device run carries them:
 # carry [".whl", ".gpu"], plus ".bnb" where bitsandbytes is used; 64 MiB travel in all).
-# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup suite tests models smoke suite-wait bench lean spec blocks gguf8b budgets)
+# Usage: OUT=dir bash benchmarks/gpu_check.sh [steps…]   (steps: prepare, here; there: setup tests suite models smoke suite-wait bench lean spec blocks gguf8b budgets)
 # A GGUF's blocks on the GPU (issue 38): OUT=dir SWEEP=1 bash benchmarks/gpu_check.sh setup suite blocks suite-wait
 #   (≤ 8 min; carry [".whl", ".gpu"])
 # An 8B-shaped Q4_K_M GGUF under consumer budgets: OUT=dir bash benchmarks/gpu_check.sh setup gguf8b  (≤ 5 min)
@@ -19,7 +19,7 @@ OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
 M=/tmp/gpu-models
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error HF_HUB_DISABLE_PROGRESS_BARS=1
 export SPECX_HOME=/tmp/specx-home
-steps=${*:-setup suite tests models smoke suite-wait bench}
+steps=${*:-setup tests suite models smoke suite-wait bench}
 t0=$(date +%s)
 say() { echo; echo "=== [$(( $(date +%s) - t0 ))s] $*"; }
 
@@ -56,7 +56,7 @@ setup)
   specx env ;;
 tests)
   say gpu tests
-  python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tail -15 ;;
+  python3 -m pytest -q -m gpu -p no:cacheprovider -n ${GPU_N:-6} tests 2>&1 | tail -15 ;;   # before `suite`, not beside it
 suite)   # in the background: its summary is printed by the step `suite-wait`
   say "fast suite on this machine (below the gpu tier it runs on the CPU), started"
   (timeout ${SUITE_S:-300} python3 -m pytest -v -rfE -m "not slow and not gpu" -p no:cacheprovider -n ${SUITE_N:-8} tests \

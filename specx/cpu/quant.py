@@ -113,7 +113,7 @@ class Library:
 
     def unpack_rows(self, w: QWeight, ids) -> QWeight:
         """Rows `ids` of a packed matrix as the file holds them (a copy of their blocks)."""
-        from .qweight import PACKED, BLOCKS
+        from .qweight import BLOCKS, PACKED
 
         ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
         out = np.empty(len(ids) * (w.nbytes // w.rows if w.rows else 0), np.uint8)
