@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from . import build, kernels, quant_build
-from .qweight import QWeight, check
+from .qweight import BLOCKS, PACKED, QWeight, check
 from .quant_build import (  # noqa: F401  (the build's names tests and benchmarks read here)
     AMX_FLAGS, BUILDS, SOURCE, VBMI_FLAGS, VNNI_FLAGS, amx_cpu, cpu_flags, l1_data_bytes, variants, xspan_bytes)
 from .quant_prefetch import PREFETCH_WAYS, one_row_bytes, prefetch_choices
@@ -113,8 +113,6 @@ class Library:
 
     def unpack_rows(self, w: QWeight, ids) -> QWeight:
         """Rows `ids` of a packed matrix as the file holds them (a copy of their blocks)."""
-        from .qweight import BLOCKS, PACKED
-
         ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
         out = np.empty(len(ids) * (w.nbytes // w.rows if w.rows else 0), np.uint8)
         if self.lib.spx_unpack_rows(w.type, w.data.ctypes.data, w.rows, w.cols, ids.ctypes.data, len(ids),

@@ -281,6 +281,31 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
     for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
+/* A Q6_K tile's block j of group g (its 384 bytes at v; at = j·G + g, the per-32 sweep's step): its L1 request
+   `ahead` bytes on (none at 0) and an eighth of a group's worth of the next tile (0: none) into L2, in the order
+   that sweep reads */
+static inline __attribute__((always_inline)) void q6_prefetch(const uint8_t *v, int64_t ahead, const uint8_t *next,
+                                                              int64_t at) {
+    const int64_t step = PACK_ROWS * 210 / 8;
+    if (ahead) prefetch_at(v + ahead, 384);
+    if (next)
+        for (int i = 0; i < step; i += 64) _mm_prefetch((const char *)next + at * step + i, _MM_HINT_T1);
+}
+
+/* its 6-bit values q (0..63): lane o byte 4c + e of w0[c] is value 4c + e of row o's block, of w1[c] value 16 + 4c + e */
+static inline __attribute__((always_inline)) void q6_values(const uint8_t *v, __m512i *w0, __m512i *w1) {
+    const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
+    const __m512i h0 = _mm512_loadu_si512(v + 256), h1 = _mm512_loadu_si512(v + 320);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+        const __m512i q = _mm512_loadu_si512(v + 64 * c);
+        w0[c] = _mm512_or_si512(_mm512_and_si512(q, nib),
+                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h0, 2 * c), two), 4));
+        w1[c] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), nib),
+                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h1, 2 * c), two), 4));
+    }
+}
+
 /* R rows of X quantized per 32 values in the packed order (xp, a row every xstride bytes: xp_from_xq) against one
    Q6_K tile, quant.c's kind S arithmetic: block j swept over all the groups (its values in order, block-major) with
    the rows' two half sums in registers, 16 running sums per output (acc[8h + j]) in the same order as every build,
@@ -291,8 +316,7 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
                                                                  const uint8_t *next, const uint8_t *xp,
                                                                  int64_t xstride, float *y, int64_t ldy) {
     __m512 sums[RMAX][16];
-    const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
-    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED), step = PACK_ROWS * 210 / 8;
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
     for (int j = 0; j < 8; ++j) {
         __m512 acc0[RMAX], acc1[RMAX];
 #pragma GCC unroll 8
@@ -300,24 +324,14 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
         const uint8_t *vals = tile + G * 288 + j * G * 384;
         for (int64_t g = 0; g < G; ++g) {
             const uint8_t *v = vals + g * 384, *sc = tile + g * 288;
-            if (ahead) prefetch_at(v + ahead, 384);
-            if (next)
-                for (int i = 0; i < step; i += 64) _mm_prefetch((const char *)next + (j * G + g) * step + i, _MM_HINT_T1);
+            q6_prefetch(v, ahead, next, j * G + g);
             const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
             const __m512 a0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
                                                    _mm_loadu_si128((const __m128i *)(sc + 32 + 16 * (2 * j))))));
             const __m512 a1 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
                                                    _mm_loadu_si128((const __m128i *)(sc + 32 + 16 * (2 * j + 1))))));
-            const __m512i h0 = _mm512_loadu_si512(v + 256), h1 = _mm512_loadu_si512(v + 320);
             __m512i w0[4], w1[4];
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; ++c) {
-                const __m512i q = _mm512_loadu_si512(v + 64 * c);
-                w0[c] = _mm512_or_si512(_mm512_and_si512(q, nib),
-                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h0, 2 * c), two), 4));
-                w1[c] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), nib),
-                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h1, 2 * c), two), 4));
-            }
+            q6_values(v, w0, w1);
             const int64_t at = j * G + g;
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {
@@ -357,8 +371,7 @@ static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, c
                                                                   int64_t xstride, float *y, int64_t ldy) {
     __m512 acc[RMAX];
     __m512i S[RMAX][Q6G_SPAN];
-    const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
-    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED), step = PACK_ROWS * 210 / 8;
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t g0 = 0; g0 < G; g0 += Q6G_SPAN) {
@@ -368,21 +381,11 @@ static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, c
             for (int i = 0; i < n; ++i) {
                 const int64_t g = g0 + i;
                 const uint8_t *v = tile + G * 288 + (j * G + g) * 384, *sc = tile + g * 288 + 32 + 32 * j;
-                if (ahead) prefetch_at(v + ahead, 384);
-                if (next)
-                    for (int k = 0; k < step; k += 64) _mm_prefetch((const char *)next + (j * G + g) * step + k, _MM_HINT_T1);
+                q6_prefetch(v, ahead, next, j * G + g);
                 const __m512i c0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)sc));
                 const __m512i c1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16)));
-                const __m512i h0 = _mm512_loadu_si512(v + 256), h1 = _mm512_loadu_si512(v + 320);
                 __m512i w0[4], w1[4];
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; ++c) {
-                    const __m512i q = _mm512_loadu_si512(v + 64 * c);
-                    w0[c] = _mm512_or_si512(_mm512_and_si512(q, nib),
-                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h0, 2 * c), two), 4));
-                    w1[c] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), nib),
-                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h1, 2 * c), two), 4));
-                }
+                q6_values(v, w0, w1);
 #pragma GCC unroll 8
                 for (int r = 0; r < R; ++r) {
                     const uint8_t *xr = xg + r * xstride, *xb = xr + QKK * g + QK * j;

@@ -76,11 +76,8 @@ def embed(w: QWeight, ids: torch.Tensor) -> torch.Tensor:
 
 def take_rows(w: QWeight, ids: Sequence[int]) -> QWeight:
     """A QWeight of the given rows (a copy of their blocks): embedding lookups, a trimmed output layer."""
-    if w.packed:   # its rows as the file holds them (the layout interleaves 16 rows): only the build that packed
-        quant = _quant()   # it reads that layout
-        if quant is None:
-            raise ValueError("a packed matrix without the kernels that read it")
-        return quant.unpack_rows(w, ids)
+    if w.packed:   # its rows as the file holds them (the layout interleaves 16 rows; only a kernel build packs)
+        return _quant().unpack_rows(w, ids)
     per_row = w.nbytes // w.rows if w.rows else 0
     if any(not 0 <= i < w.rows for i in ids):
         raise IndexError(f"row ids outside 0..{w.rows - 1}")
