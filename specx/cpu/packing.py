@@ -1,4 +1,4 @@
-"""Q4_K and Q6_K layer matrices packed 16 rows together at load, for the AVX-512 build's q8 kernel
+"""Q4_0, Q4_K and Q6_K layer matrices packed 16 rows together at load, for the AVX-512 build's q8 kernel
 (quant_packed.h).
 
 Why: a verify of 4-5 rows pays the q8 kernels' decoding of each weight group in full, and with 16 weight rows in a
@@ -8,7 +8,10 @@ the bit, so a packed model's results are the unpacked one's. Only that kernel re
 packed only where the loaded build has it (AVX-512, AMX off: AMX's prompt passes read the file's layout), only
 for the q8 mode, and only where its rows are a multiple of 16 (the output layer's too: its rows are unpacked as they
 are read). Packed Q4_K is laid out for q8 with groups (activations per 256 values, a group's sums as integers: quant.c's
-KIND_G, `quant.Library.q8_groups`), so it is packed only where the build runs that.
+KIND_G, `quant.Library.q8_groups`), so it is packed only where the build runs that. Q4_0 is what a model drafter's
+wider layers are re-encoded to (decoder/reencode.py), rows of any whole number of blocks (the 0.5B's 896 values
+too); on the file's layout its kernel decodes each block for every 8 rows and ran at a third of packed Q4_K's
+multiply-adds a second (benchmarks/results/2026-11-30-q40).
 `unpack` is the layout's reference (numpy), which tests hold the C packing to."""
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ def builds(lib) -> bool:
 
 
 def packable(w: QWeight, lib=None) -> bool:
-    """A Q4_K or Q6_K matrix whose rows fill whole tiles (Q4_K: where `lib`, if given, runs q8 with groups)."""
+    """A Q4_0, Q4_K or Q6_K matrix whose rows fill whole tiles (Q4_K: where `lib`, if given, runs q8 with groups)."""
     grouped = lib is None or w.name != "Q4_K" or lib.q8_groups()
     return w.type in FILE_TYPES and w.rows % PACK_ROWS == 0 and w.rows > 0 and grouped
 
@@ -39,7 +42,7 @@ def pack(lib, w: QWeight, out: np.ndarray) -> QWeight:
     """`w` packed into `out` (uint8, w.nbytes, writable): the C packing, a pass over the bytes."""
     if not packable(w) or out.dtype != np.uint8 or out.size != w.nbytes or not out.flags.writeable:
         raise ValueError(f"cannot pack a {w.name} {w.rows}x{w.cols} matrix into {out.size} bytes")
-    packer = lib.lib.spx_pack_q4k if w.name == "Q4_K" else lib.lib.spx_pack_q6k
+    packer = {"Q4_0": lib.lib.spx_pack_q40, "Q4_K": lib.lib.spx_pack_q4k, "Q6_K": lib.lib.spx_pack_q6k}[w.name]
     if packer(w.data.ctypes.data, w.rows, w.cols, out.ctypes.data):
         raise ValueError(f"the kernels refused to pack a {w.rows}x{w.cols} {w.name} matrix")
     return QWeight(FILE_TYPES[w.type], out, w.rows, w.cols)
@@ -49,6 +52,8 @@ def unpack(w: QWeight) -> QWeight:
     """A packed matrix as the file holds it (numpy; quant_packed.h states the layouts)."""
     if w.name == "Q6_K":
         return _unpack_q6(w)
+    if w.name == "Q4_0":
+        return _unpack_q40(w)
     groups, tiles = w.cols // 256, w.rows // PACK_ROWS
     t = w.data.reshape(tiles, groups, 9, 256)                                        # group-major
     scales, vals = t[:, :, 0], t[:, :, 1:].reshape(tiles, groups, 8, 4, PACK_ROWS, 4)   # g j c o e
@@ -60,6 +65,17 @@ def unpack(w: QWeight) -> QWeight:
     q = np.concatenate([q & 15, q >> 4], axis=-1)                                    # values 0..31 of block j
     out[..., 16:] = (q[..., 0::2, :] | (q[..., 1::2, :] << 4)).reshape(tiles, PACK_ROWS, groups, 128)
     return QWeight(BLOCKS["Q4_K"][0], out.reshape(-1), w.rows, w.cols)
+
+
+def _unpack_q40(w: QWeight) -> QWeight:
+    blocks, tiles = w.cols // 32, w.rows // PACK_ROWS
+    order = sorted(range(blocks), key=lambda b: (b % 8, b // 8))   # the units in the tile: block-major
+    units = w.data.reshape(tiles, blocks, 288)
+    out = np.empty((tiles, PACK_ROWS, blocks, 18), np.uint8)
+    for u, b in enumerate(order):
+        out[:, :, b, 0:2] = units[:, u, 0:32].reshape(tiles, PACK_ROWS, 2)
+        out[:, :, b, 2:18] = units[:, u, 32:].reshape(tiles, 4, PACK_ROWS, 4).transpose(0, 2, 1, 3).reshape(tiles, PACK_ROWS, 16)
+    return QWeight(BLOCKS["Q4_0"][0], out.reshape(-1), w.rows, w.cols)
 
 
 def _unpack_q6(w: QWeight) -> QWeight:
@@ -82,6 +98,6 @@ def _unpack_q6(w: QWeight) -> QWeight:
     return QWeight(BLOCKS["Q6_K"][0], out.reshape(-1), w.rows, w.cols)
 
 
-def describe() -> str:
-    """The kernels sentence's part on packed matrices."""
-    return "Q4_K/Q6_K layers packed 16 rows together (one decoding serves a verify's rows, the same bits)"
+def describe(names) -> str:
+    """The kernels sentence's part on packed matrices of these types (their names)."""
+    return f"{'/'.join(sorted(set(names)))} layers packed 16 rows together (one decoding serves a verify's rows, the same bits)"

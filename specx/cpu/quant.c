@@ -23,8 +23,8 @@
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
    This file: the rules in code (exact decoding, the q8 arithmetic, portable kernels) and the driver; the
    vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags; quant_packed.h holds layouts
-   of Q4_K and Q6_K (T_Q4_K_P16, T_Q6_K_P16, made at load) and the AVX-512 q8 kernels on them, the same arithmetic
-   to the bit. */
+   of Q4_0, Q4_K and Q6_K (T_Q4_0_P16, T_Q4_K_P16, T_Q6_K_P16, made at load), quant_packed_q8.h the AVX-512 q8
+   kernels on them, the same arithmetic to the bit, and quant_packed_driver.h their activations and segments. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -59,7 +59,7 @@ enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q
        T_Q3_K = 11,
        T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30 };
 enum { T_IQ4_NL = 20, T_IQ4_XS = 23 };
-enum { T_Q4_K_P16 = 112, T_Q6_K_P16 = 114 };   /* not ggml types: Q4_K and Q6_K with 16 rows packed together
+enum { T_Q4_0_P16 = 102, T_Q4_K_P16 = 112, T_Q6_K_P16 = 114 };   /* not ggml types: Q4_0, Q4_K and Q6_K with 16 rows packed together
                                                    (quant_packed.h), never a file's */
 enum { T_Q4_K_G = 212, T_Q6_K_G = 214, T_Q6_K_PG = 314 };   /* not ggml types: Q4_K, Q6_K and packed Q6_K in the
                               q8 mode with activations per 256 values (KIND_G, KIND_G6), what spx_matmul calls such a
@@ -506,6 +506,8 @@ extern SPX_SHARED int prefetch_l2;
 #include "quant_avx2.h"
 
 #include "quant_packed.h"
+#include "quant_packed_q8.h"
+#include "quant_packed_driver.h"
 
 #if SPX_DRIVER
 #include "quant_amx.h"
@@ -793,7 +795,7 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
         if (xpack) amx_pack_x(xq, M, K, xpack, threads);   /* without the memory: the VNNI kernels */
     }
 #endif
-    uint8_t *xp = 0, *xg = 0;   /* packed segments' activations (quant_packed.h): Q6_K's, Q4_K's */
+    uint8_t *xp = 0, *xg = 0;   /* packed segments' activations (quant_packed_driver.h): per 32 values (Q4_0, Q6_K), per 256 (Q4_K) */
 #if defined(SPX_AVX512)
     if (packed || packed_g) {
         xp = packed ? aligned_alloc(64, M * xp_stride(K)) : 0;

@@ -244,7 +244,7 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
     lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
     lib.spx_matmul.restype = ctypes.c_int
     lib.spx_dequantize_rows.argtypes = [i32, p, i64, p, i64, p]
-    for pack in (lib.spx_pack_q4k, lib.spx_pack_q6k):
+    for pack in (lib.spx_pack_q40, lib.spx_pack_q4k, lib.spx_pack_q6k):
         pack.argtypes, pack.restype = [p, i64, i64, p], ctypes.c_int
     lib.spx_dequantize_rows.restype = None
     lib.spx_unpack_rows.argtypes, lib.spx_unpack_rows.restype = [i32, p, i64, i64, p, i64, p], ctypes.c_int

@@ -65,7 +65,7 @@ static inline int iq4xs_scale(const uint8_t *b, int ib) {
 static int block_values(int type) {
     switch (type) {
         case T_F32: case T_F16: case T_BF16: return 1;
-        case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: case T_Q8_0: return QK;
+        case T_Q4_0: case T_Q4_0_P16: case T_Q4_1: case T_Q5_0: case T_Q5_1: case T_Q8_0: return QK;
         case T_Q2_K: case T_Q4_K: case T_Q5_K: case T_Q6_K: case T_Q4_K_P16: case T_Q6_K_P16: case T_Q4_K_G:
         case T_Q6_K_G: case T_Q6_K_PG: return QKK;
         case T_Q3_K: return QKK;
@@ -79,7 +79,7 @@ static int block_bytes(int type) {
     switch (type) {
         case T_F32: return 4;
         case T_F16: case T_BF16: return 2;
-        case T_Q4_0: return 18;
+        case T_Q4_0: case T_Q4_0_P16: return 18;
         case T_Q4_1: return 20;
         case T_Q5_0: return 22;
         case T_Q5_1: return 24;

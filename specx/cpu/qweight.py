@@ -19,10 +19,10 @@ BLOCKS = {
     "IQ4_NL": (20, 32, 18), "IQ4_XS": (23, 256, 136),
 }
 NAMES = {tid: name for name, (tid, _, _) in BLOCKS.items()}
-# Not ggml types and never a file's: Q4_K and Q6_K with 16 rows packed together (cpu/quant_packed.h; made at load
-# by cpu/packing.py for the one kernel that reads them). The same bytes as the rows; rows a multiple of 16.
-Q4_K_P16, Q6_K_P16, PACK_ROWS = 112, 114, 16
-PACKED = {Q4_K_P16: "Q4_K", Q6_K_P16: "Q6_K"}   # packed type -> the file's type
+# Not ggml types and never a file's: Q4_0, Q4_K and Q6_K with 16 rows packed together (cpu/quant_packed.h; made at
+# load by cpu/packing.py for the one kernel that reads them). The same bytes as the rows; rows a multiple of 16.
+Q4_0_P16, Q4_K_P16, Q6_K_P16, PACK_ROWS = 102, 112, 114, 16
+PACKED = {Q4_0_P16: "Q4_0", Q4_K_P16: "Q4_K", Q6_K_P16: "Q6_K"}   # packed type -> the file's type
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,8 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     amx = linear.prompt_note(f.weights.types(), mode)
     activations += f", {amx}" if amx else ""
     held = f", {resident.describe()}" if f.huge_pages else ""
-    held += f", {packing.describe()}" if any(m.packed for m in f.weights.matrices()) else ""
+    packed = [m.name for m in f.weights.matrices() if m.packed]
+    held += f", {packing.describe(packed)}" if packed else ""
     blocks = (f"{f.weights.types()} blocks{f.reencoded}" if f.reencoded else
               f"the file's {f.weights.types()} as they are")
     kernels = (f"kernels: specx lean decoder on {blocks}{held}, {linear.describe()}, "

@@ -1,7 +1,7 @@
-"""Q4_K and Q6_K matrices packed 16 rows together (cpu/packing.py, cpu/quant_packed.h): the layout holds the file's bytes,
+"""Q4_0, Q4_K and Q6_K matrices packed 16 rows together (cpu/packing.py, cpu/quant_packed.h): the layout holds the file's bytes,
 the AVX-512 build's q8 kernel on it gives the unpacked matrix's bits in every call, the readers of rows unpack,
-other builds and modes refuse it, and a packed fixture model computes the file's logits (loading packs only the
-layers' Q4_K matrices: tests/decoder/test_resident.py)."""
+other builds and modes refuse it, and a packed fixture model computes the file's logits (which matrices loading
+packs: tests/decoder/test_resident.py)."""
 from __future__ import annotations
 
 import itertools
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from specx.cpu import packing, quant, quant_ref
-from specx.cpu.qweight import Q4_K_P16, Q6_K_P16, QWeight, dequantize
+from specx.cpu.qweight import Q4_0_P16, Q4_K_P16, Q6_K_P16, QWeight, dequantize
 
 needs_kernels = pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
 FIXTURES = Path(os.environ.get("SPECX_FIXTURE_MODELS", "~/.cache/specx-fixture-models")).expanduser()
@@ -25,7 +25,9 @@ def packs_here() -> bool:
 
 needs_packed_kernel = pytest.mark.skipif(not packs_here(), reason="no AVX-512 build without AMX here")
 SHAPES = [(16, 256), (48, 1536), (32, 2304)]
-TYPES = ["Q4_K", "Q6_K"]
+TYPES = ["Q4_0", "Q4_K", "Q6_K"]
+# Q4_0 rows of any whole number of blocks: a last group of 5 blocks (160), 3.5 groups (896, the 0.5B drafter's)
+CASES = [(n, r, c) for n in TYPES for r, c in SHAPES] + [("Q4_0", 16, 160), ("Q4_0", 32, 896)]
 
 
 def packed(w: QWeight) -> QWeight:
@@ -33,32 +35,32 @@ def packed(w: QWeight) -> QWeight:
 
 
 @needs_kernels
-@pytest.mark.parametrize("name", TYPES)
-@pytest.mark.parametrize("rows, cols", SHAPES)
+@pytest.mark.parametrize("name, rows, cols", CASES)
 def test_packing_in_c_then_unpacking_in_numpy_gives_back_the_files_bytes(name, rows, cols):
     """The C packing and the numpy unpacking (the layouts' reference) are inverses, scales and mins included."""
     for extreme in (False, True):
         w = quant_ref.random_weight(name, rows, cols, np.random.default_rng(rows + cols), extreme=extreme)
         p = packed(w)
-        assert p.type == {"Q4_K": Q4_K_P16, "Q6_K": Q6_K_P16}[name] and p.nbytes == w.nbytes and p.name == name
+        assert p.type == {"Q4_0": Q4_0_P16, "Q4_K": Q4_K_P16, "Q6_K": Q6_K_P16}[name]
+        assert p.nbytes == w.nbytes and p.name == name
         assert not np.array_equal(p.data, w.data)
         assert np.array_equal(packing.unpack(p).data, w.data)
 
 
 @needs_packed_kernel
-@pytest.mark.parametrize("name", TYPES)
-@pytest.mark.parametrize("rows, cols", SHAPES)
+@pytest.mark.parametrize("name, rows, cols", CASES)
 def test_a_packed_matrix_gives_the_unpacked_ones_bits_in_any_call(name, rows, cols):
     """q8 results on the packed layout equal the file layout's and quant_ref's bit for bit, for 1 to 40 rows, alone
     or in a batch, with 1 or 2 threads, and in a fused group beside other types; a row with a NaN comes out NaN
-    as it does unpacked. Q6_K both ways (per 32 values and with groups), Q4_K with groups (its only kernel)."""
+    as it does unpacked. Q4_0 and Q6_K both ways (Q4_0 per 32 values in both, Q6_K per 32 values and with groups),
+    Q4_K with groups (its only kernel)."""
     rng = np.random.default_rng(5)
     w = quant_ref.random_weight(name, rows, cols, rng, extreme=True)
     other = quant_ref.random_weight("Q5_0" if cols % 32 == 0 else "Q8_0", 16, cols, rng)
     p, lib = packed(w), quant._default()
     threads = torch.get_num_threads()
     try:
-        for m, groups in itertools.product((1, 2, 3, 5, 8, 9, 16, 40), (False, True) if name == "Q6_K" else (True,)):
+        for m, groups in itertools.product((1, 2, 3, 5, 8, 9, 16, 40), (True,) if name == "Q4_K" else (False, True)):
             x = torch.from_numpy(rng.standard_normal((m, cols)).astype(np.float32) * 3)
             if m >= 9:
                 x[4, 7] = float("nan")
@@ -134,11 +136,37 @@ def test_the_packed_fixture_target_gives_the_files_logits_bit_for_bit(monkeypatc
     monkeypatch.setenv(packing.ENV, "0")
     lms["file"] = load(path, mode="q8")
     assert "packed 16 rows" in lms["packed"].kernels and "packed" not in lms["file"].kernels
-    ids = torch.randint(100, 20000, (48,), generator=torch.Generator().manual_seed(0)).tolist()
+    assert_same_steps(lms, verify=5)
+
+
+@pytest.mark.slow
+@needs_packed_kernel
+def test_the_packed_fixture_drafter_gives_the_files_logits_bit_for_bit(monkeypatch):
+    """The 0.5B drafter fixture as a drafter loads it (its wider layers re-encoded to Q4_0, rows of 896 values, a
+    VocabTrim head), its Q4_0 layers packed and in the file's layout: a prompt pass, a 9-token catch-up and cached
+    1-token steps give the same logits bit for bit."""
+    from specx.decoder import resident
+    from specx.decoder.lm import load
+
+    path = FIXTURES / "qwen2.5-coder-0.5b.gguf"
+    if not path.is_file():
+        pytest.skip(f"fixture missing: {path}")
+    monkeypatch.setattr(resident, "wanted", lambda: True)
+    lms = {"packed": load(path, mode="q4", draft_vocab=32768)}
+    monkeypatch.setenv(packing.ENV, "0")
+    lms["file"] = load(path, mode="q4", draft_vocab=32768)
+    assert "Q4_0/Q4_K layers packed" in lms["packed"].kernels and "packed" not in lms["file"].kernels
+    assert_same_steps(lms, verify=9)
+
+
+def assert_same_steps(lms: dict, verify: int) -> None:
+    """Both loads of a model give the same logits bit for bit: a 40-token prompt pass, a forward of `verify` tokens,
+    then (cropped back) cached 1-token steps."""
+    ids = torch.randint(100, 20000, (40 + verify,), generator=torch.Generator().manual_seed(verify)).tolist()
     got = {}
     for name, lm in lms.items():
         lm.reset()
-        steps = [lm.forward(ids[:40]), lm.forward(ids[40:45])]
+        steps = [lm.forward(ids[:40]), lm.forward(ids[40:])]
         lm.crop(40)
         steps += [lm.forward([t]) for t in ids[40:45]]
         got[name] = steps

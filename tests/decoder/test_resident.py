@@ -102,22 +102,23 @@ def test_a_drafters_output_layer_stays_in_the_map_and_its_drafts_are_the_same(tm
 
 @pytest.mark.skipif(not quant.available() or not packing.builds(quant._default()),
                     reason="no AVX-512 build without AMX here")
-def test_the_copy_packs_the_q4k_and_q6k_matrices_and_nothing_else(tmp_path):
-    """copy_in with a packing build: a layer's or the output layer's Q4_K or Q6_K matrix of whole tiles is packed
+def test_the_copy_packs_the_q4_0_q4k_and_q6k_matrices_and_nothing_else(tmp_path):
+    """copy_in with a packing build: a layer's or the output layer's Q4_0, Q4_K or Q6_K matrix of whole tiles is packed
     (its bytes unpack to the source's, its rows read as the source's), one of 24 rows and the other types are
     copied as they are."""
     path = write_gguf(gguf_model("qwen2"), "qwen2", tmp_path / "q.gguf")
     weights = read(path).weights
     rng = np.random.default_rng(13)
-    q4 = [quant_ref.random_weight(name, rows, 256, rng) for name, rows in (("Q4_K", 32), ("Q4_K", 24), ("Q6_K", 32))]
-    layer = dataclasses.replace(weights.layers[0], gate_up=q4[:2], down=[q4[2]])
+    q4 = [quant_ref.random_weight(name, rows, 256, rng)
+          for name, rows in (("Q4_K", 32), ("Q4_K", 24), ("Q6_K", 32), ("Q4_0", 48))]
+    layer = dataclasses.replace(weights.layers[0], gate_up=q4[:2], down=[q4[2]], o=[q4[3]])
     weights = dataclasses.replace(weights, layers=[layer] + weights.layers[1:],
                                   output=quant_ref.random_weight("Q4_K", 64, 256, rng))
     moved = resident.copy_in(weights, pack=quant._default())
-    gate, up, down = moved.layers[0].gate_up + moved.layers[0].down
-    assert gate.packed and down.packed and not up.packed and moved.output.packed
-    assert (gate.name, down.name, moved.output.name) == ("Q4_K", "Q6_K", "Q4_K")
-    for a, b in ((gate, q4[0]), (down, q4[2]), (moved.output, weights.output)):
+    gate, up, down, o = moved.layers[0].gate_up + moved.layers[0].down + moved.layers[0].o
+    assert gate.packed and down.packed and o.packed and not up.packed and moved.output.packed
+    assert (gate.name, down.name, o.name, moved.output.name) == ("Q4_K", "Q6_K", "Q4_0", "Q4_K")
+    for a, b in ((gate, q4[0]), (down, q4[2]), (o, q4[3]), (moved.output, weights.output)):
         assert np.array_equal(packing.unpack(a).data, b.data)
     ids = [63, 0, 17, 17, 40]
     assert np.array_equal(linear.take_rows(moved.output, ids).data, linear.take_rows(weights.output, ids).data)

@@ -1,0 +1,99 @@
+/* quant.c's packed segments (AVX-512 build), included by it after quant_packed_q8.h: the activations in the
+   packed kernels' orders (xp per 32 values, xg per 256) and the pass of a call's rows over a segment's tiles. */
+#if defined(SPX_AVX512) && SPX_DRIVER
+/* The packed kernel's activations (xp), a row every xp_stride(K) bytes: the signed q of block j of group g at
+   32·(j·G + g), values in order, then dx and dx·Σq of block j of group g as floats at index
+   j·G + g, then −32·Σq of its two halves as int32 at 2·(j·G + g) + h (Q6_K's weights are q − 32, Q4_0's q − 8):
+   a sweep over block j reads each row's values and scales in order (the q8 layout, XG, spreads a block over four
+   cache lines and keeps every group's 704 bytes, more than L1 holds for a few rows of a long row). G counts a
+   last group of fewer than 8 blocks (K = 896: 4 groups; xq holds its missing blocks as zeros, which are copied
+   and never read). */
+static inline int64_t xp_stride(int64_t K) { return (xp_groups(K) * (QKK + 8 * 16) + 63) / 64 * 64; }
+
+/* the signed q of block j of a quantized group (XG layout) into dst, in the values' order */
+static inline void block_q(const uint8_t *xgroup, int j, uint8_t *dst) {
+    for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < 4; ++c) memcpy(dst + 16 * h + 4 * c, xgroup + XG_S + 64 * c + 32 * h + 4 * j, 4);
+}
+
+/* The packed kernels' activations quantized per 256 values (xg), a row every xg_stride(K) bytes: the signed q in
+   the row's order, then D of each group (float), then Σq of each block as int16 (8 a group, for Q4_K's mins), then
+   −32·Σq of each half block as int32 (16 a group, half h of block j at 2j + h: Q6_K's offset, XG6_NS). */
+static inline int64_t xg_stride(int64_t K) { return ((QKK + 84) * (K / QKK) + 63) / 64 * 64; }
+
+static void xg_from_xk(const uint8_t *xk, int64_t M, int64_t K, uint8_t *xg, int threads) {
+    const int64_t G = K / QKK;
+#pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
+    for (int64_t m = 0; m < M; ++m) {
+        const uint8_t *xr = xk + m * xq_stride(K);
+        uint8_t *o = xg + m * xg_stride(K);
+        for (int64_t g = 0; g < G; ++g) {
+            const uint8_t *xgr = xr + g * XG;
+            for (int j = 0; j < 8; ++j) block_q(xgr, j, o + QKK * g + QK * j);
+            memcpy(o + QKK * G + 4 * g, xgr + XG_DX, 4);
+            for (int j = 0; j < 8; ++j) {   /* ns holds −16·Σq of half h at lane 8h + j */
+                int16_t n0, n1;
+                memcpy(&n0, xgr + XG_NS + 2 * j, 2);
+                memcpy(&n1, xgr + XG_NS + 2 * (8 + j), 2);
+                const int16_t q = (int16_t)(-((int32_t)n0 + n1) / 16);
+                memcpy(o + (QKK + 4) * G + 16 * g + 2 * j, &q, 2);
+                const int32_t h2[2] = {2 * (int32_t)n0, 2 * (int32_t)n1};
+                memcpy(o + XG6_NS(G) + 4 * (16 * g + 2 * j), h2, 8);
+            }
+        }
+    }
+}
+
+static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int threads) {
+    const int64_t G = xp_groups(K), Kg = G * QKK;
+#pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
+    for (int64_t m = 0; m < M; ++m) {
+        const uint8_t *xr = xq + m * xq_stride(K);
+        uint8_t *o = xp + m * xp_stride(K);
+        float *dx = (float *)(o + Kg), *xs = dx + Kg / QK;
+        for (int64_t g = 0; g < G; ++g)
+            for (int j = 0; j < 8; ++j) {
+                block_q(xr + g * XG, j, o + 32 * (j * G + g));
+                memcpy(dx + j * G + g, xr + g * XG + XG_DX + 4 * j, 4);
+                memcpy(xs + j * G + g, xr + g * XG + XG_XS + 4 * j, 4);
+                for (int h = 0; h < 2; ++h) {   /* ns holds −16·Σq of half h at lane 8h + j */
+                    int16_t ns;
+                    memcpy(&ns, xr + g * XG + XG_NS + 2 * (8 * h + j), 2);
+                    ((int32_t *)(xs + Kg / QK))[2 * (j * G + g) + h] = 2 * (int32_t)ns;
+                }
+            }
+    }
+}
+
+/* Outputs [n0, n1) (whole tiles: spx_matmul splits them so) of a packed segment for all M rows: a long X is cut
+   into chunks that stay in cache, each chunk's rows pass over each tile in groups of at most RMAX, the first
+   group bringing the next tile into L2. */
+static void packed_segment(int type, const uint8_t *xp, int64_t M, int64_t K, const uint8_t *w, int64_t n0,
+                           int64_t n1, float *y, int64_t ldy) {
+    const int64_t G = K / QKK, tb = pack_tile_bytes(type, K), t1 = n1 / PACK_ROWS;
+    const int64_t stride = type == T_Q6_K_P16 || type == T_Q4_0_P16 ? xp_stride(K) : xg_stride(K);
+    int64_t chunk = XCHUNK_BYTES / stride;
+    chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
+    for (int64_t m0 = 0; m0 < M; m0 += chunk) {
+        const int64_t m1 = m0 + chunk < M ? m0 + chunk : M;
+        for (int64_t t = n0 / PACK_ROWS; t < t1; ++t)
+            for (int64_t r = m0; r < m1; r += RMAX) {
+                const uint8_t *tile = w + t * tb, *next = r == m0 && t + 1 < t1 ? tile + tb : 0;
+                const uint8_t *x = xp + r * stride;
+                float *out = y + r * ldy + t * PACK_ROWS;
+#define PACKED_R(N)                                                                 \
+    case N:                                                                         \
+        if (type == T_Q4_0_P16) packed_tile_q40(N, tile, K, next, x, stride, out, ldy); \
+        else if (type == T_Q6_K_P16) packed_tile_q6(N, tile, G, next, x, stride, out, ldy); \
+        else if (type == T_Q6_K_PG) packed_tile_q6g(N, tile, G, next, x, stride, out, ldy); \
+        else packed_tile(N, tile, G, next, x, stride, out, ldy);                    \
+        break;
+                switch (m1 - r < RMAX ? m1 - r : RMAX) {
+                    PACKED_R(1) PACKED_R(2) PACKED_R(3) PACKED_R(4) PACKED_R(5) PACKED_R(6) PACKED_R(7)
+                    default: PACKED_R(8)
+                }
+#undef PACKED_R
+            }
+    }
+}
+#endif

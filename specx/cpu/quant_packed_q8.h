@@ -1,0 +1,294 @@
+/* quant.c's AVX-512 q8 kernels on packed tiles (quant_packed.h states the layouts and why), included by it after
+   quant_packed.h: R rows of quantized activations against one tile of 16 weight rows, each lane of a vector one
+   output, the arithmetic of the file layout's kernels to the bit: Q4_K (KIND_G), Q4_0 (kind S, per 32 values),
+   Q6_K per 32 values (kind S) or with groups (KIND_G6). quant_packed_driver.h lays out their activations and runs
+   a segment's tiles. */
+#if defined(SPX_AVX512)
+/* block j's 6-bit scales and mins of the tile's 16 rows in a group (its scales at s), a byte per row */
+static inline __attribute__((always_inline)) void packed_ints(const uint8_t *s, int j, __m128i *sc, __m128i *m) {
+    const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m3 = _mm_set1_epi8(3);
+    if (j < 4) {
+        *sc = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * j)), m63);
+        *m = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4))), m63);
+        return;
+    }   /* get_scale_min_k4's upper half: 4 low bits from byte j + 4, 2 high bits from bytes j − 4 and j */
+    const __m128i lo = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4)));
+    const __m128i up = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j - 4)));
+    const __m128i um = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * j));
+    *sc = _mm_or_si128(_mm_and_si128(lo, m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(up, 6), m3), 4));
+    *m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(um, 6), m3), 4));
+}
+
+static inline __attribute__((always_inline)) __m512i dot2w(__m512i acc, __m512i a, __m512i b) {   /* int16 pairs */
+#if SPX_VNNI
+    return _mm512_dpwssd_epi32(acc, a, b);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+#endif
+}
+
+static inline __attribute__((always_inline)) __m512 tree8_lanes(const __m512 *a) {   /* tree8, 16 outputs at once */
+    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
+                         _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
+}
+
+/* R rows of X quantized per 256 values in the Q4_K kernel's order (xg, a row every xstride bytes: xg_from_xk)
+   against one Q4_K tile: y[r·ldy + o] for its 16 outputs, KIND_G's arithmetic (quant.c) in each lane. `next`:
+   the tile read after this one (0: none), brought into L2 in order, an eighth of a group per step: part of how
+   this layout is read, so it does not follow the timed prefetching choice. That choice decides the L1 requests:
+   the values a step reads are asked for prefetch_bytes ahead, or not at all where prefetching is off. */
+static inline __attribute__((always_inline)) void packed_tile(const int R, const uint8_t *tile, int64_t G,
+                                                              const uint8_t *next, const uint8_t *xg,
+                                                              int64_t xstride, float *y, int64_t ldy) {
+    __m512 acc[RMAX];
+    const __m512i nib = _mm512_set1_epi8(15);
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED), step = PACK_GROUP_Q4 / 8;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < G; ++g) {
+        const uint8_t *grp = tile + g * PACK_GROUP_Q4;
+        __m512i S[RMAX];
+        __m128i mins[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) S[r] = _mm512_setzero_si512();
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t *v = grp + 256 * (1 + j);
+            if (ahead) prefetch_at(v + ahead, 256);
+            if (next)
+                for (int i = 0; i < step; i += 64) _mm_prefetch((const char *)next + g * PACK_GROUP_Q4 + j * step + i, _MM_HINT_T1);
+            __m128i scb;
+            packed_ints(grp, j, &scb, &mins[j]);
+            const __m512i sc = _mm512_cvtepu8_epi32(scb);
+            __m512i w0[4], w1[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+                const __m512i q = _mm512_loadu_si512(v + 64 * c);
+                w0[c] = _mm512_and_si512(q, nib);
+                w1[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+            }
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const uint8_t *xb = xg + r * xstride + QKK * g + QK * j;
+                __m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {   /* q of values 4c.. (low nibbles) and 16 + 4c.. (high) of block j */
+                    t0 = dot4(t0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+                    t1 = dot4(t1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+                }
+                S[r] = _mm512_add_epi32(S[r], _mm512_mullo_epi32(_mm512_add_epi32(t0, t1), sc));
+            }
+        }
+        __m512i mp[4];   /* lane o: (m_2p, m_2p+1) of row o as int16, against the activations' (Σq_2p, Σq_2p+1) */
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p)
+            mp[p] = _mm512_or_si512(_mm512_cvtepu8_epi32(mins[2 * p]), _mm512_slli_epi32(_mm512_cvtepu8_epi32(mins[2 * p + 1]), 16));
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)grp));
+        const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(grp + 32)));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const uint8_t *xr = xg + r * xstride;
+            const uint8_t *bs = xr + (QKK + 4) * G + 16 * g;   /* Σq of the group's 8 blocks, int16 */
+            __m512i M = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; ++p) M = dot2w(M, mp[p], _mm512_set1_epi32((int)rd32(bs + 4 * p)));
+            const __m512 D = _mm512_set1_ps(((const float *)(xr + QKK * G))[g]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r]), _mm512_mul_ps(d, D), acc[r]);
+            acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, D), acc[r]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * ldy, acc[r]);
+}
+
+/* The outputs of R rows from their 16 running sums each (a per-32 kernel's): q8_result for kind S, tree8(acc[j] +
+   acc[8 + j]), 16 outputs at once */
+static inline __attribute__((always_inline)) void store_kind_s(const int R, __m512 sums[][16], float *y, int64_t ldy) {
+    for (int r = 0; r < R; ++r) {
+        __m512 s8[8];
+        for (int j = 0; j < 8; ++j) s8[j] = _mm512_add_ps(sums[r][j], sums[r][8 + j]);
+        _mm512_storeu_ps(y + r * ldy, tree8_lanes(s8));
+    }
+}
+
+/* A Q6_K tile's block j of group g (its 384 bytes at v; at = j·G + g, the per-32 sweep's step): its L1 request
+   `ahead` bytes on (none at 0) and an eighth of a group's worth of the next tile (0: none) into L2, in the order
+   that sweep reads */
+static inline __attribute__((always_inline)) void q6_prefetch(const uint8_t *v, int64_t ahead, const uint8_t *next,
+                                                              int64_t at) {
+    const int64_t step = PACK_ROWS * 210 / 8;
+    if (ahead) prefetch_at(v + ahead, 384);
+    if (next)
+        for (int i = 0; i < step; i += 64) _mm_prefetch((const char *)next + at * step + i, _MM_HINT_T1);
+}
+
+/* its 6-bit values q (0..63): lane o byte 4c + e of w0[c] is value 4c + e of row o's block, of w1[c] value 16 + 4c + e */
+static inline __attribute__((always_inline)) void q6_values(const uint8_t *v, __m512i *w0, __m512i *w1) {
+    const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
+    const __m512i h0 = _mm512_loadu_si512(v + 256), h1 = _mm512_loadu_si512(v + 320);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+        const __m512i q = _mm512_loadu_si512(v + 64 * c);
+        w0[c] = _mm512_or_si512(_mm512_and_si512(q, nib),
+                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h0, 2 * c), two), 4));
+        w1[c] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), nib),
+                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h1, 2 * c), two), 4));
+    }
+}
+
+/* R rows of X quantized per 32 values in the packed order (xp, a row every xstride bytes: xp_from_xq) against one
+   Q6_K tile, quant.c's kind S arithmetic: block j swept over all the groups (its values in order, block-major) with
+   the rows' two half sums in registers, 16 running sums per output (acc[8h + j]) in the same order as every build,
+   then the trees. A half block's sum starts at −32·Σq (its weights are q − 32, q the 6-bit value: the same exact
+   integer as the q8 kernels' S) and takes its own scale a = d·sc (Q6_K's scales are per 16 values); no mins.
+   `next` as for Q4_K. */
+static inline __attribute__((always_inline)) void packed_tile_q6(const int R, const uint8_t *tile, int64_t G,
+                                                                 const uint8_t *next, const uint8_t *xp,
+                                                                 int64_t xstride, float *y, int64_t ldy) {
+    __m512 sums[RMAX][16];
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
+    for (int j = 0; j < 8; ++j) {
+        __m512 acc0[RMAX], acc1[RMAX];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+        const uint8_t *vals = tile + G * 288 + j * G * 384;
+        for (int64_t g = 0; g < G; ++g) {
+            const uint8_t *v = vals + g * 384, *sc = tile + g * 288;
+            q6_prefetch(v, ahead, next, j * G + g);
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
+            const __m512 a0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                                   _mm_loadu_si128((const __m128i *)(sc + 32 + 16 * (2 * j))))));
+            const __m512 a1 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                                   _mm_loadu_si128((const __m128i *)(sc + 32 + 16 * (2 * j + 1))))));
+            __m512i w0[4], w1[4];
+            q6_values(v, w0, w1);
+            const int64_t at = j * G + g;
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
+                const float *dx = (const float *)(xr + 32 * 8 * G);
+                const int32_t *ns = (const int32_t *)(dx + 16 * G);
+                __m512i s0 = _mm512_set1_epi32(ns[2 * at]), s1 = _mm512_set1_epi32(ns[2 * at + 1]);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {
+                    s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+                    s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+                }
+                const __m512 x = _mm512_set1_ps(dx[at]);
+                acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(a0, x), acc0[r]);
+                acc1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(a1, x), acc1[r]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r];
+    }
+    store_kind_s(R, sums, y, ldy);
+}
+
+/* R rows of X quantized per 32 values in the packed order (xp: xp_from_xq) against one Q4_0 tile, quant.c's kind S
+   arithmetic as packed_tile_q6 computes it: block position j swept over the groups in order with the rows' two
+   half sums in registers (a half block's sum starts at −8·Σq: the weights are q − 8), t = d·dx for both halves,
+   16 running sums per output, then the trees. A position with a group fewer (the row's last group short of 8
+   blocks) skips it: the zero block the other builds add there adds exactly +0 to a sum that is never −0. */
+static inline __attribute__((always_inline)) void packed_tile_q40(const int R, const uint8_t *tile, int64_t K,
+                                                                  const uint8_t *next, const uint8_t *xp,
+                                                                  int64_t xstride, float *y, int64_t ldy) {
+    const int64_t NB = K / QK, G = xp_groups(K);
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
+    const __m512i nib = _mm512_set1_epi8(15);
+    __m512 sums[RMAX][16];
+    for (int j = 0; j < 8; ++j) {
+        __m512 acc0[RMAX], acc1[RMAX];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+        const int64_t u0 = q40_unit(NB, j, 0), n = q40_groups(NB, j);
+        for (int64_t g = 0; g < n; ++g) {
+            const uint8_t *u = tile + (u0 + g) * PACK_UNIT_Q40;
+            if (ahead) prefetch_at(u + ahead, PACK_UNIT_Q40);
+            if (next)   /* the next tile's unit in the same place, into L2: in the order this sweep reads */
+                for (int i = 0; i < PACK_UNIT_Q40; i += 64) _mm_prefetch((const char *)next + (u0 + g) * PACK_UNIT_Q40 + i, _MM_HINT_T1);
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)u));
+            __m512i w0[4], w1[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+                const __m512i q = _mm512_loadu_si512(u + 32 + 64 * c);
+                w0[c] = _mm512_and_si512(q, nib);
+                w1[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
+            }
+            const int64_t at = j * G + g;
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
+                const float *dx = (const float *)(xr + 32 * 8 * G);
+                const int32_t *ns = (const int32_t *)(dx + 16 * G);   /* −32·Σq a half: −8·Σq is a quarter, exact */
+                __m512i s0 = _mm512_set1_epi32(ns[2 * at] / 4), s1 = _mm512_set1_epi32(ns[2 * at + 1] / 4);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) {
+                    s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+                    s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+                }
+                const __m512 t = _mm512_mul_ps(d, _mm512_set1_ps(dx[at]));
+                acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), t, acc0[r]);
+                acc1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), t, acc1[r]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r];
+    }
+    store_kind_s(R, sums, y, ldy);
+}
+
+/* R rows of X quantized per 256 values (xg, a row every xstride bytes: xg_from_xk) against one Q6_K tile, KIND_G6's
+   arithmetic (quant.c) in each lane. The tile is read in its order (block-major) over spans of Q6G_SPAN groups: a
+   span's integer sums wait in memory (L1) while block j passes over its groups, each half block's sum started at
+   −32·Σq (its weights are q − 32) and scaled by its 8-bit scale as integers; then each group of the span takes its
+   one fma, in order. Reading the tile group by group instead (8 streams of 384 bytes) made one row from memory 1.2×
+   slower (benchmarks/results/2026-11-30-q6k). `next` as for the per-32 kernel. */
+#define Q6G_SPAN 16
+static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, const uint8_t *tile, int64_t G,
+                                                                  const uint8_t *next, const uint8_t *xg,
+                                                                  int64_t xstride, float *y, int64_t ldy) {
+    __m512 acc[RMAX];
+    __m512i S[RMAX][Q6G_SPAN];
+    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t g0 = 0; g0 < G; g0 += Q6G_SPAN) {
+        const int n = G - g0 < Q6G_SPAN ? (int)(G - g0) : Q6G_SPAN;
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; ++j)
+            for (int i = 0; i < n; ++i) {
+                const int64_t g = g0 + i;
+                const uint8_t *v = tile + G * 288 + (j * G + g) * 384, *sc = tile + g * 288 + 32 + 32 * j;
+                q6_prefetch(v, ahead, next, j * G + g);
+                const __m512i c0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)sc));
+                const __m512i c1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16)));
+                __m512i w0[4], w1[4];
+                q6_values(v, w0, w1);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) {
+                    const uint8_t *xr = xg + r * xstride, *xb = xr + QKK * g + QK * j;
+                    const int32_t *ns = (const int32_t *)(xr + XG6_NS(G)) + 16 * g + 2 * j;
+                    __m512i s0 = _mm512_set1_epi32(ns[0]), s1 = _mm512_set1_epi32(ns[1]);
+#pragma GCC unroll 4
+                    for (int c = 0; c < 4; ++c) {
+                        s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+                        s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+                    }
+                    const __m512i t = _mm512_add_epi32(_mm512_mullo_epi32(s0, c0), _mm512_mullo_epi32(s1, c1));
+                    S[r][i] = j ? _mm512_add_epi32(S[r][i], t) : t;
+                }
+            }
+        for (int i = 0; i < n; ++i) {
+            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + (g0 + i) * 288)));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) {
+                const __m512 D = _mm512_set1_ps(((const float *)(xg + r * xstride + QKK * G))[g0 + i]);
+                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r][i]), _mm512_mul_ps(d, D), acc[r]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * ldy, acc[r]);
+}
+#endif
