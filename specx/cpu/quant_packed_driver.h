@@ -66,18 +66,20 @@ static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int
 }
 
 /* Outputs [n0, n1) (whole tiles: spx_matmul splits them so) of a packed segment for all M rows: a long X is cut
-   into chunks that stay in cache, each chunk's rows pass over each tile in groups of at most RMAX, the first
-   group bringing the next tile into L2. */
+   into chunks that stay in cache, each chunk's rows pass over each tile in groups of at most PACK_RMAX (Q4_0:
+   RMAX), the first group bringing the next tile into L2. */
 static void packed_segment(int type, const uint8_t *xp, int64_t M, int64_t K, const uint8_t *w, int64_t n0,
                            int64_t n1, float *y, int64_t ldy) {
     const int64_t G = K / QKK, tb = pack_tile_bytes(type, K), t1 = n1 / PACK_ROWS;
     const int64_t stride = type == T_Q6_K_P16 || type == T_Q4_0_P16 ? xp_stride(K) : xg_stride(K);
     int64_t chunk = XCHUNK_BYTES / stride;
-    chunk = chunk < RMAX ? RMAX : chunk / RMAX * RMAX;
+    const int64_t rmax = type == T_Q4_0_P16 ? RMAX : PACK_RMAX;   /* Q4_0's kernel keeps 2 sums a row in registers */
+    chunk = chunk < rmax ? rmax : chunk / rmax * rmax;
     for (int64_t m0 = 0; m0 < M; m0 += chunk) {
         const int64_t m1 = m0 + chunk < M ? m0 + chunk : M;
         for (int64_t t = n0 / PACK_ROWS; t < t1; ++t)
-            for (int64_t r = m0; r < m1; r += RMAX) {
+            for (int64_t r = m0, R; r < m1; r += R) {
+                R = m1 - r < rmax ? m1 - r : rmax;
                 const uint8_t *tile = w + t * tb, *next = r == m0 && t + 1 < t1 ? tile + tb : 0;
                 const uint8_t *x = xp + r * stride;
                 float *out = y + r * ldy + t * PACK_ROWS;
@@ -88,9 +90,9 @@ static void packed_segment(int type, const uint8_t *xp, int64_t M, int64_t K, co
         else if (type == T_Q6_K_PG) packed_tile_q6g(N, tile, G, next, x, stride, out, ldy); \
         else packed_tile(N, tile, G, next, x, stride, out, ldy);                    \
         break;
-                switch (m1 - r < RMAX ? m1 - r : RMAX) {
-                    PACKED_R(1) PACKED_R(2) PACKED_R(3) PACKED_R(4) PACKED_R(5) PACKED_R(6) PACKED_R(7)
-                    default: PACKED_R(8)
+                switch (R) {
+                    PACKED_R(1) PACKED_R(2) PACKED_R(3) PACKED_R(4) PACKED_R(5) PACKED_R(6) PACKED_R(7) PACKED_R(8)
+                    default: PACKED_R(9)
                 }
 #undef PACKED_R
             }

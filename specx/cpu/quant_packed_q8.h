@@ -4,6 +4,10 @@
    Q6_K per 32 values (kind S) or with groups (KIND_G6). quant_packed_driver.h lays out their activations and runs
    a segment's tiles. */
 #if defined(SPX_AVX512)
+/* Rows a pass over a Q4_K or Q6_K tile takes at most: a verify of 8 or 16 drafts (9, 17 rows) in one or two passes,
+   not 8 + 1 or 8 + 8 + 1, each pass decoding the tile again (those kernels' 9-17-row calls 0.85-0.96× the time;
+   Q4_0's kernel, two running sums a row, keeps RMAX: benchmarks/results/2026-11-30-q40, rmax.out) */
+#define PACK_RMAX 9
 /* block j's 6-bit scales and mins of the tile's 16 rows in a group (its scales at s), a byte per row */
 static inline __attribute__((always_inline)) void packed_ints(const uint8_t *s, int j, __m128i *sc, __m128i *m) {
     const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m3 = _mm_set1_epi8(3);
@@ -40,16 +44,16 @@ static inline __attribute__((always_inline)) __m512 tree8_lanes(const __m512 *a)
 static inline __attribute__((always_inline)) void packed_tile(const int R, const uint8_t *tile, int64_t G,
                                                               const uint8_t *next, const uint8_t *xg,
                                                               int64_t xstride, float *y, int64_t ldy) {
-    __m512 acc[RMAX];
+    __m512 acc[PACK_RMAX];
     const __m512i nib = _mm512_set1_epi8(15);
     const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED), step = PACK_GROUP_Q4 / 8;
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t g = 0; g < G; ++g) {
         const uint8_t *grp = tile + g * PACK_GROUP_Q4;
-        __m512i S[RMAX];
+        __m512i S[PACK_RMAX];
         __m128i mins[8];
-#pragma GCC unroll 8
+#pragma GCC unroll 9
         for (int r = 0; r < R; ++r) S[r] = _mm512_setzero_si512();
 #pragma GCC unroll 1
         for (int j = 0; j < 8; ++j) {
@@ -67,7 +71,7 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
                 w0[c] = _mm512_and_si512(q, nib);
                 w1[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
             }
-#pragma GCC unroll 8
+#pragma GCC unroll 9
             for (int r = 0; r < R; ++r) {
                 const uint8_t *xb = xg + r * xstride + QKK * g + QK * j;
                 __m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
@@ -85,7 +89,7 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
             mp[p] = _mm512_or_si512(_mm512_cvtepu8_epi32(mins[2 * p]), _mm512_slli_epi32(_mm512_cvtepu8_epi32(mins[2 * p + 1]), 16));
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)grp));
         const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(grp + 32)));
-#pragma GCC unroll 8
+#pragma GCC unroll 9
         for (int r = 0; r < R; ++r) {
             const uint8_t *xr = xg + r * xstride;
             const uint8_t *bs = xr + (QKK + 4) * G + 16 * g;   /* Σq of the group's 8 blocks, int16 */
@@ -97,7 +101,7 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
             acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, D), acc[r]);
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
@@ -145,11 +149,11 @@ static inline __attribute__((always_inline)) void q6_values(const uint8_t *v, __
 static inline __attribute__((always_inline)) void packed_tile_q6(const int R, const uint8_t *tile, int64_t G,
                                                                  const uint8_t *next, const uint8_t *xp,
                                                                  int64_t xstride, float *y, int64_t ldy) {
-    __m512 sums[RMAX][16];
+    __m512 sums[PACK_RMAX][16];
     const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
     for (int j = 0; j < 8; ++j) {
-        __m512 acc0[RMAX], acc1[RMAX];
-#pragma GCC unroll 8
+        __m512 acc0[PACK_RMAX], acc1[PACK_RMAX];
+#pragma GCC unroll 9
         for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
         const uint8_t *vals = tile + G * 288 + j * G * 384;
         for (int64_t g = 0; g < G; ++g) {
@@ -163,7 +167,7 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
             __m512i w0[4], w1[4];
             q6_values(v, w0, w1);
             const int64_t at = j * G + g;
-#pragma GCC unroll 8
+#pragma GCC unroll 9
             for (int r = 0; r < R; ++r) {
                 const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
                 const float *dx = (const float *)(xr + 32 * 8 * G);
@@ -179,7 +183,7 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
                 acc1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(a1, x), acc1[r]);
             }
         }
-#pragma GCC unroll 8
+#pragma GCC unroll 9
         for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r];
     }
     store_kind_s(R, sums, y, ldy);
@@ -196,9 +200,9 @@ static inline __attribute__((always_inline)) void packed_tile_q40(const int R, c
     const int64_t NB = K / QK, G = xp_groups(K);
     const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
     const __m512i nib = _mm512_set1_epi8(15);
-    __m512 sums[RMAX][16];
+    __m512 sums[PACK_RMAX][16];
     for (int j = 0; j < 8; ++j) {
-        __m512 acc0[RMAX], acc1[RMAX];
+        __m512 acc0[PACK_RMAX], acc1[PACK_RMAX];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
         const int64_t u0 = q40_unit(NB, j, 0), n = q40_groups(NB, j);
@@ -248,10 +252,10 @@ static inline __attribute__((always_inline)) void packed_tile_q40(const int R, c
 static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, const uint8_t *tile, int64_t G,
                                                                   const uint8_t *next, const uint8_t *xg,
                                                                   int64_t xstride, float *y, int64_t ldy) {
-    __m512 acc[RMAX];
-    __m512i S[RMAX][Q6G_SPAN];
+    __m512 acc[PACK_RMAX];
+    __m512i S[PACK_RMAX][Q6G_SPAN];
     const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t g0 = 0; g0 < G; g0 += Q6G_SPAN) {
         const int n = G - g0 < Q6G_SPAN ? (int)(G - g0) : Q6G_SPAN;
@@ -265,7 +269,7 @@ static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, c
                 const __m512i c1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16)));
                 __m512i w0[4], w1[4];
                 q6_values(v, w0, w1);
-#pragma GCC unroll 8
+#pragma GCC unroll 9
                 for (int r = 0; r < R; ++r) {
                     const uint8_t *xr = xg + r * xstride, *xb = xr + QKK * g + QK * j;
                     const int32_t *ns = (const int32_t *)(xr + XG6_NS(G)) + 16 * g + 2 * j;
@@ -281,14 +285,14 @@ static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, c
             }
         for (int i = 0; i < n; ++i) {
             const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + (g0 + i) * 288)));
-#pragma GCC unroll 8
+#pragma GCC unroll 9
             for (int r = 0; r < R; ++r) {
                 const __m512 D = _mm512_set1_ps(((const float *)(xg + r * xstride + QKK * G))[g0 + i]);
                 acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r][i]), _mm512_mul_ps(d, D), acc[r]);
             }
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 9
     for (int r = 0; r < R; ++r) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 #endif

@@ -7,7 +7,7 @@ from specx.cpu import build, quant
 
 NAMES = ("spx_matmul", "spx_dequantize_rows", "spx_stream_sum", "spx_build", "spx_set_xspan", "spx_set_prefetch",
          "spx_set_prefetch_one", "spx_set_prefetch_l2", "spx_set_decoded", "spx_set_amx", "spx_amx_init",
-         "spx_amx_min_rows", "spx_pack_q4k", "spx_pack_q6k")
+         "spx_amx_min_rows", "spx_pack_q4k", "spx_pack_q6k", "spx_pack_q40", "spx_unpack_rows")
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ def load(path: str, groups: bool = False) -> tuple[quant.Library, quant.Library]
     new = quant._default()
     raw = build.load(Path(path))
     for n in NAMES:
+        if not hasattr(raw, n):   # a function the earlier build did not have yet
+            continue
         f, g = getattr(new.lib, n), getattr(raw, n)
         g.argtypes, g.restype = f.argtypes, f.restype
     old = Earlier(new.name, new.vnni, raw, Path(path), False, new.vbmi, groups)
