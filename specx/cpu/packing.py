@@ -10,8 +10,8 @@ for the q8 mode, and only where its rows are a multiple of 16 (the output layer'
 are read). Packed Q4_K is laid out for q8 with groups (activations per 256 values, a group's sums as integers: quant.c's
 KIND_G, `quant.Library.q8_groups`), so it is packed only where the build runs that. Q4_0 is what a model drafter's
 wider layers are re-encoded to (decoder/reencode.py), rows of any whole number of blocks (the 0.5B's 896 values
-too); on the file's layout its kernel decodes each block for every 8 rows and ran at a third of packed Q4_K's
-multiply-adds a second (benchmarks/results/2026-11-30-q40).
+too); on the file's layout its kernel decodes each block for every 8 rows and ran at under half of packed Q4_K's
+multiply-adds a second at 17 rows (benchmarks/results/2026-11-30-q40).
 `unpack` is the layout's reference (numpy), which tests hold the C packing to."""
 from __future__ import annotations
 
