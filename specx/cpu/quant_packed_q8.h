@@ -36,6 +36,16 @@ static inline __attribute__((always_inline)) __m512 tree8_lanes(const __m512 *a)
                          _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
 }
 
+/* One step of a sweep over a tile, the `bytes` it reads at v: their L1 request `ahead` bytes on (none at 0), and
+   `step` bytes of the next tile from `next_at` (0: none) into L2, so that tile too is brought in in the order the
+   sweep reads it */
+static inline __attribute__((always_inline)) void sweep_prefetch(const uint8_t *v, int64_t bytes, int64_t ahead,
+                                                                 const uint8_t *next_at, int64_t step) {
+    if (ahead) prefetch_at(v + ahead, bytes);
+    if (next_at)
+        for (int64_t i = 0; i < step; i += 64) _mm_prefetch((const char *)next_at + i, _MM_HINT_T1);
+}
+
 /* R rows of X quantized per 256 values in the Q4_K kernel's order (xg, a row every xstride bytes: xg_from_xk)
    against one Q4_K tile: y[r·ldy + o] for its 16 outputs, KIND_G's arithmetic (quant.c) in each lane. `next`:
    the tile read after this one (0: none), brought into L2 in order, an eighth of a group per step: part of how
@@ -58,9 +68,7 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
 #pragma GCC unroll 1
         for (int j = 0; j < 8; ++j) {
             const uint8_t *v = grp + 256 * (1 + j);
-            if (ahead) prefetch_at(v + ahead, 256);
-            if (next)
-                for (int i = 0; i < step; i += 64) _mm_prefetch((const char *)next + g * PACK_GROUP_Q4 + j * step + i, _MM_HINT_T1);
+            sweep_prefetch(v, 256, ahead, next ? next + g * PACK_GROUP_Q4 + j * step : 0, step);
             __m128i scb;
             packed_ints(grp, j, &scb, &mins[j]);
             const __m512i sc = _mm512_cvtepu8_epi32(scb);
@@ -115,15 +123,30 @@ static inline __attribute__((always_inline)) void store_kind_s(const int R, __m5
     }
 }
 
-/* A Q6_K tile's block j of group g (its 384 bytes at v; at = j·G + g, the per-32 sweep's step): its L1 request
-   `ahead` bytes on (none at 0) and an eighth of a group's worth of the next tile (0: none) into L2, in the order
-   that sweep reads */
-static inline __attribute__((always_inline)) void q6_prefetch(const uint8_t *v, int64_t ahead, const uint8_t *next,
-                                                              int64_t at) {
-    const int64_t step = PACK_ROWS * 210 / 8;
-    if (ahead) prefetch_at(v + ahead, 384);
-    if (next)
-        for (int i = 0; i < step; i += 64) _mm_prefetch((const char *)next + at * step + i, _MM_HINT_T1);
+#define Q6_STEP (PACK_ROWS * 210 / 8)   /* the next Q6_K tile's bytes brought into L2 a step: a block's share */
+
+/* The per-32 kernels' R rows against one decoded block (w0, w1: its halves' values, unsigned) at step `at` of the
+   packed activations (xp), kind S: each half's exact sum starts at the row's offset term, xp's −32·Σq divided by
+   `per` (1: Q6_K's weights q − 32; 4: Q4_0's q − 8, exact), then acc_h = fma(sum, a_h·dx, acc_h). */
+static inline __attribute__((always_inline)) void kind_s_rows(const int R, const __m512i *w0, const __m512i *w1,
+                                                              __m512 a0, __m512 a1, const int per,
+                                                              const uint8_t *xp, int64_t xstride, int64_t G,
+                                                              int64_t at, __m512 *acc0, __m512 *acc1) {
+#pragma GCC unroll 9
+    for (int r = 0; r < R; ++r) {
+        const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
+        const float *dx = (const float *)(xr + 32 * 8 * G);
+        const int32_t *ns = (const int32_t *)(dx + 16 * G);
+        __m512i s0 = _mm512_set1_epi32(ns[2 * at] / per), s1 = _mm512_set1_epi32(ns[2 * at + 1] / per);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+            s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+        }
+        const __m512 x = _mm512_set1_ps(dx[at]);
+        acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(a0, x), acc0[r]);
+        acc1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(a1, x), acc1[r]);
+    }
 }
 
 /* its 6-bit values q (0..63): lane o byte 4c + e of w0[c] is value 4c + e of row o's block, of w1[c] value 16 + 4c + e */
@@ -158,7 +181,7 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
         const uint8_t *vals = tile + G * 288 + j * G * 384;
         for (int64_t g = 0; g < G; ++g) {
             const uint8_t *v = vals + g * 384, *sc = tile + g * 288;
-            q6_prefetch(v, ahead, next, j * G + g);
+            sweep_prefetch(v, 384, ahead, next ? next + (j * G + g) * Q6_STEP : 0, Q6_STEP);
             const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
             const __m512 a0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
                                                    _mm_loadu_si128((const __m128i *)(sc + 32 + 16 * (2 * j))))));
@@ -166,22 +189,7 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
                                                    _mm_loadu_si128((const __m128i *)(sc + 32 + 16 * (2 * j + 1))))));
             __m512i w0[4], w1[4];
             q6_values(v, w0, w1);
-            const int64_t at = j * G + g;
-#pragma GCC unroll 9
-            for (int r = 0; r < R; ++r) {
-                const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
-                const float *dx = (const float *)(xr + 32 * 8 * G);
-                const int32_t *ns = (const int32_t *)(dx + 16 * G);
-                __m512i s0 = _mm512_set1_epi32(ns[2 * at]), s1 = _mm512_set1_epi32(ns[2 * at + 1]);
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; ++c) {
-                    s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
-                    s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
-                }
-                const __m512 x = _mm512_set1_ps(dx[at]);
-                acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(a0, x), acc0[r]);
-                acc1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_mul_ps(a1, x), acc1[r]);
-            }
+            kind_s_rows(R, w0, w1, a0, a1, 1, xp, xstride, G, j * G + g, acc0, acc1);
         }
 #pragma GCC unroll 9
         for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r];
@@ -208,9 +216,7 @@ static inline __attribute__((always_inline)) void packed_tile_q40(const int R, c
         const int64_t u0 = q40_unit(NB, j, 0), n = q40_groups(NB, j);
         for (int64_t g = 0; g < n; ++g) {
             const uint8_t *u = tile + (u0 + g) * PACK_UNIT_Q40;
-            if (ahead) prefetch_at(u + ahead, PACK_UNIT_Q40);
-            if (next)   /* the next tile's unit in the same place, into L2: in the order this sweep reads */
-                for (int i = 0; i < PACK_UNIT_Q40; i += 64) _mm_prefetch((const char *)next + (u0 + g) * PACK_UNIT_Q40 + i, _MM_HINT_T1);
+            sweep_prefetch(u, PACK_UNIT_Q40, ahead, next ? next + (u0 + g) * PACK_UNIT_Q40 : 0, PACK_UNIT_Q40);
             const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)u));
             __m512i w0[4], w1[4];
 #pragma GCC unroll 4
@@ -219,22 +225,7 @@ static inline __attribute__((always_inline)) void packed_tile_q40(const int R, c
                 w0[c] = _mm512_and_si512(q, nib);
                 w1[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
             }
-            const int64_t at = j * G + g;
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
-                const float *dx = (const float *)(xr + 32 * 8 * G);
-                const int32_t *ns = (const int32_t *)(dx + 16 * G);   /* −32·Σq a half: −8·Σq is a quarter, exact */
-                __m512i s0 = _mm512_set1_epi32(ns[2 * at] / 4), s1 = _mm512_set1_epi32(ns[2 * at + 1] / 4);
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; ++c) {
-                    s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
-                    s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
-                }
-                const __m512 t = _mm512_mul_ps(d, _mm512_set1_ps(dx[at]));
-                acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), t, acc0[r]);
-                acc1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), t, acc1[r]);
-            }
+            kind_s_rows(R, w0, w1, d, d, 4, xp, xstride, G, j * G + g, acc0, acc1);   /* t = d·dx for both halves */
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r];
@@ -264,7 +255,7 @@ static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, c
             for (int i = 0; i < n; ++i) {
                 const int64_t g = g0 + i;
                 const uint8_t *v = tile + G * 288 + (j * G + g) * 384, *sc = tile + g * 288 + 32 + 32 * j;
-                q6_prefetch(v, ahead, next, j * G + g);
+                sweep_prefetch(v, 384, ahead, next ? next + (j * G + g) * Q6_STEP : 0, Q6_STEP);
                 const __m512i c0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)sc));
                 const __m512i c1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16)));
                 __m512i w0[4], w1[4];
