@@ -5,7 +5,8 @@ Why: a verify of 4-5 rows pays the q8 kernels' decoding of each weight group in 
 vector's lanes that decoding nearly disappears (benchmarks/experiments/2026-11-30-packed). The packed matrix holds
 the file's bytes rearranged (the same number of them), and the kernel computes quant.c's q8 arithmetic on it to
 the bit, so a packed model's results are the unpacked one's. Only that kernel reads the layout: a matrix is
-packed only where the loaded build has it (AVX-512, AMX off: AMX's prompt passes read the file's layout), only
+packed only where the loaded build has it (AVX-512; with AMX, whose prompt passes on the tiles are
+quant_amx_packed.h), only
 for the q8 mode, and only where its rows are a multiple of 16 (the output layer's too: its rows are unpacked as they
 are read). Packed Q4_K is laid out for q8 with groups (activations per 256 values, a group's sums as integers: quant.c's
 KIND_G, `quant.Library.q8_groups`), so it is packed only where the build runs that. Q4_0 is what a model drafter's
@@ -26,10 +27,9 @@ ENV = "SPECX_PACK"   # "0": keep the file's layout (benchmarks compare both ways
 
 
 def builds(lib) -> bool:
-    """Whether this loaded build (quant.Library) runs packed matrices: AVX-512, with AMX off (and SPECX_PACK is
-    not 0)."""
+    """Whether this loaded build (quant.Library) runs packed matrices: AVX-512 (and SPECX_PACK is not 0)."""
     off = os.environ.get(ENV, "").strip() == "0"
-    return lib is not None and not off and lib.lib.spx_build() & 3 == 2 and not lib.amx_on()
+    return lib is not None and not off and lib.lib.spx_build() & 3 == 2
 
 
 def packable(w: QWeight, lib=None) -> bool:

@@ -17,7 +17,8 @@
      per group the exact int32 S = Σ_j sc_j·S_j (and Q4_K's M = Σ_j m_j·Σq_j), then one fma each into one running
      sum, groups in order. A call holding both kinds of weights quantizes its rows both ways. Every build computes
      it, bit-identical across builds; quant.py runs it where it is the faster (the AVX-512 builds' packed kernels:
-     a verify's and a prompt's rows through Q4_K a fifth to a quarter cheaper, through Q6_K up to a seventh; the
+     a verify's and a prompt's rows through Q4_K a fifth to a quarter cheaper, through Q6_K up to a seventh; AMX's
+     prompt passes on packed tiles keep a group's sums in the tiles, quant_amx_packed.h; the
      AVX2 kernels keep a group's sums in the lanes of one weight row and would pay a reduction per row and group:
      benchmarks/results/2026-11-30-q8k, 2026-11-30-q6k).
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
@@ -796,10 +797,16 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
     }
 #endif
     uint8_t *xp = 0, *xg = 0;   /* packed segments' activations (quant_packed_driver.h): per 32 values (Q4_0, Q6_K), per 256 (Q4_K) */
+    int amx_g = 0;   /* AMX: the grouped packed segments (quant_amx_packed.h) take this call, xg then padded to 16 rows */
+#if SPX_AMX
+    for (int s = 0; s < nseg; ++s) amx_g |= amx_on && M >= AMX_MIN_ROWS && amxp_type(types[s]);
+#endif
 #if defined(SPX_AVX512)
     if (packed || packed_g) {
+        const int64_t mg = amx_g ? (M + 15) / 16 * 16 : M;
         xp = packed ? aligned_alloc(64, M * xp_stride(K)) : 0;
-        xg = packed_g ? aligned_alloc(64, M * xg_stride(K)) : 0;
+        xg = packed_g ? aligned_alloc(64, mg * xg_stride(K)) : 0;
+        if (xg && mg > M) memset(xg + M * xg_stride(K), 0, (mg - M) * xg_stride(K));
         if ((packed && !xp) || (packed_g && !xg)) {
             free(xp);
             free(xg);
@@ -834,6 +841,10 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
 #if SPX_AMX
             if (!done && xpack && amx_type(types[s]))
                 done = !amx_segment_rows(types[s], xpack, M, K, data[s], rb, a, b, y + col, N);
+#endif
+#if SPX_AMX
+            if (!done && amx_g && amxp_type(types[s]))
+                done = !amxp_segment(types[s], xg, M, K, data[s], a, b, y + col, N);
 #endif
 #if defined(SPX_AVX512)
             if (!done && is_packed(types[s])) {

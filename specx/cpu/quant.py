@@ -5,8 +5,9 @@ Two activation modes:
   float32 rows of X, so results are within float rounding of `qweight.reference` (dequantize, float64).
 - "q8": each row of X is quantized alone, per 32 values, to int8 with one float scale (as ggml's Q8_0),
   and the blocks' dot products are exact integers; the block results are combined in float32 in one fixed
-  order (quant.c). Where the build's kernels gain by it (`Library.q8_groups`: the AVX-512 builds without AMX,
-  whose packed Q4_K kernel then costs a verify's or a prompt's rows about a fifth less; the AVX2 kernels would
+  order (quant.c). Where the build's kernels gain by it (`Library.q8_groups`: the AVX-512 builds, whose packed
+  Q4_K kernel then costs a verify's or a prompt's rows about a fifth less, and AMX's prompt passes on packed tiles
+  need no float step inside a group: quant_amx_packed.h; the AVX2 kernels would
   lose: benchmarks/results/2026-11-30-q8k), Q4_K and Q6_K weights take the row quantized per 256 values instead
   (one scale a group, as ggml's Q8_K), so that a group's block sums are scaled and added as integers before its
   float steps (Q4_K two, Q6_K one); the quality guard holds on every fixture, and the kernels sentence says which. Not exact: its error
@@ -45,7 +46,10 @@ GROUP_TYPES = ("Q4_K", "Q6_K")   # q8 with groups: activations per 256 values (q
 _Q8_GROUPS = 2            # quant.c's MODE_Q8K: q8 with groups
 _MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
 AMX_ENV = "SPECX_AMX"   # 0: never use AMX (benchmarks and tests compare both ways)
-AMX_TYPES = ("Q6_K", "Q8_0", "Q5_0")   # the weight types quant_amx.h runs (Q4_K's q8 arithmetic is not its)
+# the weight types AMX runs: Q8_0 and Q5_0 in the file's layout, per 32 values (quant_amx.h; Q4_K and Q6_K too where
+# a call asks for that arithmetic), Q4_K and Q6_K packed, with groups (quant_amx_packed.h: the AVX-512 build's q8)
+AMX_TYPES = ("Q4_K", "Q6_K", "Q8_0", "Q5_0")
+AMX_PACKED = ("Q4_K", "Q6_K")
 _state: dict[str, object] = {}
 
 
@@ -71,9 +75,8 @@ class Library:
 
     def q8_groups(self) -> bool:
         """Whether this build's q8 mode runs Q4_K and Q6_K with activations per 256 values (quant.c's MODE_Q8K):
-        the AVX-512 builds, whose packed kernels gain by it, except those with AMX (its prompt passes compute the
-        arithmetic per 32; with SPECX_AMX=0 too, so that one machine gives one model's numbers)."""
-        return self.lib.spx_build() & 3 == 2 and not self.amx
+        the AVX-512 builds, whose packed kernels gain by it, on AMX too (quant_amx_packed.h, the same bits)."""
+        return self.lib.spx_build() & 3 == 2
 
     def mode_id(self, mode: str, groups: bool | None = None) -> int:
         """quant.c's mode number for `mode` ("q8" with groups as this build runs it, or as `groups` says)."""
@@ -161,8 +164,11 @@ class Library:
         return int(self.lib.spx_amx_min_rows())
 
     def prompt_note(self, types: Sequence[str], mode: str) -> str:
-        """Which of these weight types' prompt passes run on AMX ("" when none)."""
-        amx = [t for t in AMX_TYPES if t in types]
+        """Which of these weight types' prompt passes run on AMX ("" when none): Q4_K and Q6_K where this build
+        packs them (cpu/packing.py)."""
+        from . import packing
+
+        amx = [t for t in AMX_TYPES if t in types and (t not in AMX_PACKED or packing.builds(self))]
         if mode != "q8" or not amx or not self.amx_on():
             return ""
         return f"prompt passes ({self.amx_min_rows()}+ tokens) of its {'/'.join(amx)} on AMX-INT8"

@@ -1,7 +1,9 @@
-/* quant.c's AMX-INT8 path for the q8 mode of Q4_K, Q6_K, Q8_0 and Q5_0, for calls of many rows (a prompt pass):
-   included by quant.c in AVX-512 builds compiled with -mamx-tile -mamx-int8, used only when quant.py turned
-   it on (the CPU has AMX, the kernel granted the tile state, SPECX_AMX is not 0) and the call has at least
-   AMX_MIN_ROWS rows.
+/* quant.c's AMX-INT8 path for the q8 mode of Q4_K, Q6_K, Q8_0 and Q5_0 per 32 values in the file's layout, for
+   calls of many rows (a prompt pass): included by quant.c in AVX-512 builds compiled with -mamx-tile -mamx-int8,
+   used only when quant.py turned it on (the CPU has AMX, the kernel granted the tile state, SPECX_AMX is not 0)
+   and the call has at least AMX_MIN_ROWS rows. The AVX-512 build's q8 takes Q4_K and Q6_K with groups, packed
+   where they can be: those run on AMX through quant_amx_packed.h (included at the end), this path runs Q8_0 and
+   Q5_0 (and Q4_K and Q6_K where a call asks for per 32 values).
 
    Same numbers, bit for bit: the q8 arithmetic (quant.c) is per half block (16 values) of each (row, output)
    an exact integer S, then fma(S, a·dx, acc[lane]) over the groups in order, then fixed trees. Here one tile
@@ -348,6 +350,8 @@ static int amx_segment_rows(int type, const uint8_t *xpack, int64_t M, int64_t K
     free(wd), free(lanes), free(st);
     return 0;
 }
+
+#include "quant_amx_packed.h"
 
 #else
 #define SPX_AMX 0

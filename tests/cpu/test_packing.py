@@ -23,7 +23,7 @@ def packs_here() -> bool:
     return quant.available() and packing.builds(quant._default())
 
 
-needs_packed_kernel = pytest.mark.skipif(not packs_here(), reason="no AVX-512 build without AMX here")
+needs_packed_kernel = pytest.mark.skipif(not packs_here(), reason="no AVX-512 build here")
 SHAPES = [(16, 256), (48, 1536), (32, 2304)]
 TYPES = ["Q4_0", "Q4_K", "Q6_K"]
 # Q4_0 rows of any whole number of blocks: a last group of 5 blocks (160), 3.5 groups (896, the 0.5B drafter's)

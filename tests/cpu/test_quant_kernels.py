@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from specx.cpu import quant, quant_build, quant_prefetch, quant_ref
+from specx.cpu import packing, quant, quant_build, quant_prefetch, quant_ref
 from specx.cpu.qweight import BLOCKS, QWeight, dequantize, reference
 
 needs_kernels = pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
@@ -415,10 +415,10 @@ def test_the_kernels_sentence_says_which_layers_take_activations_per_256_values(
 
 
 def test_q8_takes_groups_where_the_build_gains_by_them():
-    """q8 with groups (Q4_K and Q6_K per 256 values) is the AVX-512 builds' q8 without AMX; the other builds keep
-    per 32 (each computes both when asked)."""
+    """q8 with groups (Q4_K and Q6_K per 256 values) is the AVX-512 builds' q8, with AMX or without; the other
+    builds keep per 32 (each computes both when asked)."""
     for lib in builds_here():
-        assert lib.q8_groups() == (lib.name == "avx512" and not lib.amx), lib.describe()
+        assert lib.q8_groups() == (lib.name == "avx512"), lib.describe()
         assert lib.mode_id("q8", groups=False) == 1 and lib.mode_id("q8", groups=True) == 2
         assert lib.mode_id("f32", groups=True) == 0
 
@@ -449,13 +449,13 @@ needs_amx = pytest.mark.skipif(_amx is None, reason="no AMX-INT8 here (CPU, comp
 AMX_ROWS = (0, 1, 32, 68, 224)   # M = threshold + these: the threshold, odd, 64, 100, 256
 
 
-def both_ways(lib, x, weights):
+def both_ways(lib, x, weights, groups=None):
     """lib's q8 result with AMX on, then off."""
     was = lib.use_amx(True)
     try:
-        on = lib.matmul(x, weights, "q8")
+        on = lib.matmul(x, weights, "q8", groups=groups)
         lib.use_amx(False)
-        return on, lib.matmul(x, weights, "q8")
+        return on, lib.matmul(x, weights, "q8", groups=groups)
     finally:
         lib.use_amx(was)
 
@@ -463,26 +463,47 @@ def both_ways(lib, x, weights):
 @needs_amx
 @pytest.mark.parametrize("name", quant.AMX_TYPES)
 def test_amx_equals_the_vnni_kernels_and_the_numpy_reference_bit_for_bit(name):
-    """With AMX (rows ≥ the threshold) q8 results are the VNNI kernels' and quant_ref's bits, for odd shapes
-    (rows not a multiple of 16; one block, a partial group of 8 blocks, several groups) and M = threshold,
-    threshold + 1, 64, 100, 256."""
+    """With AMX (rows ≥ the threshold) q8 per 32 values on the file's layout gives the VNNI kernels' and quant_ref's
+    bits, for odd shapes (rows not a multiple of 16; one block, a partial group of 8 blocks, several groups) and
+    M = threshold, threshold + 1, 64, 100, 256."""
     rng = np.random.default_rng(20)
     low = _amx.amx_min_rows()
     for rows, cols in shapes(name) + [(40, 1536)]:
         w = quant_ref.random_weight(name, rows, cols, rng)
         for m in (low + extra for extra in AMX_ROWS):
             x = inputs(m, cols, 200 + m)
-            on, off = both_ways(_amx, x, [w])
+            on, off = both_ways(_amx, x, [w], groups=False)
             assert torch.equal(on, off), (rows, cols, m)
             assert np.array_equal(on.numpy(), quant_ref.reference_q8(x.numpy(), [w])), (rows, cols, m)
 
 
 @needs_amx
+@pytest.mark.parametrize("name", ["Q4_K", "Q6_K"])
+def test_amx_on_packed_tiles_with_groups_equals_the_vnni_kernel_and_the_numpy_reference(name):
+    """Packed Q4_K and Q6_K in q8 with groups (quant_amx_packed.h): with AMX the packed VNNI kernel's and
+    quant_ref's bits, for extreme and zero scales, one group to 35 (K = 8960), odd row counts (a last row tile
+    alone, a partial one) and several strips a thread."""
+    rng = np.random.default_rng(27)
+    low = _amx.amx_min_rows()
+    for rows, cols in ((16, 256), (48, 1536), (32, 8960)):
+        for extreme in (False, True):
+            w = quant_ref.random_weight(name, rows, cols, rng, extreme=extreme)
+            p = packing.pack(_amx, w, np.empty(w.nbytes, np.uint8))
+            for m in (low + extra for extra in AMX_ROWS[:4]):
+                x = inputs(m, cols, 300 + m)
+                on, off = both_ways(_amx, x, [p])
+                assert torch.equal(on, off), (rows, cols, extreme, m)
+                assert np.array_equal(on.numpy(), quant_ref.reference_q8(x.numpy(), [w], True)), (rows, cols, m)
+
+
+@needs_amx
 def test_amx_rows_equal_the_rows_computed_alone_with_any_thread_count():
-    """Each row of a 100-row call on AMX (a fused group of Q4_K, Q8_0 and Q6_K segments, split between 1, 2 or
-    3 threads) is the bits of that row computed alone (1 row: the VNNI kernels)."""
+    """Each row of a 100-row call on AMX (a fused group of Q4_K, Q8_0 and Q6_K segments and packed Q4_K and Q6_K
+    ones, split between 1, 2 or 3 threads) is the bits of that row computed alone (1 row: the VNNI kernels)."""
     rng = np.random.default_rng(21)
     group = [quant_ref.random_weight(name, rows, 512, rng) for name, rows in (("Q4_K", 37), ("Q8_0", 12), ("Q6_K", 21))]
+    group += [packing.pack(_amx, w, np.empty(w.nbytes, np.uint8))   # and on packed tiles, with groups
+              for w in (quant_ref.random_weight(name, 48, 512, rng) for name in ("Q4_K", "Q6_K"))]
     x = inputs(100, 512, 22)
     threads = torch.get_num_threads()
     was = _amx.use_amx(True)
@@ -500,11 +521,12 @@ def test_amx_rows_equal_the_rows_computed_alone_with_any_thread_count():
 @needs_amx
 def test_amx_rows_with_a_nan_or_infinity_come_out_nan():
     """On AMX too, a NaN or infinity in a row makes that row's results NaN and leaves the others' bits."""
-    w = quant_ref.random_weight("Q4_K", 9, 512, np.random.default_rng(23))
+    w = quant_ref.random_weight("Q4_K", 16, 512, np.random.default_rng(23))
     x = inputs(_amx.amx_min_rows() + 3, 512, 24)
     x[1, 7], x[2, 300] = float("nan"), float("inf")
-    on, off = both_ways(_amx, x, [w])
-    assert on[1:3].isnan().all() and torch.equal(on[3:], off[3:]) and torch.equal(on[0], off[0])
+    for weights, groups in (([w], False), ([packing.pack(_amx, w, np.empty(w.nbytes, np.uint8))], None)):
+        on, off = both_ways(_amx, x, weights, groups)
+        assert on[1:3].isnan().all() and torch.equal(on[3:], off[3:]) and torch.equal(on[0], off[0])
 
 
 @pytest.mark.skipif(not quant.available(), reason=f"quant not built here: {quant.why_not()}")
