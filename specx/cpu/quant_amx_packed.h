@@ -3,7 +3,7 @@
 
    Same numbers, bit for bit: KIND_G's and KIND_G6's per-group integers S = Σ sc·S_sub (and Q4_K's
    M = Σ_j m_j·Σq_j), then the same float steps in the same order as the packed VNNI kernels (quant_packed_q8.h).
-   What makes it fit AMX: a group's scaled weights w' = sc·q (Q4_K, 0..945) or sc·(q − 32) (Q6_K, −4096..4096)
+   What makes it fit AMX: a group's scaled weights w' = sc·q (Q4_K, 0..945) or sc·(q − 32) (Q6_K, −4064..4096)
    do not fit a byte, but their two bytes do: w' = 256·hi + lo with lo unsigned (0..255) and hi signed (Q4_K 0..3,
    Q6_K −16..16), so S = 256·(X·HI) + X·LO, each an exact int32 tile product over the group's 256 values with no
    step between the four 64-value products: the per-32 path (quant_amx.h) pays a float step per 16 values
