@@ -35,7 +35,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from . import build, kernels, quant_build
+from . import build, kernels, packing, quant_build
 from .qweight import BLOCKS, PACKED, QWeight, check
 from .quant_build import (  # noqa: F401  (the build's names tests and benchmarks read here)
     AMX_FLAGS, BUILDS, SOURCE, VBMI_FLAGS, VNNI_FLAGS, amx_cpu, cpu_flags, l1_data_bytes, variants, xspan_bytes)
@@ -166,8 +166,6 @@ class Library:
     def prompt_note(self, types: Sequence[str], mode: str) -> str:
         """Which of these weight types' prompt passes run on AMX ("" when none): Q4_K and Q6_K where this build
         packs them (cpu/packing.py)."""
-        from . import packing
-
         amx = [t for t in AMX_TYPES if t in types and (t not in AMX_PACKED or packing.builds(self))]
         if mode != "q8" or not amx or not self.amx_on():
             return ""

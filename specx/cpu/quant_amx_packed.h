@@ -79,10 +79,7 @@ static void amxp_decode(int type, const uint8_t *tile, int64_t G, uint8_t *dst) 
                 }
                 amxp_block(dg, j, w0, w1, s, s, 0);   /* Q4_K: q as it is */
             }
-            for (int p = 0; p < 4; ++p)   /* as packed_tile's */
-                _mm512_store_si512((__m512i *)(dg + 2 * AMXP_PLANE + 64 * p),
-                                   _mm512_or_si512(_mm512_cvtepu8_epi32(mins[2 * p]),
-                                                   _mm512_slli_epi32(_mm512_cvtepu8_epi32(mins[2 * p + 1]), 16)));
+            for (int p = 0; p < 4; ++p) _mm512_store_si512((__m512i *)(dg + 2 * AMXP_PLANE + 64 * p), min_pair(mins, p));
             _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)grp)));
             _mm512_store_ps(d + 16, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(grp + 32))));
         } else {
@@ -103,30 +100,27 @@ static void amxp_decode(int type, const uint8_t *tile, int64_t G, uint8_t *dst) 
    then of tile 1), packed_tile's and packed_tile_q6g's operations in their order */
 static inline __attribute__((always_inline)) void amxp_epi(const int q4, const int32_t *cb, const uint8_t *dg,
                                                           const uint8_t *xg0, const uint8_t *xg1, int64_t xstride,
-                                                          int64_t G, int64_t g, __m512 *acc) {
+                                                          int64_t G, int64_t g, __m512 *acc, int mrows) {
     const float *dd = (const float *)(dg + 2 * AMXP_PLANE + 256);
     const __m512 d = _mm512_load_ps(dd), dm = _mm512_load_ps(dd + 16);
     const __m512i *mp = (const __m512i *)(dg + 2 * AMXP_PLANE);
-    for (int m = 0; m < 32; ++m) {
+    for (int m = 0; m < mrows; ++m) {   /* the rows past mrows are never stored */
         const uint8_t *xr = (m < 16 ? xg0 : xg1) + (m & 15) * xstride;
         const int32_t *c = cb + 512 * (m >> 4) + 16 * (m & 15);
         const __m512i S = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(c + 256), 8), _mm512_load_si512(c));
         const __m512 D = _mm512_set1_ps(((const float *)(xr + QKK * G))[g]);
         acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(d, D), acc[m]);
         if (q4) {
-            const uint8_t *bs = xr + (QKK + 4) * G + 16 * g;   /* Σq of the group's 8 blocks, int16 */
-            __m512i M = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; ++p) M = dot2w(M, _mm512_load_si512(mp + p), _mm512_set1_epi32((int)rd32(bs + 4 * p)));
+            const __m512i M = min_sum(mp, xr + (QKK + 4) * G + 16 * g);
             acc[m] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, D), acc[m]);
         }
     }
 }
 
 /* Two 16-row tiles of X (xg0, xg1: their first rows in xg) against one decoded strip: y's rows 0..mrows − 1 (of
-   the 32; xg1's rows are 16.. and may repeat xg0's where there is one tile left). A group's products (4 chunks ×
-   2 planes × 2 tiles, each C tile one chain of 4) are issued before the previous group's float steps. */
-static inline __attribute__((always_inline)) void amxp_pair(const int q4, const uint8_t *wd, int64_t G,
+   the 32; `two` 0: the last tile alone, xg1 unread). A group's products (4 chunks × 2 planes × 2 tiles, each C tile
+   one chain of 4) are issued before the previous group's float steps, which run for the rows stored only. */
+static inline __attribute__((always_inline)) void amxp_pair(const int q4, const int two, const uint8_t *wd, int64_t G,
                                                            const uint8_t *xg0, const uint8_t *xg1, int64_t xstride,
                                                            float *y, int64_t ldy, int mrows) {
     int32_t cb[2][4 * 256] __attribute__((aligned(64)));
@@ -136,32 +130,36 @@ static inline __attribute__((always_inline)) void amxp_pair(const int q4, const 
         const uint8_t *dg = wd + g * AMXP_GROUP;
         _tile_zero(0);
         _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
+        if (two) {
+            _tile_zero(2);
+            _tile_zero(3);
+        }
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
             _tile_loadd(6, dg + 1024 * k, 64);
             _tile_loadd(7, dg + AMXP_PLANE + 1024 * k, 64);
             _tile_loadd(4, xg0 + QKK * g + 64 * k, xstride);
-            _tile_loadd(5, xg1 + QKK * g + 64 * k, xstride);
+            if (two) _tile_loadd(5, xg1 + QKK * g + 64 * k, xstride);
             _tile_dpbsud(0, 4, 6);
-            _tile_dpbsud(2, 5, 6);
+            if (two) _tile_dpbsud(2, 5, 6);
             if (q4) {
                 _tile_dpbsud(1, 4, 7);
-                _tile_dpbsud(3, 5, 7);
+                if (two) _tile_dpbsud(3, 5, 7);
             } else {
                 _tile_dpbssd(1, 4, 7);
-                _tile_dpbssd(3, 5, 7);
+                if (two) _tile_dpbssd(3, 5, 7);
             }
         }
-        if (g) amxp_epi(q4, cb[(g - 1) & 1], dg - AMXP_GROUP, xg0, xg1, xstride, G, g - 1, acc);
+        if (g) amxp_epi(q4, cb[(g - 1) & 1], dg - AMXP_GROUP, xg0, xg1, xstride, G, g - 1, acc, mrows);
         int32_t *c = cb[g & 1];
         _tile_stored(0, c, 64);
         _tile_stored(1, c + 256, 64);
-        _tile_stored(2, c + 512, 64);
-        _tile_stored(3, c + 768, 64);
+        if (two) {
+            _tile_stored(2, c + 512, 64);
+            _tile_stored(3, c + 768, 64);
+        }
     }
-    amxp_epi(q4, cb[(G - 1) & 1], wd + (G - 1) * AMXP_GROUP, xg0, xg1, xstride, G, G - 1, acc);
+    amxp_epi(q4, cb[(G - 1) & 1], wd + (G - 1) * AMXP_GROUP, xg0, xg1, xstride, G, G - 1, acc, mrows);
     for (int m = 0; m < mrows; ++m) _mm512_storeu_ps(y + m * ldy, acc[m]);
 }
 
@@ -186,8 +184,12 @@ static int amxp_segment(int type, const uint8_t *xg, int64_t M, int64_t K, const
             const int mrows = M - 16 * mt < 32 ? (int)(M - 16 * mt) : 32;
             for (int64_t c = c0; c < c1; c += 16) {
                 const uint8_t *d = wd + (c - c0) / 16 * strip;
-                if (type == T_Q4_K_P16) amxp_pair(1, d, G, x0, x1, xstride, y + 16 * mt * ldy + c, ldy, mrows);
-                else amxp_pair(0, d, G, x0, x1, xstride, y + 16 * mt * ldy + c, ldy, mrows);
+                float *yt = y + 16 * mt * ldy + c;
+                if (type == T_Q4_K_P16) {
+                    if (mrows > 16) amxp_pair(1, 1, d, G, x0, x1, xstride, yt, ldy, mrows);
+                    else amxp_pair(1, 0, d, G, x0, x1, xstride, yt, ldy, mrows);
+                } else if (mrows > 16) amxp_pair(0, 1, d, G, x0, x1, xstride, yt, ldy, mrows);
+                else amxp_pair(0, 0, d, G, x0, x1, xstride, yt, ldy, mrows);
             }
         }
     }

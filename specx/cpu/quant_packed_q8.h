@@ -31,6 +31,20 @@ static inline __attribute__((always_inline)) __m512i dot2w(__m512i acc, __m512i 
 #endif
 }
 
+/* Q4_K's mins of a tile's group as int16 pairs against the activations' block sums: lane o of pair p holds
+   (m_2p, m_2p+1) of row o (KIND_G's M); min_sum is one activation row's M, its Σq of the group's 8 blocks (int16)
+   at bs */
+static inline __attribute__((always_inline)) __m512i min_pair(const __m128i *mins, int p) {
+    return _mm512_or_si512(_mm512_cvtepu8_epi32(mins[2 * p]), _mm512_slli_epi32(_mm512_cvtepu8_epi32(mins[2 * p + 1]), 16));
+}
+
+static inline __attribute__((always_inline)) __m512i min_sum(const __m512i *mp, const uint8_t *bs) {
+    __m512i M = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) M = dot2w(M, mp[p], _mm512_set1_epi32((int)rd32(bs + 4 * p)));
+    return M;
+}
+
 static inline __attribute__((always_inline)) __m512 tree8_lanes(const __m512 *a) {   /* tree8, 16 outputs at once */
     return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
                          _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
@@ -91,19 +105,15 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
                 S[r] = _mm512_add_epi32(S[r], _mm512_mullo_epi32(_mm512_add_epi32(t0, t1), sc));
             }
         }
-        __m512i mp[4];   /* lane o: (m_2p, m_2p+1) of row o as int16, against the activations' (Σq_2p, Σq_2p+1) */
+        __m512i mp[4];
 #pragma GCC unroll 4
-        for (int p = 0; p < 4; ++p)
-            mp[p] = _mm512_or_si512(_mm512_cvtepu8_epi32(mins[2 * p]), _mm512_slli_epi32(_mm512_cvtepu8_epi32(mins[2 * p + 1]), 16));
+        for (int p = 0; p < 4; ++p) mp[p] = min_pair(mins, p);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)grp));
         const __m512 dm = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(grp + 32)));
 #pragma GCC unroll 9
         for (int r = 0; r < R; ++r) {
             const uint8_t *xr = xg + r * xstride;
-            const uint8_t *bs = xr + (QKK + 4) * G + 16 * g;   /* Σq of the group's 8 blocks, int16 */
-            __m512i M = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; ++p) M = dot2w(M, mp[p], _mm512_set1_epi32((int)rd32(bs + 4 * p)));
+            const __m512i M = min_sum(mp, xr + (QKK + 4) * G + 16 * g);
             const __m512 D = _mm512_set1_ps(((const float *)(xr + QKK * G))[g]);
             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r]), _mm512_mul_ps(d, D), acc[r]);
             acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dm, D), acc[r]);
