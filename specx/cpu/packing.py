@@ -48,6 +48,12 @@ def pack(lib, w: QWeight, out: np.ndarray) -> QWeight:
     return QWeight(FILE_TYPES[w.type], out, w.rows, w.cols)
 
 
+# Q4_K's and Q6_K's lanes (quant_packed.h's pair_lane, pair_shift): rows o and o + 2 (o % 4 < 2) share lanes
+# 4⌊o/4⌋ + 2(o % 2) + e, in the low and the high nibbles, e = 0, 1 holding values 8c + 4e .. + 3 of vector c
+_LANES = np.array([[4 * (o // 4) + 2 * (o % 2) + e for e in range(2)] for o in range(PACK_ROWS)])
+_SHIFTS = np.array([4 * ((o // 2) % 2) for o in range(PACK_ROWS)], np.uint8)
+
+
 def unpack(w: QWeight) -> QWeight:
     """A packed matrix as the file holds it (numpy; quant_packed.h states the layouts)."""
     if w.name == "Q6_K":
@@ -61,8 +67,8 @@ def unpack(w: QWeight) -> QWeight:
     out[..., 0:2] = scales[:, :, 0:32].reshape(tiles, groups, PACK_ROWS, 2).transpose(0, 2, 1, 3)
     out[..., 2:4] = scales[:, :, 32:64].reshape(tiles, groups, PACK_ROWS, 2).transpose(0, 2, 1, 3)
     out[..., 4:16] = scales[:, :, 64:].reshape(tiles, groups, 12, PACK_ROWS).transpose(0, 3, 1, 2)
-    q = vals.transpose(0, 4, 1, 2, 3, 5).reshape(tiles, PACK_ROWS, groups, 8, 16)   # value 4c + e of block j
-    q = np.concatenate([q & 15, q >> 4], axis=-1)                                    # values 0..31 of block j
+    q = (vals[..., _LANES, :] >> _SHIFTS[:, None, None]) & 15                         # g j c o e k
+    q = q.transpose(0, 4, 1, 2, 3, 5, 6).reshape(tiles, PACK_ROWS, groups, 8, 32)      # value 8c + 4e + k of block j
     out[..., 16:] = (q[..., 0::2, :] | (q[..., 1::2, :] << 4)).reshape(tiles, PACK_ROWS, groups, 128)
     return QWeight(BLOCKS["Q4_K"][0], out.reshape(-1), w.rows, w.cols)
 
@@ -86,11 +92,12 @@ def _unpack_q6(w: QWeight) -> QWeight:
     out = np.empty((tiles, PACK_ROWS, groups, 210), np.uint8)
     out[..., 208:210] = scales[:, :, 0:32].reshape(tiles, groups, PACK_ROWS, 2).transpose(0, 2, 1, 3)
     out[..., 192:208] = scales[:, :, 32:].reshape(tiles, groups, 16, PACK_ROWS).transpose(0, 3, 1, 2)
-    low = vals[..., :256].reshape(tiles, 8, groups, 4, PACK_ROWS, 4)                 # j g c o e
-    high = vals[..., 256:].reshape(tiles, 8, groups, 2, PACK_ROWS, 4)                # j g h o e
-    lo = np.stack([low & 15, low >> 4], axis=3)                                      # j g h c o e
-    hi = np.stack([(high >> (2 * c)) & 3 for c in range(4)], axis=4)                 # j g h c o e
-    q = (lo | (hi << 4)).transpose(0, 5, 2, 1, 3, 4, 6).reshape(tiles, PACK_ROWS, groups, 8, 32)   # o g j p
+    low = vals[..., :256].reshape(tiles, 8, groups, 4, PACK_ROWS, 4)                 # j g c lane k
+    high = vals[..., 256:].reshape(tiles, 8, groups, 2, PACK_ROWS, 4)                # j g nibble lane k
+    lo = (low[..., _LANES, :] >> _SHIFTS[:, None, None]) & 15                         # j g c o e k
+    top = high[:, :, :, _SHIFTS[:, None] // 4, _LANES, :]                             # j g o e k
+    hi = np.stack([(top >> (2 * c)) & 3 for c in range(4)], axis=3)                   # j g c o e k
+    q = (lo | (hi << 4)).transpose(0, 4, 2, 1, 3, 5, 6).reshape(tiles, PACK_ROWS, groups, 8, 32)   # o g j p
     for n in range(2):   # the file's ql and qh: block j = 4n + quarter
         for k in range(2):
             out[..., 64 * n + 32 * k:64 * n + 32 * k + 32] = (q[..., 4 * n + k, :] & 15) | ((q[..., 4 * n + 2 + k, :] & 15) << 4)

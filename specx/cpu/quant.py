@@ -243,6 +243,11 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
         except (OSError, subprocess.SubprocessError):
             path = None   # this compiler has no AMX: the build without it
     path = path or build.build_spec(specs[-1])
+    return opened(path)
+
+
+def opened(path) -> Library:
+    """A compiled build at `path`, its functions declared (load's last step; benchmarks open an older build with it)."""
     lib = build.load(path)
     p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
     lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
@@ -269,6 +274,7 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
     lib.spx_set_amx.restype = ctypes.c_int
     lib.spx_amx_init.restype = ctypes.c_int
     lib.spx_amx_min_rows.restype = ctypes.c_int
+    name = ("portable", "avx2", "avx512")[lib.spx_build() & 3]
     granted = bool(lib.spx_build() & 8) and lib.spx_amx_init() == 0
     out = Library(name, bool(lib.spx_build() & 4), lib, path, granted, bool(lib.spx_build() & 16))
     out.use_amx(os.environ.get(AMX_ENV, "").strip() != "0")

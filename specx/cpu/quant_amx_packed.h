@@ -12,7 +12,7 @@
 
    Roles: X is the A operand (16 rows × 64 signed bytes, read in place from the packed activations xg, whose rows
    hold each group's q in order), the weights the B operand (16 rows of 64 bytes: row r holds values 4r..4r + 3
-   of the 16 outputs, lane o for output o: the packed layout's own order), so a C tile is 16 rows × 16 outputs,
+   of the 16 outputs, lane o for output o: the packed layout's lanes put back in the outputs' order), so a C tile is 16 rows × 16 outputs,
    stored as Y's rows are. Layout of a decoded strip, per group (AMXP_GROUP bytes): LO[4][16][64] (chunk k of 64
    values, row r), HI the same, then (Q4_K) the mins as int16 pairs (4 vectors: lane o holds m_2p, m_2p+1 of
    output o), d and dmin as floats (16 each). */
@@ -42,20 +42,19 @@ static inline __attribute__((always_inline)) void amxp_split(__m512i q, __m512i 
     _mm512_store_si512((__m512i *)hi, _mm512_mask_blend_epi8(odd, _mm512_srli_epi16(pe, 8), po));
 }
 
-/* a scale per output (dword lane o, values −128..255) in both 16-bit halves of its lane */
-static inline __m512i amxp_s16(__m512i s32) {
-    return _mm512_or_si512(_mm512_and_si512(s32, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(s32, 16));
-}
-
-/* The 8 rows of block j (values 32j..32j + 31) of a group's planes: rows 0-3 from w0 (values 4c..), 4-7 from w1 */
+/* The 8 rows of block j (values 32j..32j + 31) of a group's planes, row k for values 4k..4k + 3 of the 16 outputs:
+   rows 2c and 2c + 1 from vector c's lanes (w0[c] the low-nibble rows', w1[c] the high-nibble rows': quant_packed.h's
+   pair_lane) put back in the outputs' order; s0 scales values 0..15, s1 16..31 */
 static inline __attribute__((always_inline)) void amxp_block(uint8_t *dg, int j, const __m512i *w0, const __m512i *w1,
                                                             __m512i s0, __m512i s1, int off) {
     const int at = (j / 2) * 1024 + (j % 2) * 512;
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-        amxp_split(w0[c], s0, off, dg + at + 64 * c, dg + AMXP_PLANE + at + 64 * c);
-        amxp_split(w1[c], s1, off, dg + at + 256 + 64 * c, dg + AMXP_PLANE + at + 256 + 64 * c);
-    }
+    for (int c = 0; c < 4; ++c)
+#pragma GCC unroll 2
+        for (int e = 0; e < 2; ++e) {
+            const int k = 2 * c + e;
+            amxp_split(unpair(w0[c], w1[c], e), c < 2 ? s0 : s1, off, dg + at + 64 * k, dg + AMXP_PLANE + at + 64 * k);
+        }
 }
 
 /* One packed tile (16 outputs) decoded into G groups of planes at dst */
@@ -70,7 +69,7 @@ static void amxp_decode(int type, const uint8_t *tile, int64_t G, uint8_t *dst) 
             for (int j = 0; j < 8; ++j) {
                 __m128i scb;
                 packed_ints(grp, j, &scb, &mins[j]);
-                const __m512i s = amxp_s16(_mm512_cvtepu8_epi32(scb));
+                const __m512i s = pair16(_mm512_cvtepu8_epi32(scb));
                 __m512i w0[4], w1[4];
                 for (int c = 0; c < 4; ++c) {
                     const __m512i q = _mm512_loadu_si512(grp + 256 * (1 + j) + 64 * c);
@@ -87,8 +86,8 @@ static void amxp_decode(int type, const uint8_t *tile, int64_t G, uint8_t *dst) 
             for (int j = 0; j < 8; ++j) {
                 __m512i w0[4], w1[4];
                 q6_values(tile + G * 288 + (j * G + g) * 384, w0, w1);
-                const __m512i s0 = amxp_s16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32 * j))));
-                const __m512i s1 = amxp_s16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32 * j + 16))));
+                const __m512i s0 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32 * j))));
+                const __m512i s1 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32 * j + 16))));
                 amxp_block(dg, j, w0, w1, s0, s1, 32);   /* Q6_K: q − 32 */
             }
             _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + g * 288))));

@@ -18,15 +18,26 @@
    those rows take in the file (G groups × 16 × 144), group-major: group g at g × PACK_GROUP_Q4 bytes,
      scales, 256 bytes: d of the 16 rows (f16, 32 bytes), dmin (32 bytes), then the group's 12 scale bytes
        transposed (byte i of row o at 64 + 16·i + o);
-     values, 8 × 256 bytes: for block j, 4 vectors of 64 bytes; byte 4c + e of lane o holds value 4c + e of
-       block j of row o in its low nibble and value 16 + 4c + e in its high one.
-   The sweep goes group by group, each weight vector read and masked once per call and used by every row, a
-   row's 8 block sums of a group scaled by their 6-bit scales and added as integers, so the tile is read in order;
-   meanwhile the next tile is brought into L2 in order, an eighth of a group per step (without that one row
-   streamed 10-20% slower than the file's layout: benchmarks/experiments/2026-11-30-packed). */
+     values, 8 × 256 bytes: for block j, 4 vectors c of 64 bytes in which two rows share a lane (pair_lane):
+       row o's values 8c + 4e .. 8c + 4e + 3 of block j sit in bytes 0..3 of lane pair_lane(o) + e (e = 0, 1),
+       in the nibble pair_shift(o).
+   Why rows share lanes: a lane's two dword sums (e = 0, 1: 16 values each) fit 16 bits, and `packs` of the
+   low-nibble rows' sums with the high-nibble rows' lays each row's two halves side by side in its own dword, in
+   the rows' order; one `dpwssd` with the block's scales then adds sc·(half 0 + half 1) to the group's integer, the
+   sum the file layout's kernels form with a multiply of 32-bit lanes and two adds (a 5-row verify's hot pass
+   0.8× the time: benchmarks/results/2026-12-01-pairs). The activations are broadcast 8 bytes at a time, in order.
+   The sweep goes group by group, each weight vector read and masked once per call and used by every row, so the
+   tile is read in order; meanwhile the next tile is brought into L2 in order, an eighth of a group per step
+   (without that one row streamed 10-20% slower than the file's layout: benchmarks/experiments/2026-11-30-packed). */
 #define PACK_ROWS 16   /* weight rows a tile holds: the lanes of a 512-bit vector of float32 */
 #define PACK_GROUP_Q4 (9 * 256)   /* a packed Q4_K group of 16 rows: 256 bytes of scales, 8 blocks of 256 */
-#define XG6_NS(G) ((QKK + 20) * (G))   /* where xg's −32·Σq per half block start (xg_stride) */
+#define XG6_NS(G) ((QKK + 20) * (G))   /* where xg's Q6_K offsets (−32·Σq per packed lane) start (xg_stride) */
+
+/* Row o (0..15) of a Q4_K or Q6_K tile shares lane pair_lane(o) + e with row o ± 2: rows 4k, 4k + 1 in the low
+   nibbles of lanes 4k, 4k + 2 (+ e), rows 4k + 2, 4k + 3 in the high ones, so that packs(low rows' dword sums, high
+   rows' sums) puts row o's two 16-bit sums in dword o */
+static inline int pair_lane(int o) { return 4 * (o / 4) + 2 * (o % 2); }
+static inline int pair_shift(int o) { return 4 * ((o / 2) % 2); }
 
 static inline int is_packed(int type) {
     return type == T_Q4_0_P16 || type == T_Q4_K_P16 || type == T_Q6_K_P16 || type == T_Q6_K_PG;
@@ -58,21 +69,16 @@ static void unpack_group(const uint8_t *tile, int64_t g, int o, uint8_t *b) {
     memcpy(b, s + 2 * o, 2);
     memcpy(b + 2, s + 32 + 2 * o, 2);
     for (int i = 0; i < 12; ++i) b[4 + i] = s[64 + 16 * i + o];
+    memset(b + 16, 0, 128);
     for (int j = 0; j < 8; ++j) {
         const uint8_t *v = s + 256 * (1 + j);
-        uint8_t *qs = b + 16 + 32 * (j / 2);
-        const int sh = 4 * (j & 1);
+        uint8_t *qs = b + 16 + 32 * (j / 2);   /* block j: the low (even j) or high (odd j) nibbles of the pair's 32 bytes */
         for (int c = 0; c < 4; ++c)
-            for (int e = 0; e < 4; ++e) {
-                const uint8_t byte = v[64 * c + 4 * o + e];
-                if (!sh) {
-                    qs[4 * c + e] = (uint8_t)(byte & 15);
-                    qs[16 + 4 * c + e] = (uint8_t)(byte >> 4);
-                } else {
-                    qs[4 * c + e] |= (uint8_t)((byte & 15) << 4);
-                    qs[16 + 4 * c + e] |= (uint8_t)(byte & 0xf0);
+            for (int e = 0; e < 2; ++e)
+                for (int k = 0; k < 4; ++k) {
+                    const int q = (v[64 * c + 4 * (pair_lane(o) + e) + k] >> pair_shift(o)) & 15;
+                    qs[8 * c + 4 * e + k] |= (uint8_t)(q << (4 * (j & 1)));
                 }
-            }
     }
 }
 
@@ -90,21 +96,23 @@ int spx_pack_q4k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
                 memcpy(s + 2 * o, b, 2);
                 memcpy(s + 32 + 2 * o, b + 2, 2);
                 for (int i = 0; i < 12; ++i) s[64 + 16 * i + o] = b[4 + i];
-                for (int pair = 0; pair < 4; ++pair) {   /* blocks 2·pair (low nibbles) and 2·pair + 1 (high) */
-                    const uint8_t *qs = b + 16 + 32 * pair;
-                    for (int half = 0; half < 2; ++half) {   /* values 8·half.. and 16 + 8·half.., 8 bytes at once */
-                        const uint64_t lo = rd64(qs + 8 * half), hi = rd64(qs + 16 + 8 * half);
-                        const uint64_t m = 0x0f0f0f0f0f0f0f0fULL;
-                        const uint64_t even = (lo & m) | ((hi & m) << 4), odd = ((lo >> 4) & m) | (hi & ~m);
-                        for (int k = 0; k < 2; ++k) {   /* dword c = 2·half + k of the block's row o */
-                            const int c = 2 * half + k;
-                            const uint32_t ev = (uint32_t)(even >> (32 * k)), od = (uint32_t)(odd >> (32 * k));
-                            memcpy(s + 256 * (1 + 2 * pair) + 64 * c + 4 * o, &ev, 4);
-                            memcpy(s + 256 * (2 + 2 * pair) + 64 * c + 4 * o, &od, 4);
+            }
+        for (int o = 0; o < PACK_ROWS; ++o) {   /* rows o (low nibbles) and o + 2 (high) share lanes: o % 4 < 2 */
+            if (o % 4 >= 2) continue;
+            for (int64_t g = 0; g < G; ++g) {
+                const uint8_t *qa = src + ((t * PACK_ROWS + o) * G + g) * 144 + 16, *qb = qa + 2 * G * 144;
+                for (int j = 0; j < 8; ++j) {   /* block j: the low (even j) or high (odd j) nibbles of 32 bytes */
+                    const int sh = 4 * (j & 1);
+                    uint8_t *v = tile + g * PACK_GROUP_Q4 + 256 * (1 + j);
+                    for (int c = 0; c < 4; ++c)
+                        for (int e = 0; e < 2; ++e) {   /* values 8c + 4e .., a byte each, for both rows */
+                            const int at = 32 * (j / 2) + 8 * c + 4 * e;
+                            const uint32_t m = 0x0f0f0f0fu, word = ((rd32(qa + at) >> sh) & m) | (((rd32(qb + at) >> sh) & m) << 4);
+                            memcpy(v + 64 * c + 4 * (pair_lane(o) + e), &word, 4);
                         }
-                    }
                 }
             }
+        }
     }
     return 0;
 }
@@ -119,22 +127,24 @@ static inline void q6_put(uint8_t *b, int j, int p, int q) {   /* into zeroed ql
 }
 
 /* Q6_K's packed tile: per group 288 bytes of scales (d of the 16 rows as f16, then scale i of row o at
-   32 + 16·i + o), then per block j and group g 384 bytes: 4 vectors whose lane o byte 4c + e holds the low 4 bits
-   of values 4c + e and 16 + 4c + e, then 2 vectors (half h) whose lane o byte e holds the high 2 bits of value
-   16h + 4c + e at bits 2c. The same 16 × 210 bytes a group as the file. */
+   32 + 16·i + o), then per block j and group g 384 bytes: 4 vectors c holding the low 4 bits of row o's values
+   8c + 4e .. 8c + 4e + 3 in bytes 0..3 of lane pair_lane(o) + e, nibble pair_shift(o) (Q4_K's order), then 2
+   vectors, one for the rows of low nibbles and one for those of high nibbles, whose lane pair_lane(o) + e byte k
+   holds the high 2 bits of value 8c + 4e + k at bits 2c. The same 16 × 210 bytes a group as the file. */
 static void unpack_group_q6(const uint8_t *tile, int64_t G, int64_t g, int o, uint8_t *b) {
     const uint8_t *s = tile + g * 288;
+    const int lane = pair_lane(o), high = pair_shift(o) / 4;
     memset(b, 0, 192);
     for (int i = 0; i < 16; ++i) b[192 + i] = s[32 + 16 * i + o];
     memcpy(b + 208, s + 2 * o, 2);
     for (int j = 0; j < 8; ++j) {
         const uint8_t *v = tile + G * 288 + (j * G + g) * 384;
         for (int c = 0; c < 4; ++c)
-            for (int e = 0; e < 4; ++e)
-                for (int h = 0; h < 2; ++h) {
-                    const int lo = (v[64 * c + 4 * o + e] >> (4 * h)) & 15;
-                    const int hi = (v[256 + 64 * h + 4 * o + e] >> (2 * c)) & 3;
-                    q6_put(b, j, 16 * h + 4 * c + e, lo | (hi << 4));
+            for (int e = 0; e < 2; ++e)
+                for (int k = 0; k < 4; ++k) {
+                    const int lo = (v[64 * c + 4 * (lane + e) + k] >> (4 * high)) & 15;
+                    const int hi = (v[256 + 64 * high + 4 * (lane + e) + k] >> (2 * c)) & 3;
+                    q6_put(b, j, 8 * c + 4 * e + k, lo | (hi << 4));
                 }
     }
 }
@@ -152,24 +162,32 @@ int spx_pack_q6k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
                 uint8_t *s = tile + g * 288;
                 memcpy(s + 2 * o, b + 208, 2);
                 for (int i = 0; i < 16; ++i) s[32 + 16 * i + o] = b[192 + i];
-                for (int j = 0; j < 8; ++j) {   /* those fields, 8 (low bits) or 4 (high bits) values at once */
+            }
+        for (int o = 0; o < PACK_ROWS; ++o) {   /* rows o (low nibbles) and o + 2 (high) share lanes: o % 4 < 2 */
+            if (o % 4 >= 2) continue;
+            for (int64_t g = 0; g < G; ++g) {
+                const uint8_t *rb[2] = {src + ((t * PACK_ROWS + o) * G + g) * 210, src + ((t * PACK_ROWS + o + 2) * G + g) * 210};
+                for (int j = 0; j < 8; ++j) {   /* those fields, 4 values at once */
                     const int n = j / 4, quarter = j % 4, sh = 4 * (quarter >> 1);
-                    const uint8_t *ql = b + 64 * n + 32 * (quarter & 1), *qh = b + 128 + 32 * n;
                     uint8_t *v = tile + G * 288 + (j * G + g) * 384;
-                    const uint64_t m = 0x0f0f0f0f0f0f0f0fULL;
-                    for (int k = 0; k < 2; ++k) {   /* values 8k.. and 16 + 8k.. in the low and high nibbles */
-                        const uint64_t low = ((rd64(ql + 8 * k) >> sh) & m) | (((rd64(ql + 16 + 8 * k) >> sh) & m) << 4);
-                        const uint32_t c0 = (uint32_t)low, c1 = (uint32_t)(low >> 32);
-                        memcpy(v + 64 * (2 * k) + 4 * o, &c0, 4);
-                        memcpy(v + 64 * (2 * k + 1) + 4 * o, &c1, 4);
-                    }
-                    for (int h = 0; h < 2; ++h) {   /* byte e: the high 2 bits of values 16h + 4c + e at bits 2c */
-                        uint32_t word = 0;
-                        for (int c = 0; c < 4; ++c) word |= ((rd32(qh + 16 * h + 4 * c) >> (2 * quarter)) & 0x03030303u) << (2 * c);
-                        memcpy(v + 256 + 64 * h + 4 * o, &word, 4);
-                    }
+                    for (int c = 0; c < 4; ++c)
+                        for (int e = 0; e < 2; ++e) {
+                            const int p = 8 * c + 4 * e, at = 4 * (pair_lane(o) + e);
+                            uint32_t low = 0;
+                            for (int r = 0; r < 2; ++r)
+                                low |= ((rd32(rb[r] + 64 * n + 32 * (quarter & 1) + p) >> sh) & 0x0f0f0f0fu) << (4 * r);
+                            memcpy(v + 64 * c + at, &low, 4);
+                        }
+                    for (int r = 0; r < 2; ++r)   /* byte k of lane pair_lane(o) + e: values 8c + 4e + k at bits 2c */
+                        for (int e = 0; e < 2; ++e) {
+                            uint32_t word = 0;
+                            for (int c = 0; c < 4; ++c)
+                                word |= ((rd32(rb[r] + 128 + 32 * n + 8 * c + 4 * e) >> (2 * quarter)) & 0x03030303u) << (2 * c);
+                            memcpy(v + 256 + 64 * r + 4 * (pair_lane(o) + e), &word, 4);
+                        }
                 }
             }
+        }
     }
     return 0;
 }

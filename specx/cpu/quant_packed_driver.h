@@ -18,8 +18,73 @@ static inline void block_q(const uint8_t *xgroup, int j, uint8_t *dst) {
 
 /* The packed kernels' activations quantized per 256 values (xg), a row every xg_stride(K) bytes: the signed q in
    the row's order, then D of each group (float), then Σq of each block as int16 (8 a group, for Q4_K's mins), then
-   −32·Σq of each half block as int32 (16 a group, half h of block j at 2j + h: Q6_K's offset, XG6_NS). */
-static inline int64_t xg_stride(int64_t K) { return ((QKK + 84) * (K / QKK) + 63) / 64 * 64; }
+   Q6_K's offsets (XG6_NS) as int32, 32 a group: at 4j + 2h + e, −32·Σq of the values 16h + 4e .. + 3 and
+   16h + 8 + 4e .. + 3 of block j (a packed lane's 8 values: quant_packed.h). */
+static inline int64_t xg_stride(int64_t K) { return ((QKK + 148) * (K / QKK) + 63) / 64 * 64; }
+
+/* A group's Q6_K offsets from its q in order (256 bytes at q) to ns (32 int32): the sums of 4 values (dwords d), then
+   lane (h, e) of block j, at 4j + 2h + e, is −32·(d[8j + 4h + e] + d[8j + 4h + 2 + e]) */
+static inline void xg6_offsets(const uint8_t *q, uint8_t *ns) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i pick = _mm512_set_epi32(29, 28, 25, 24, 21, 20, 17, 16, 13, 12, 9, 8, 5, 4, 1, 0);
+    __m512i h[4];
+    for (int k = 0; k < 4; ++k) {   /* blocks 2k, 2k + 1: in each 128-bit lane (a, b, c, d) → (a + c, b + d, ..) */
+        const __m512i d = dot4(_mm512_setzero_si512(), ones, _mm512_loadu_si512(q + 64 * k));
+        h[k] = _mm512_add_epi32(d, _mm512_shuffle_epi32(d, _MM_PERM_BADC));
+    }
+    for (int k = 0; k < 2; ++k) {
+        const __m512i s = _mm512_permutex2var_epi32(h[2 * k], pick, h[2 * k + 1]);
+        _mm512_storeu_si512(ns + 64 * k, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(s, 5)));
+    }
+}
+
+/* A group's Σq per block (int16, 8) and Q6_K offsets (xg6_offsets) from its q in order (256 bytes at q) */
+static inline void xg_sums(const uint8_t *q, uint8_t *bs, uint8_t *ns) {
+    xg6_offsets(q, ns);
+    const __m512i ones = _mm512_set1_epi8(1);
+    int16_t sums[8];
+    for (int k = 0; k < 4; ++k) {   /* blocks 2k, 2k + 1: 8 dwords of 4 values each */
+        const __m512i d = dot4(_mm512_setzero_si512(), ones, _mm512_loadu_si512(q + 64 * k));
+        sums[2 * k] = (int16_t)_mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0x00FF, d));
+        sums[2 * k + 1] = (int16_t)_mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0xFF00, d));
+    }
+    memcpy(bs, sums, 16);
+}
+
+/* One row's group g of 256 values quantized straight into xg (its q, D, Σq per block, Q6_K's offsets):
+   quantize_group_simd's arithmetic with one scale for the group, so the same q and D, bit for bit (a NaN or an
+   infinity in the group: D NaN, q 0) */
+static inline void xg_group(const float *x, uint8_t *o, int64_t G, int64_t g) {
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff);
+    __m512 v[16];
+    __m512i m = _mm512_setzero_si512();
+    for (int i = 0; i < 16; ++i) {
+        v[i] = _mm512_loadu_ps(x + 16 * i);
+        m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(v[i]), absmask));
+    }
+    const uint32_t top = _mm512_reduce_max_epu32(m);
+    const int bad = top >= 0x7f800000u;
+    float amax;
+    memcpy(&amax, &top, 4);
+    const float d = bad ? NAN : amax / 127.0f;
+    const __m512 id = _mm512_set1_ps(inverse_scale(d, bad)), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    const __mmask16 keep = bad ? 0 : 0xFFFF;
+    uint8_t *q = o + QKK * g;
+    for (int i = 0; i < 16; ++i) {
+        const __m512i n = _mm512_maskz_cvtps_epi32(keep, _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v[i], id), lo), hi));
+        _mm_storeu_si128((__m128i *)(q + 16 * i), _mm512_cvtsepi32_epi8(n));
+    }
+    memcpy(o + QKK * G + 4 * g, &d, 4);
+    xg_sums(q, o + (QKK + 4) * G + 16 * g, o + XG6_NS(G) + 4 * 32 * g);
+}
+
+/* M rows of X (K a multiple of 256) quantized straight into xg (a call whose grouped weights are all packed) */
+static void xg_from_x(const float *x, int64_t M, int64_t K, uint8_t *xg, int threads) {
+    const int64_t G = K / QKK;
+#pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
+    for (int64_t m = 0; m < M; ++m)
+        for (int64_t g = 0; g < G; ++g) xg_group(x + m * K + g * QKK, xg + m * xg_stride(K), G, g);
+}
 
 static void xg_from_xk(const uint8_t *xk, int64_t M, int64_t K, uint8_t *xg, int threads) {
     const int64_t G = K / QKK;
@@ -31,15 +96,7 @@ static void xg_from_xk(const uint8_t *xk, int64_t M, int64_t K, uint8_t *xg, int
             const uint8_t *xgr = xr + g * XG;
             for (int j = 0; j < 8; ++j) block_q(xgr, j, o + QKK * g + QK * j);
             memcpy(o + QKK * G + 4 * g, xgr + XG_DX, 4);
-            for (int j = 0; j < 8; ++j) {   /* ns holds −16·Σq of half h at lane 8h + j */
-                int16_t n0, n1;
-                memcpy(&n0, xgr + XG_NS + 2 * j, 2);
-                memcpy(&n1, xgr + XG_NS + 2 * (8 + j), 2);
-                const int16_t q = (int16_t)(-((int32_t)n0 + n1) / 16);
-                memcpy(o + (QKK + 4) * G + 16 * g + 2 * j, &q, 2);
-                const int32_t h2[2] = {2 * (int32_t)n0, 2 * (int32_t)n1};
-                memcpy(o + XG6_NS(G) + 4 * (16 * g + 2 * j), h2, 8);
-            }
+            xg_sums(o + QKK * g, o + (QKK + 4) * G + 16 * g, o + XG6_NS(G) + 4 * 32 * g);
         }
     }
 }

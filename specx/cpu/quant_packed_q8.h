@@ -31,6 +31,18 @@ static inline __attribute__((always_inline)) __m512i dot2w(__m512i acc, __m512i 
 #endif
 }
 
+/* a dword lane's scale (−128..255) in both of its 16-bit halves: dpwssd's operand against a `packs` of half sums */
+static inline __attribute__((always_inline)) __m512i pair16(__m512i s32) {
+    return _mm512_or_si512(_mm512_and_si512(s32, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(s32, 16));
+}
+
+/* The rows' lanes of a packed vector (quant_packed.h's pair_lane) in the rows' order: lane o of the result holds lane
+   pair_lane(o) + e of lo (o % 4 < 2) or hi (the low- and the high-nibble rows' vectors) */
+static inline __attribute__((always_inline)) __m512i unpair(__m512i lo, __m512i hi, int e) {
+    const __m512i at = _mm512_set_epi32(30, 28, 14, 12, 26, 24, 10, 8, 22, 20, 6, 4, 18, 16, 2, 0);
+    return _mm512_permutex2var_epi32(lo, _mm512_add_epi32(at, _mm512_set1_epi32(e)), hi);
+}
+
 /* Q4_K's mins of a tile's group as int16 pairs against the activations' block sums: lane o of pair p holds
    (m_2p, m_2p+1) of row o (KIND_G's M); min_sum is one activation row's M, its Σq of the group's 8 blocks (int16)
    at bs */
@@ -61,7 +73,8 @@ static inline __attribute__((always_inline)) void sweep_prefetch(const uint8_t *
 }
 
 /* R rows of X quantized per 256 values in the Q4_K kernel's order (xg, a row every xstride bytes: xg_from_xk)
-   against one Q4_K tile: y[r·ldy + o] for its 16 outputs, KIND_G's arithmetic (quant.c) in each lane. `next`:
+   against one Q4_K tile: y[r·ldy + o] for its 16 outputs, KIND_G's arithmetic (quant.c) in each lane (a block's
+   scaled sum sc·(half 0 + half 1) is one dpwssd on the packed halves: quant_packed.h says why). `next`:
    the tile read after this one (0: none), brought into L2 in order, an eighth of a group per step: part of how
    this layout is read, so it does not follow the timed prefetching choice. That choice decides the L1 requests:
    the values a step reads are asked for prefetch_bytes ahead, or not at all where prefetching is off. */
@@ -85,7 +98,7 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
             sweep_prefetch(v, 256, ahead, next ? next + g * PACK_GROUP_Q4 + j * step : 0, step);
             __m128i scb;
             packed_ints(grp, j, &scb, &mins[j]);
-            const __m512i sc = _mm512_cvtepu8_epi32(scb);
+            const __m512i sc = pair16(_mm512_cvtepu8_epi32(scb));
             __m512i w0[4], w1[4];
 #pragma GCC unroll 4
             for (int c = 0; c < 4; ++c) {
@@ -98,11 +111,12 @@ static inline __attribute__((always_inline)) void packed_tile(const int R, const
                 const uint8_t *xb = xg + r * xstride + QKK * g + QK * j;
                 __m512i t0 = _mm512_setzero_si512(), t1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
-                for (int c = 0; c < 4; ++c) {   /* q of values 4c.. (low nibbles) and 16 + 4c.. (high) of block j */
-                    t0 = dot4(t0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
-                    t1 = dot4(t1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
-                }
-                S[r] = _mm512_add_epi32(S[r], _mm512_mullo_epi32(_mm512_add_epi32(t0, t1), sc));
+                for (int c = 0; c < 4; ++c) {   /* values 8c.. (even lanes) and 8c + 4.. (odd), both rows of a lane */
+                    const __m512i xv = _mm512_set1_epi64((long long)rd64(xb + 8 * c));
+                    t0 = dot4(t0, w0[c], xv);
+                    t1 = dot4(t1, w1[c], xv);
+                }   /* a lane's sum: 16 values of q ≤ 15 times |x| ≤ 127, in 16 bits */
+                S[r] = dot2w(S[r], _mm512_packs_epi32(t0, t1), sc);
             }
         }
         __m512i mp[4];
@@ -137,9 +151,11 @@ static inline __attribute__((always_inline)) void store_kind_s(const int R, __m5
 
 /* The per-32 kernels' R rows against one decoded block (w0, w1: its halves' values, unsigned) at step `at` of the
    packed activations (xp), kind S: each half's exact sum starts at the row's offset term, xp's −32·Σq divided by
-   `per` (1: Q6_K's weights q − 32; 4: Q4_0's q − 8, exact), then acc_h = fma(sum, a_h·dx, acc_h). */
+   `per` (1: Q6_K's weights q − 32; 4: Q4_0's q − 8, exact), then acc_h = fma(sum, a_h·dx, acc_h). Q4_0's w0, w1
+   are a block's halves in lane o (row o); Q6_K's (`paired`) the low- and high-nibble rows' vectors in quant_packed.h's
+   pair_lane order, vector c holding values 8c.. and 8c + 4.., whose lanes' sums are put back in the rows' order. */
 static inline __attribute__((always_inline)) void kind_s_rows(const int R, const __m512i *w0, const __m512i *w1,
-                                                              __m512 a0, __m512 a1, const int per,
+                                                              __m512 a0, __m512 a1, const int per, const int paired,
                                                               const uint8_t *xp, int64_t xstride, int64_t G,
                                                               int64_t at, __m512 *acc0, __m512 *acc1) {
 #pragma GCC unroll 9
@@ -148,10 +164,26 @@ static inline __attribute__((always_inline)) void kind_s_rows(const int R, const
         const float *dx = (const float *)(xr + 32 * 8 * G);
         const int32_t *ns = (const int32_t *)(dx + 16 * G);
         __m512i s0 = _mm512_set1_epi32(ns[2 * at] / per), s1 = _mm512_set1_epi32(ns[2 * at + 1] / per);
+        if (paired) {
+            __m512i t[2][2];
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+                t[h][0] = t[h][1] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+                for (int k = 0; k < 2; ++k) {
+                    const __m512i xv = _mm512_set1_epi64((long long)rd64(xb + 16 * h + 8 * k));
+                    t[h][0] = dot4(t[h][0], w0[2 * h + k], xv);
+                    t[h][1] = dot4(t[h][1], w1[2 * h + k], xv);
+                }
+            }
+            s0 = _mm512_add_epi32(s0, _mm512_add_epi32(unpair(t[0][0], t[0][1], 0), unpair(t[0][0], t[0][1], 1)));
+            s1 = _mm512_add_epi32(s1, _mm512_add_epi32(unpair(t[1][0], t[1][1], 0), unpair(t[1][0], t[1][1], 1)));
+        } else {
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-            s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
-            s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+            for (int c = 0; c < 4; ++c) {
+                s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
+                s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+            }
         }
         const __m512 x = _mm512_set1_ps(dx[at]);
         acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_mul_ps(a0, x), acc0[r]);
@@ -159,7 +191,7 @@ static inline __attribute__((always_inline)) void kind_s_rows(const int R, const
     }
 }
 
-/* its 6-bit values q (0..63): lane o byte 4c + e of w0[c] is value 4c + e of row o's block, of w1[c] value 16 + 4c + e */
+/* its 6-bit values q (0..63): w0[c] the low-nibble rows' (quant_packed.h's pair_lane order), w1[c] the high-nibble rows' */
 static inline __attribute__((always_inline)) void q6_values(const uint8_t *v, __m512i *w0, __m512i *w1) {
     const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
     const __m512i h0 = _mm512_loadu_si512(v + 256), h1 = _mm512_loadu_si512(v + 320);
@@ -199,7 +231,7 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
                                                    _mm_loadu_si128((const __m128i *)(sc + 32 + 16 * (2 * j + 1))))));
             __m512i w0[4], w1[4];
             q6_values(v, w0, w1);
-            kind_s_rows(R, w0, w1, a0, a1, 1, xp, xstride, G, j * G + g, acc0, acc1);
+            kind_s_rows(R, w0, w1, a0, a1, 1, 1, xp, xstride, G, j * G + g, acc0, acc1);
         }
 #pragma GCC unroll 9
         for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r];
@@ -235,7 +267,7 @@ static inline __attribute__((always_inline)) void packed_tile_q40(const int R, c
                 w0[c] = _mm512_and_si512(q, nib);
                 w1[c] = _mm512_and_si512(_mm512_srli_epi16(q, 4), nib);
             }
-            kind_s_rows(R, w0, w1, d, d, 4, xp, xstride, G, j * G + g, acc0, acc1);   /* t = d·dx for both halves */
+            kind_s_rows(R, w0, w1, d, d, 4, 0, xp, xstride, G, j * G + g, acc0, acc1);   /* t = d·dx for both halves */
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) sums[r][j] = acc0[r], sums[r][8 + j] = acc1[r];
@@ -245,8 +277,9 @@ static inline __attribute__((always_inline)) void packed_tile_q40(const int R, c
 
 /* R rows of X quantized per 256 values (xg, a row every xstride bytes: xg_from_xk) against one Q6_K tile, KIND_G6's
    arithmetic (quant.c) in each lane. The tile is read in its order (block-major) over spans of Q6G_SPAN groups: a
-   span's integer sums wait in memory (L1) while block j passes over its groups, each half block's sum started at
-   −32·Σq (its weights are q − 32) and scaled by its 8-bit scale as integers; then each group of the span takes its
+   span's integer sums wait in memory (L1) while block j passes over its groups, each half block's sum (two lanes of
+   8 values, each started at −32·Σq of its values: the weights are q − 32) scaled by its 8-bit scale as integers
+   (one dpwssd on the packed lanes, as for Q4_K); then each group of the span takes its
    one fma, in order. Reading the tile group by group instead (8 streams of 384 bytes) made one row from memory 1.2×
    slower (benchmarks/results/2026-11-30-q6k). `next` as for the per-32 kernel. */
 #define Q6G_SPAN 16
@@ -266,21 +299,27 @@ static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, c
                 const int64_t g = g0 + i;
                 const uint8_t *v = tile + G * 288 + (j * G + g) * 384, *sc = tile + g * 288 + 32 + 32 * j;
                 sweep_prefetch(v, 384, ahead, next ? next + (j * G + g) * Q6_STEP : 0, Q6_STEP);
-                const __m512i c0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)sc));
-                const __m512i c1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16)));
+                const __m512i c0 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)sc)));
+                const __m512i c1 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16))));
                 __m512i w0[4], w1[4];
                 q6_values(v, w0, w1);
 #pragma GCC unroll 9
                 for (int r = 0; r < R; ++r) {
                     const uint8_t *xr = xg + r * xstride, *xb = xr + QKK * g + QK * j;
-                    const int32_t *ns = (const int32_t *)(xr + XG6_NS(G)) + 16 * g + 2 * j;
-                    __m512i s0 = _mm512_set1_epi32(ns[0]), s1 = _mm512_set1_epi32(ns[1]);
-#pragma GCC unroll 4
-                    for (int c = 0; c < 4; ++c) {
-                        s0 = dot4(s0, w0[c], _mm512_set1_epi32((int)rd32(xb + 4 * c)));
-                        s1 = dot4(s1, w1[c], _mm512_set1_epi32((int)rd32(xb + 16 + 4 * c)));
+                    const uint8_t *ns = xr + XG6_NS(G) + 4 * (32 * g + 4 * j);
+                    __m512i t = _mm512_setzero_si512();
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; ++h) {   /* a lane's sum starts at −32·Σq of its 8 values: |sum| ≤ 8·32·127 */
+                        const __m512i n = _mm512_set1_epi64((long long)rd64(ns + 8 * h));
+                        __m512i t0 = n, t1 = n;
+#pragma GCC unroll 2
+                        for (int k = 0; k < 2; ++k) {
+                            const __m512i xv = _mm512_set1_epi64((long long)rd64(xb + 16 * h + 8 * k));
+                            t0 = dot4(t0, w0[2 * h + k], xv);
+                            t1 = dot4(t1, w1[2 * h + k], xv);
+                        }
+                        t = dot2w(t, _mm512_packs_epi32(t0, t1), h ? c1 : c0);
                     }
-                    const __m512i t = _mm512_add_epi32(_mm512_mullo_epi32(s0, c0), _mm512_mullo_epi32(s1, c1));
                     S[r][i] = j ? _mm512_add_epi32(S[r][i], t) : t;
                 }
             }

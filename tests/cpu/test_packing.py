@@ -34,6 +34,50 @@ def packed(w: QWeight) -> QWeight:
     return packing.pack(quant._default(), w, np.empty(w.nbytes, np.uint8))
 
 
+@needs_packed_kernel
+@pytest.mark.parametrize("name, fill", [("Q4_K", 0xFF), ("Q6_K", 0x00), ("Q6_K", 0xFF)])
+def test_a_packed_lanes_largest_sums_are_exact(name, fill):
+    """A packed Q4_K or Q6_K lane's sum over its values is held in 16 bits (quant_packed.h): at the largest weights
+    (Q4_K q = 15; Q6_K q − 32 = −32 and 31) against activations at ±127 (constant rows, and signs alternating every 4
+    and every 8 values) the packed kernels still give the file layout's bits and quant_ref's, AMX's rows included."""
+    rng = np.random.default_rng(9)
+    w = quant_ref.random_weight(name, 32, 512, rng, extreme=False)
+    blocks = w.data.reshape(-1, 144 if name == "Q4_K" else 210).copy()
+    if name == "Q4_K":   # the values: Q4_K's qs, Q6_K's ql and qh
+        blocks[:, 16:144] = fill
+    else:
+        blocks[:, 0:192] = fill
+    w = QWeight(w.type, blocks.reshape(-1), w.rows, w.cols)
+    p, lib = packed(w), quant._default()
+    signs = [np.ones(512), -np.ones(512), np.repeat([1.0, -1.0], 4)[np.arange(512) % 8],
+             np.repeat([1.0, -1.0], 8)[np.arange(512) % 16]]
+    for m in (1, 5, 40):
+        x = torch.from_numpy(np.stack([signs[i % 4] for i in range(m)]).astype(np.float32))
+        for groups in (True,) if name == "Q4_K" else (False, True):
+            want = lib.matmul(x, [w], "q8", groups=groups).numpy()
+            assert np.array_equal(want, quant_ref.reference_q8(x.numpy(), [w], groups))
+            assert np.array_equal(lib.matmul(x, [p], "q8", groups=groups).numpy(), want), (m, groups)
+
+
+@needs_packed_kernel
+def test_packed_activations_are_the_same_quantized_straight_or_from_the_files_layout():
+    """A call whose per-256 weights are all packed quantizes X straight into the packed activations; one that also
+    holds an unpacked one (24 rows: no whole tiles) makes them from the file layout's quantized rows. Both give
+    each matrix's results alone, NaN rows included."""
+    rng = np.random.default_rng(11)
+    a, b = (quant_ref.random_weight(n, 32, 1536, rng) for n in ("Q4_K", "Q6_K"))
+    odd = quant_ref.random_weight("Q4_K", 24, 1536, rng)
+    lib = quant._default()
+    for m in (1, 5, 40):
+        x = torch.from_numpy(rng.standard_normal((m, 1536)).astype(np.float32))
+        x[m // 2, 100] = float("nan")
+        alone = [lib.matmul(x, [w], "q8").numpy() for w in (a, b, odd)]
+        straight = lib.matmul(x, [packed(a), packed(b)], "q8").numpy()
+        mixed = lib.matmul(x, [packed(a), odd, packed(b)], "q8").numpy()
+        assert np.array_equal(straight, np.concatenate([alone[0], alone[1]], 1), equal_nan=True), m
+        assert np.array_equal(mixed, np.concatenate([alone[0], alone[2], alone[1]], 1), equal_nan=True), m
+
+
 @needs_kernels
 @pytest.mark.parametrize("name, rows, cols", CASES)
 def test_packing_in_c_then_unpacking_in_numpy_gives_back_the_files_bytes(name, rows, cols):
