@@ -193,15 +193,15 @@ static inline __attribute__((always_inline)) void kind_s_rows(const int R, const
 
 /* its 6-bit values q (0..63): w0[c] the low-nibble rows' (quant_packed.h's pair_lane order), w1[c] the high-nibble rows' */
 static inline __attribute__((always_inline)) void q6_values(const uint8_t *v, __m512i *w0, __m512i *w1) {
-    const __m512i nib = _mm512_set1_epi8(15), two = _mm512_set1_epi8(3);
+    const __m512i hb = _mm512_set1_epi8(0x30);
     const __m512i h0 = _mm512_loadu_si512(v + 256), h1 = _mm512_loadu_si512(v + 320);
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < 4; ++c) {   /* the high 2 bits (at 2c) moved to bits 4-5, alone; then bits 0-3 from the nibble */
         const __m512i q = _mm512_loadu_si512(v + 64 * c);
-        w0[c] = _mm512_or_si512(_mm512_and_si512(q, nib),
-                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h0, 2 * c), two), 4));
-        w1[c] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), nib),
-                                _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h1, 2 * c), two), 4));
+        const __m512i t0 = c < 2 ? _mm512_slli_epi16(h0, 4 - 2 * c) : c == 2 ? h0 : _mm512_srli_epi16(h0, 2);
+        const __m512i t1 = c < 2 ? _mm512_slli_epi16(h1, 4 - 2 * c) : c == 2 ? h1 : _mm512_srli_epi16(h1, 2);
+        w0[c] = _mm512_ternarylogic_epi32(_mm512_and_si512(t0, hb), q, _mm512_set1_epi8(15), 0xF8);   /* a | (b & c) */
+        w1[c] = _mm512_ternarylogic_epi32(_mm512_and_si512(t1, hb), _mm512_srli_epi16(q, 4), _mm512_set1_epi8(15), 0xF8);
     }
 }
 
