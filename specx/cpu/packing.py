@@ -86,9 +86,9 @@ def _unpack_q40(w: QWeight) -> QWeight:
 
 def _unpack_q6(w: QWeight) -> QWeight:
     groups, tiles = w.cols // 256, w.rows // PACK_ROWS
-    t = w.data.reshape(tiles, groups * 3360)
-    scales = t[:, :groups * 288].reshape(tiles, groups, 288)
-    vals = t[:, groups * 288:].reshape(tiles, 8, groups, 384)                        # j g
+    t = w.data.reshape(tiles, groups, 3360)                                           # group-major
+    scales = t[..., :288]
+    vals = t[..., 288:].reshape(tiles, groups, 8, 384).transpose(0, 2, 1, 3)          # j g
     out = np.empty((tiles, PACK_ROWS, groups, 210), np.uint8)
     out[..., 208:210] = scales[:, :, 0:32].reshape(tiles, groups, PACK_ROWS, 2).transpose(0, 2, 1, 3)
     out[..., 192:208] = scales[:, :, 32:].reshape(tiles, groups, 16, PACK_ROWS).transpose(0, 3, 1, 2)

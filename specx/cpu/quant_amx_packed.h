@@ -82,15 +82,15 @@ static void amxp_decode(int type, const uint8_t *tile, int64_t G, uint8_t *dst) 
             _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)grp)));
             _mm512_store_ps(d + 16, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(grp + 32))));
         } else {
-            const uint8_t *sc = tile + g * 288 + 32;
+            const uint8_t *sc = tile + g * PACK_GROUP_Q6 + 32;
             for (int j = 0; j < 8; ++j) {
                 __m512i w0[4], w1[4];
-                q6_values(tile + G * 288 + (j * G + g) * 384, w0, w1);
+                q6_values(tile + g * PACK_GROUP_Q6 + 288 + j * 384, w0, w1);
                 const __m512i s0 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32 * j))));
                 const __m512i s1 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32 * j + 16))));
                 amxp_block(dg, j, w0, w1, s0, s1, 32);   /* Q6_K: q − 32 */
             }
-            _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + g * 288))));
+            _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + g * PACK_GROUP_Q6))));
         }
     }
 }

@@ -1,9 +1,9 @@
 /* quant.c's packed Q4_K, Q4_0 and Q6_K (T_Q4_K_P16, T_Q4_0_P16, T_Q6_K_P16), included by it in this place: the
    layouts, their packing and unpacking (every build). The AVX-512 build's q8 kernels on them (quant_packed_q8.h, the
    only kernels that read them; cpu/packing.py packs only for those) and its driver (quant_packed_driver.h) follow.
-   Q4_K is described here; Q4_0's and Q6_K's tiles (their own layouts below) are block-major, swept a block position
-   at a time over the groups with 16 float running sums (their kind S arithmetic: q8 per 32 values), or for Q6_K
-   with a span of groups' integer sums in memory (KIND_G6: q8 with groups, T_Q6_K_PG).
+   Q4_K is described here; Q6_K's tile is group-major too, with Q4_K's lanes (KIND_G6: q8 with groups, T_Q6_K_PG;
+   per 32 values, kind S, its block j is swept over the groups with 16 float running sums); Q4_0's is block-major,
+   swept a block position at a time over the groups (kind S).
 
    Why: the q8 kernels keep one weight row's group of 256 values across a vector (lane 8h + j = half h of block j)
    and decode it once for the call's rows; that decoding (nibbles, the 6-bit scales and mins) costs a Q4_K group
@@ -31,6 +31,7 @@
    (without that one row streamed 10-20% slower than the file's layout: benchmarks/experiments/2026-11-30-packed). */
 #define PACK_ROWS 16   /* weight rows a tile holds: the lanes of a 512-bit vector of float32 */
 #define PACK_GROUP_Q4 (9 * 256)   /* a packed Q4_K group of 16 rows: 256 bytes of scales, 8 blocks of 256 */
+#define PACK_GROUP_Q6 (288 + 8 * 384)   /* a packed Q6_K group of 16 rows: 288 bytes of scales, 8 blocks of 384 */
 #define XG6_NS(G) ((QKK + 20) * (G))   /* where xg's Q6_K offsets (−32·Σq per packed lane) start (xg_stride) */
 
 /* Row o (0..15) of a Q4_K or Q6_K tile shares lane pair_lane(o) + e with row o ± 2: rows 4k, 4k + 1 in the low
@@ -126,19 +127,19 @@ static inline void q6_put(uint8_t *b, int j, int p, int q) {   /* into zeroed ql
     b[128 + 32 * n + p] |= (uint8_t)((q >> 4) << (2 * quarter));
 }
 
-/* Q6_K's packed tile: per group 288 bytes of scales (d of the 16 rows as f16, then scale i of row o at
-   32 + 16·i + o), then per block j and group g 384 bytes: 4 vectors c holding the low 4 bits of row o's values
+/* Q6_K's packed tile: group-major, group g at g × PACK_GROUP_Q6 bytes: 288 bytes of scales (d of the 16 rows as
+   f16, then scale i of row o at 32 + 16·i + o), then per block j 384 bytes: 4 vectors c holding the low 4 bits of row o's values
    8c + 4e .. 8c + 4e + 3 in bytes 0..3 of lane pair_lane(o) + e, nibble pair_shift(o) (Q4_K's order), then 2
    vectors, one for the rows of low nibbles and one for those of high nibbles, whose lane pair_lane(o) + e byte k
    holds the high 2 bits of value 8c + 4e + k at bits 2c. The same 16 × 210 bytes a group as the file. */
 static void unpack_group_q6(const uint8_t *tile, int64_t G, int64_t g, int o, uint8_t *b) {
-    const uint8_t *s = tile + g * 288;
+    const uint8_t *s = tile + g * PACK_GROUP_Q6;
     const int lane = pair_lane(o), high = pair_shift(o) / 4;
     memset(b, 0, 192);
     for (int i = 0; i < 16; ++i) b[192 + i] = s[32 + 16 * i + o];
     memcpy(b + 208, s + 2 * o, 2);
     for (int j = 0; j < 8; ++j) {
-        const uint8_t *v = tile + G * 288 + (j * G + g) * 384;
+        const uint8_t *v = s + 288 + j * 384;
         for (int c = 0; c < 4; ++c)
             for (int e = 0; e < 2; ++e)
                 for (int k = 0; k < 4; ++k) {
@@ -159,7 +160,7 @@ int spx_pack_q6k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
         for (int o = 0; o < PACK_ROWS; ++o)
             for (int64_t g = 0; g < G; ++g) {
                 const uint8_t *b = src + ((t * PACK_ROWS + o) * G + g) * 210;
-                uint8_t *s = tile + g * 288;
+                uint8_t *s = tile + g * PACK_GROUP_Q6;
                 memcpy(s + 2 * o, b + 208, 2);
                 for (int i = 0; i < 16; ++i) s[32 + 16 * i + o] = b[192 + i];
             }
@@ -169,7 +170,7 @@ int spx_pack_q6k(const uint8_t *src, int64_t rows, int64_t K, uint8_t *dst) {
                 const uint8_t *rb[2] = {src + ((t * PACK_ROWS + o) * G + g) * 210, src + ((t * PACK_ROWS + o + 2) * G + g) * 210};
                 for (int j = 0; j < 8; ++j) {   /* those fields, 4 values at once */
                     const int n = j / 4, quarter = j % 4, sh = 4 * (quarter >> 1);
-                    uint8_t *v = tile + G * 288 + (j * G + g) * 384;
+                    uint8_t *v = tile + g * PACK_GROUP_Q6 + 288 + j * 384;
                     for (int c = 0; c < 4; ++c)
                         for (int e = 0; e < 2; ++e) {
                             const int p = 8 * c + 4 * e, at = 4 * (pair_lane(o) + e);

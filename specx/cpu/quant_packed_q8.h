@@ -147,7 +147,7 @@ static inline __attribute__((always_inline)) void store_kind_s(const int R, __m5
     }
 }
 
-#define Q6_STEP (PACK_ROWS * 210 / 8)   /* the next Q6_K tile's bytes brought into L2 a step: a block's share */
+#define Q6_STEP (PACK_GROUP_Q6 / 8)   /* the next Q6_K tile's bytes brought into L2 a step: a block's share of a group */
 
 /* The per-32 kernels' R rows against one decoded block (w0, w1: its halves' values, unsigned) at step `at` of the
    packed activations (xp), kind S: each half's exact sum starts at the row's offset term, xp's −32·Σq divided by
@@ -220,9 +220,8 @@ static inline __attribute__((always_inline)) void packed_tile_q6(const int R, co
         __m512 acc0[PACK_RMAX], acc1[PACK_RMAX];
 #pragma GCC unroll 9
         for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
-        const uint8_t *vals = tile + G * 288 + j * G * 384;
         for (int64_t g = 0; g < G; ++g) {
-            const uint8_t *v = vals + g * 384, *sc = tile + g * 288;
+            const uint8_t *sc = tile + g * PACK_GROUP_Q6, *v = sc + 288 + j * 384;
             sweep_prefetch(v, 384, ahead, next ? next + (j * G + g) * Q6_STEP : 0, Q6_STEP);
             const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)sc));
             const __m512 a0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
@@ -275,61 +274,54 @@ static inline __attribute__((always_inline)) void packed_tile_q40(const int R, c
     store_kind_s(R, sums, y, ldy);
 }
 
-/* R rows of X quantized per 256 values (xg, a row every xstride bytes: xg_from_xk) against one Q6_K tile, KIND_G6's
-   arithmetic (quant.c) in each lane. The tile is read in its order (block-major) over spans of Q6G_SPAN groups: a
-   span's integer sums wait in memory (L1) while block j passes over its groups, each half block's sum (two lanes of
+/* R rows of X quantized per 256 values (xg, a row every xstride bytes: xg_from_x) against one Q6_K tile, KIND_G6's
+   arithmetic (quant.c) in each lane: the tile read in order, group by group, each half block's sum (two lanes of
    8 values, each started at −32·Σq of its values: the weights are q − 32) scaled by its 8-bit scale as integers
-   (one dpwssd on the packed lanes, as for Q4_K); then each group of the span takes its
-   one fma, in order. Reading the tile group by group instead (8 streams of 384 bytes) made one row from memory 1.2×
-   slower (benchmarks/results/2026-11-30-q6k). `next` as for the per-32 kernel. */
-#define Q6G_SPAN 16
+   (one dpwssd on the packed lanes, as for Q4_K) into the group's integer, then the group's one fma. `next` as for
+   Q4_K. */
 static inline __attribute__((always_inline)) void packed_tile_q6g(const int R, const uint8_t *tile, int64_t G,
                                                                   const uint8_t *next, const uint8_t *xg,
                                                                   int64_t xstride, float *y, int64_t ldy) {
     __m512 acc[PACK_RMAX];
-    __m512i S[PACK_RMAX][Q6G_SPAN];
     const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED);
 #pragma GCC unroll 9
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-    for (int64_t g0 = 0; g0 < G; g0 += Q6G_SPAN) {
-        const int n = G - g0 < Q6G_SPAN ? (int)(G - g0) : Q6G_SPAN;
-#pragma GCC unroll 1
-        for (int j = 0; j < 8; ++j)
-            for (int i = 0; i < n; ++i) {
-                const int64_t g = g0 + i;
-                const uint8_t *v = tile + G * 288 + (j * G + g) * 384, *sc = tile + g * 288 + 32 + 32 * j;
-                sweep_prefetch(v, 384, ahead, next ? next + (j * G + g) * Q6_STEP : 0, Q6_STEP);
-                const __m512i c0 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)sc)));
-                const __m512i c1 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16))));
-                __m512i w0[4], w1[4];
-                q6_values(v, w0, w1);
+    for (int64_t g = 0; g < G; ++g) {
+        const uint8_t *grp = tile + g * PACK_GROUP_Q6;
+        __m512i S[PACK_RMAX];
 #pragma GCC unroll 9
-                for (int r = 0; r < R; ++r) {
-                    const uint8_t *xr = xg + r * xstride, *xb = xr + QKK * g + QK * j;
-                    const uint8_t *ns = xr + XG6_NS(G) + 4 * (32 * g + 4 * j);
-                    __m512i t = _mm512_setzero_si512();
-#pragma GCC unroll 2
-                    for (int h = 0; h < 2; ++h) {   /* a lane's sum starts at −32·Σq of its 8 values: |sum| ≤ 8·32·127 */
-                        const __m512i n = _mm512_set1_epi64((long long)rd64(ns + 8 * h));
-                        __m512i t0 = n, t1 = n;
-#pragma GCC unroll 2
-                        for (int k = 0; k < 2; ++k) {
-                            const __m512i xv = _mm512_set1_epi64((long long)rd64(xb + 16 * h + 8 * k));
-                            t0 = dot4(t0, w0[2 * h + k], xv);
-                            t1 = dot4(t1, w1[2 * h + k], xv);
-                        }
-                        t = dot2w(t, _mm512_packs_epi32(t0, t1), h ? c1 : c0);
-                    }
-                    S[r][i] = j ? _mm512_add_epi32(S[r][i], t) : t;
-                }
-            }
-        for (int i = 0; i < n; ++i) {
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + (g0 + i) * 288)));
+        for (int r = 0; r < R; ++r) S[r] = _mm512_setzero_si512();
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t *v = grp + 288 + j * 384, *sc = grp + 32 + 32 * j;
+            sweep_prefetch(v, 384, ahead, next ? next + g * PACK_GROUP_Q6 + j * Q6_STEP : 0, Q6_STEP);
+            const __m512i c0 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)sc)));
+            const __m512i c1 = pair16(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16))));
+            __m512i w0[4], w1[4];
+            q6_values(v, w0, w1);
 #pragma GCC unroll 9
             for (int r = 0; r < R; ++r) {
-                const __m512 D = _mm512_set1_ps(((const float *)(xg + r * xstride + QKK * G))[g0 + i]);
-                acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r][i]), _mm512_mul_ps(d, D), acc[r]);
+                const uint8_t *xr = xg + r * xstride, *xb = xr + QKK * g + QK * j;
+                const uint8_t *ns = xr + XG6_NS(G) + 4 * (32 * g + 4 * j);
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; ++h) {   /* a lane's sum starts at −32·Σq of its 8 values: |sum| ≤ 8·32·127 */
+                    const __m512i n = _mm512_set1_epi64((long long)rd64(ns + 8 * h));
+                    __m512i t0 = n, t1 = n;
+#pragma GCC unroll 2
+                    for (int k = 0; k < 2; ++k) {
+                        const __m512i xv = _mm512_set1_epi64((long long)rd64(xb + 16 * h + 8 * k));
+                        t0 = dot4(t0, w0[2 * h + k], xv);
+                        t1 = dot4(t1, w1[2 * h + k], xv);
+                    }
+                    S[r] = dot2w(S[r], _mm512_packs_epi32(t0, t1), h ? c1 : c0);
+                }
             }
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)grp));
+#pragma GCC unroll 9
+        for (int r = 0; r < R; ++r) {
+            const __m512 D = _mm512_set1_ps(((const float *)(xg + r * xstride + QKK * G))[g]);
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[r]), _mm512_mul_ps(d, D), acc[r]);
         }
     }
 #pragma GCC unroll 9
