@@ -32,8 +32,8 @@ static inline __attribute__((always_inline)) __m512i dot2w(__m512i acc, __m512i 
 }
 
 /* a dword lane's scale (−128..255) in both of its 16-bit halves: dpwssd's operand against a `packs` of half sums */
-static inline __attribute__((always_inline)) __m512i pair16(__m512i s32) {
-    return _mm512_or_si512(_mm512_and_si512(s32, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(s32, 16));
+static inline __attribute__((always_inline)) __m512i pair16(__m512i s32) {   /* each dword's low 16 bits twice */
+    return _mm512_shuffle_epi8(s32, _mm512_broadcast_i32x4(_mm_setr_epi32(0x01000100, 0x05040504, 0x09080908, 0x0D0C0D0C)));
 }
 
 /* The rows' lanes of a packed vector (quant_packed.h's pair_lane) in the rows' order: lane o of the result holds lane
