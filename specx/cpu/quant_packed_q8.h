@@ -206,9 +206,9 @@ static inline __attribute__((always_inline)) void q6_values(const uint8_t *v, __
 }
 
 /* R rows of X quantized per 32 values in the packed order (xp, a row every xstride bytes: xp_from_xq) against one
-   Q6_K tile, quant.c's kind S arithmetic: block j swept over all the groups (its values in order, block-major) with
-   the rows' two half sums in registers, 16 running sums per output (acc[8h + j]) in the same order as every build,
-   then the trees. A half block's sum starts at −32·Σq (its weights are q − 32, q the 6-bit value: the same exact
+   Q6_K tile (q8 without groups: tests and benchmarks ask for it), quant.c's kind S arithmetic: block j swept over
+   all the groups with the rows' two half sums in registers (each from its lanes' two sums, put back in the rows'
+   order), 16 running sums per output (acc[8h + j]) in the same order as every build, then the trees. A half block's sum starts at −32·Σq (its weights are q − 32, q the 6-bit value: the same exact
    integer as the q8 kernels' S) and takes its own scale a = d·sc (Q6_K's scales are per 16 values); no mins.
    `next` as for Q4_K. */
 static inline __attribute__((always_inline)) void packed_tile_q6(const int R, const uint8_t *tile, int64_t G,
