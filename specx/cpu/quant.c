@@ -730,7 +730,7 @@ static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, 
 int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t *types,
                const uint8_t *const *data, const int64_t *rows, float *y, int32_t mode, int32_t threads) {
     int64_t N = 0, total = 0;
-    int quantized = 0, grouped = 0, packed = 0, packed_g = 0, unpacked_g = 0;
+    int quantized = 0, packed = 0, packed_g = 0, unpacked_g = 0;
     if (mode < MODE_F32 || mode > MODE_Q8K || nseg < 0) return 2;
     int32_t kinds[nseg > 0 ? nseg : 1];   /* the segments' types as the kernels take them (MODE_Q8K: the _G ones) */
     for (int s = 0; s < nseg; ++s) {
@@ -756,7 +756,6 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
         N += rows[s];
         total += rows[s] * (K / block_values(types[s]) * block_bytes(types[s]));
         quantized |= !is_float_type(types[s]) && !group_scaled(types[s]);
-        grouped |= group_scaled(types[s]);
         unpacked_g |= group_scaled(types[s]) && !is_packed(types[s]);
     }
     if (M <= 0 || N <= 0) return 0;
@@ -768,7 +767,7 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
         if (!xq) return 1;
     }
     /* a call whose grouped weights are all packed quantizes X straight into their layout (xg), without xk */
-    if (mode == MODE_Q8 && grouped && unpacked_g) {
+    if (mode == MODE_Q8 && unpacked_g) {
         xk = aligned_alloc(64, M * xq_stride(K));
         if (!xk) {
             free(xq);

@@ -12,7 +12,8 @@
    one widening per 16 rows, the activations are broadcast from memory, and the decoding nearly disappears
    (benchmarks/experiments/2026-11-30-packed). The arithmetic is quant.c's q8 arithmetic to the bit (Q4_K: KIND_G,
    Q6_K: kind S or KIND_G6): for each (row, output) the same exact integers, the same float steps in the same order. Only
-   where the sums live differs: each lane of a vector is one output of the tile.
+   where the sums live differs: each lane of a vector of sums is one output of the tile (Q4_K's and Q6_K's weight
+   vectors hold two rows a lane: below).
 
    Layout. A tile is 16 consecutive weight rows (a packed matrix has a multiple of 16 rows); it takes the bytes
    those rows take in the file (G groups × 16 × 144), group-major: group g at g × PACK_GROUP_Q4 bytes,
@@ -21,11 +22,11 @@
      values, 8 × 256 bytes: for block j, 4 vectors c of 64 bytes in which two rows share a lane (pair_lane):
        row o's values 8c + 4e .. 8c + 4e + 3 of block j sit in bytes 0..3 of lane pair_lane(o) + e (e = 0, 1),
        in the nibble pair_shift(o).
-   Why rows share lanes: a lane's two dword sums (e = 0, 1: 16 values each) fit 16 bits, and `packs` of the
-   low-nibble rows' sums with the high-nibble rows' lays each row's two halves side by side in its own dword, in
-   the rows' order; one `dpwssd` with the block's scales then adds sc·(half 0 + half 1) to the group's integer, the
-   sum the file layout's kernels form with a multiply of 32-bit lanes and two adds (a 5-row verify's hot pass
-   0.8× the time: benchmarks/results/2026-12-01-pairs). The activations are broadcast 8 bytes at a time, in order.
+   Why rows share lanes: a row's two sums over a block (lanes e = 0, 1: 16 values each, q ≤ 15 times |x| ≤ 127) fit
+   16 bits, and `packs` of the low-nibble rows' sums with the high-nibble rows' lays a row's two side by side in its
+   own dword, in the rows' order; one `dpwssd` with the block's scale in both halves then adds sc·(sum0 + sum1) to
+   the group's integer, which the file layout's kernels form with a multiply of 32-bit lanes and two adds (a 5-row
+   verify's hot pass 0.8× the time: benchmarks/results/2026-12-01-pairs). The activations are broadcast 8 bytes at a time, in order.
    The sweep goes group by group, each weight vector read and masked once per call and used by every row, so the
    tile is read in order; meanwhile the next tile is brought into L2 in order, an eighth of a group per step
    (without that one row streamed 10-20% slower than the file's layout: benchmarks/experiments/2026-11-30-packed). */

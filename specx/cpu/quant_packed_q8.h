@@ -1,6 +1,6 @@
 /* quant.c's AVX-512 q8 kernels on packed tiles (quant_packed.h states the layouts and why), included by it after
-   quant_packed.h: R rows of quantized activations against one tile of 16 weight rows, each lane of a vector one
-   output, the arithmetic of the file layout's kernels to the bit: Q4_K (KIND_G), Q4_0 (kind S, per 32 values),
+   quant_packed.h: R rows of quantized activations against one tile of 16 weight rows, each lane of a vector of sums
+   one output, the arithmetic of the file layout's kernels to the bit: Q4_K (KIND_G), Q4_0 (kind S, per 32 values),
    Q6_K per 32 values (kind S) or with groups (KIND_G6). quant_packed_driver.h lays out their activations and runs
    a segment's tiles. */
 #if defined(SPX_AVX512)
@@ -72,7 +72,7 @@ static inline __attribute__((always_inline)) void sweep_prefetch(const uint8_t *
         for (int64_t i = 0; i < step; i += 64) _mm_prefetch((const char *)next_at + i, _MM_HINT_T1);
 }
 
-/* R rows of X quantized per 256 values in the Q4_K kernel's order (xg, a row every xstride bytes: xg_from_xk)
+/* R rows of X quantized per 256 values in the Q4_K kernel's order (xg, a row every xstride bytes: xg_from_x)
    against one Q4_K tile: y[r·ldy + o] for its 16 outputs, KIND_G's arithmetic (quant.c) in each lane (a block's
    scaled sum sc·(half 0 + half 1) is one dpwssd on the packed halves: quant_packed.h says why). `next`:
    the tile read after this one (0: none), brought into L2 in order, an eighth of a group per step: part of how
@@ -208,8 +208,9 @@ static inline __attribute__((always_inline)) void q6_values(const uint8_t *v, __
 /* R rows of X quantized per 32 values in the packed order (xp, a row every xstride bytes: xp_from_xq) against one
    Q6_K tile (q8 without groups: tests and benchmarks ask for it), quant.c's kind S arithmetic: block j swept over
    all the groups with the rows' two half sums in registers (each from its lanes' two sums, put back in the rows'
-   order), 16 running sums per output (acc[8h + j]) in the same order as every build, then the trees. A half block's sum starts at −32·Σq (its weights are q − 32, q the 6-bit value: the same exact
-   integer as the q8 kernels' S) and takes its own scale a = d·sc (Q6_K's scales are per 16 values); no mins.
+   order), 16 running sums per output (acc[8h + j]) in the same order as every build, then the trees. A half
+   block's sum starts at −32·Σq (its weights are q − 32, q the 6-bit value: the same exact integer as the q8
+   kernels' S) and takes its own scale a = d·sc (Q6_K's scales are per 16 values); no mins.
    `next` as for Q4_K. */
 static inline __attribute__((always_inline)) void packed_tile_q6(const int R, const uint8_t *tile, int64_t G,
                                                                  const uint8_t *next, const uint8_t *xp,
