@@ -22,25 +22,26 @@ static inline void block_q(const uint8_t *xgroup, int j, uint8_t *dst) {
    16h + 8 + 4e .. + 3 of block j (a packed lane's 8 values: quant_packed.h). */
 static inline int64_t xg_stride(int64_t K) { return ((QKK + 148) * (K / QKK) + 63) / 64 * 64; }
 
-/* A group's Σq per block (int16, 8 at bs) and Q6_K's offsets (int32, 32 at ns) from its q in order (256 bytes at q),
-   both from the sums of 4 values (dwords d): block j's is d[8j] + … + d[8j + 7]; lane (h, e) of block j, at
-   4j + 2h + e, is −32·(d[8j + 4h + e] + d[8j + 4h + 2 + e]) */
+/* A group's Q6_K offsets (int32, 32 at ns) and Σq per block (int16, 8 at bs) from its q in order (256 bytes at q),
+   both from the sums of 4 values (dwords d): lane (h, e) of block j, at 4j + 2h + e, is −32·(d[8j + 4h + e] +
+   d[8j + 4h + 2 + e]), and block j's Σq the sum of its 4 lanes' */
 static inline void xg_sums(const uint8_t *q, uint8_t *bs, uint8_t *ns) {
     const __m512i ones = _mm512_set1_epi8(1);
     const __m512i pick = _mm512_set_epi32(29, 28, 25, 24, 21, 20, 17, 16, 13, 12, 9, 8, 5, 4, 1, 0);
-    __m512i h[4];
-    int16_t sums[8];
+    __m512i h[4], b[2];
     for (int k = 0; k < 4; ++k) {   /* blocks 2k, 2k + 1: in each 128-bit lane (a, b, c, d) → (a + c, b + d, ..) */
         const __m512i d = dot4(_mm512_setzero_si512(), ones, _mm512_loadu_si512(q + 64 * k));
-        sums[2 * k] = (int16_t)_mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0x00FF, d));
-        sums[2 * k + 1] = (int16_t)_mm512_reduce_add_epi32(_mm512_maskz_mov_epi32(0xFF00, d));
         h[k] = _mm512_add_epi32(d, _mm512_shuffle_epi32(d, _MM_PERM_BADC));
     }
-    memcpy(bs, sums, 16);
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 2; ++k) {   /* blocks 4k .. 4k + 3: their 4 lanes each, in a 128-bit lane of s */
         const __m512i s = _mm512_permutex2var_epi32(h[2 * k], pick, h[2 * k + 1]);
         _mm512_storeu_si512(ns + 64 * k, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(s, 5)));
+        const __m512i t = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
+        b[k] = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));   /* a block's Σq in each of its dwords */
     }
+    const __m512i blocks = _mm512_permutex2var_epi32(b[0], _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0,
+                                                                                0, 0, 0, 0), b[1]);
+    _mm_storeu_si128((__m128i *)bs, _mm256_cvtepi32_epi16(_mm512_castsi512_si256(blocks)));
 }
 
 /* One row's group g of 256 values quantized straight into xg (its q, D, Σq per block, Q6_K's offsets):
