@@ -1,12 +1,12 @@
-"""Q4_0, Q4_K and Q6_K layer matrices packed 16 rows together at load, for the AVX-512 build's q8 kernel
+"""Q4_0, Q4_K and Q6_K layer matrices packed 16 rows together at load, for the AVX-512 and AVX2 builds' q8 kernels
 (quant_packed.h).
 
 Why: a verify of 4-5 rows pays the q8 kernels' decoding of each weight group in full, and with 16 weight rows in a
 vector's lanes that decoding nearly disappears (benchmarks/experiments/2026-11-30-packed). The packed matrix holds
 the file's bytes rearranged (the same number of them), and the kernel computes quant.c's q8 arithmetic on it to
 the bit, so a packed model's results are the unpacked one's. Only that kernel reads the layout: a matrix is
-packed only where the loaded build has it (AVX-512; with AMX, whose prompt passes on the tiles are
-quant_amx_packed.h), only
+packed only where the loaded build has it (AVX-512, with AMX, whose prompt passes on the tiles are
+quant_amx_packed.h; AVX2, with groups: quant_packed_avx2.h), only
 for the q8 mode, and only where its rows are a multiple of 16 (the output layer's too: its rows are unpacked as they
 are read). Packed Q4_K is laid out for q8 with groups (activations per 256 values, a group's sums as integers: quant.c's
 KIND_G, `quant.Library.q8_groups`), so it is packed only where the build runs that. Q4_0 is what a model drafter's
@@ -27,15 +27,26 @@ ENV = "SPECX_PACK"   # "0": keep the file's layout (benchmarks compare both ways
 
 
 def builds(lib) -> bool:
-    """Whether this loaded build (quant.Library) runs packed matrices: AVX-512 (and SPECX_PACK is not 0)."""
+    """Whether this loaded build (quant.Library) runs packed matrices: AVX-512 or AVX2 (and SPECX_PACK is not 0)."""
     off = os.environ.get(ENV, "").strip() == "0"
-    return lib is not None and not off and lib.lib.spx_build() & 3 == 2
+    return lib is not None and not off and lib.lib.spx_build() & 3 in (1, 2)
 
 
 def packable(w: QWeight, lib=None) -> bool:
-    """A Q4_0, Q4_K or Q6_K matrix whose rows fill whole tiles (Q4_K: where `lib`, if given, runs q8 with groups)."""
-    grouped = lib is None or w.name != "Q4_K" or lib.q8_groups()
-    return w.type in FILE_TYPES and w.rows % PACK_ROWS == 0 and w.rows > 0 and grouped
+    """A Q4_0, Q4_K or Q6_K matrix whose rows fill whole tiles, of a type `lib` (if given) has packed kernels for:
+    the AVX-512 builds all three, Q4_K only where they run q8 with groups; the AVX2 builds all three where they run
+    q8 with groups (quant_packed_avx2.h: Q6_K with groups only)."""
+    if lib is not None and w.name not in types(lib):
+        return False
+    return w.type in FILE_TYPES and w.rows % PACK_ROWS == 0 and w.rows > 0
+
+
+def types(lib) -> tuple[str, ...]:
+    """The file types this build has packed kernels for."""
+    build, grouped = lib.lib.spx_build() & 3, lib.q8_groups()
+    if build == 2:
+        return ("Q4_0", "Q6_K") + (("Q4_K",) if grouped else ())
+    return ("Q4_0", "Q4_K", "Q6_K") if build == 1 and grouped else ()
 
 
 def pack(lib, w: QWeight, out: np.ndarray) -> QWeight:

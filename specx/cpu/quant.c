@@ -16,16 +16,18 @@
      quantized per 256 values (one scale a group, llama.cpp's Q8_K), so that a group's block sums stay integers:
      per group the exact int32 S = Σ_j sc_j·S_j (and Q4_K's M = Σ_j m_j·Σq_j), then one fma each into one running
      sum, groups in order. A call holding both kinds of weights quantizes its rows both ways. Every build computes
-     it, bit-identical across builds; quant.py runs it where it is the faster (the AVX-512 builds' packed kernels:
-     a verify's and a prompt's rows through Q4_K a fifth to a quarter cheaper, through Q6_K up to a seventh; AMX's
-     prompt passes on packed tiles keep a group's sums in the tiles, quant_amx_packed.h; the
-     AVX2 kernels keep a group's sums in the lanes of one weight row and would pay a reduction per row and group:
-     benchmarks/results/2026-11-30-q8k, 2026-11-30-q6k).
+     it, bit-identical across builds; quant.py runs it where it is the faster: the AVX-512 and AVX2 builds, whose
+     packed kernels take it (AVX-512: a verify's and a prompt's rows through Q4_K a fifth to a quarter cheaper,
+     through Q6_K up to a seventh; AMX's prompt passes on packed tiles keep a group's sums in the tiles,
+     quant_amx_packed.h; benchmarks/results/2026-11-30-q8k, 2026-11-30-q6k; AVX2's file-layout kernels keep a
+     group's sums in the lanes of one weight row and lose by it, but its packed ones run 0.5-0.8× the time of its
+     per-32 file-layout kernels: benchmarks/results/2026-12-01-avx2).
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
    This file: the rules in code (exact decoding, the q8 arithmetic, portable kernels) and the driver; the
    vector kernels are quant_avx512.h and quant_avx2.h, chosen by the build's flags; quant_packed.h holds layouts
    of Q4_0, Q4_K and Q6_K (T_Q4_0_P16, T_Q4_K_P16, T_Q6_K_P16, made at load), quant_packed_q8.h the AVX-512 q8
-   kernels on them, the same arithmetic to the bit, and quant_packed_driver.h their activations and segments. */
+   kernels on them, the same arithmetic to the bit, quant_packed_avx2.h the AVX2 ones (Q4_K, Q6_K with groups), and
+   quant_packed_driver.h their activations and segments. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -508,6 +510,7 @@ extern SPX_SHARED int prefetch_l2;
 
 #include "quant_packed.h"
 #include "quant_packed_q8.h"
+#include "quant_packed_avx2.h"
 #include "quant_packed_driver.h"
 
 #if SPX_DRIVER
@@ -748,8 +751,10 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
         if (!block_values(types[s]) || K % block_values(types[s])) return 2;
 #if defined(SPX_AVX512)
         if (is_packed(types[s]) && (mode != MODE_Q8 || rows[s] % PACK_ROWS)) return 2;
+#elif defined(SPX_AVX2)   /* its packed kernels: Q4_K and Q6_K with groups, Q4_0 */
+        if (is_packed(types[s]) && (mode != MODE_Q8 || rows[s] % PACK_ROWS || types[s] == T_Q6_K_P16)) return 2;
 #else
-        if (is_packed(types[s])) return 2;   /* only the AVX-512 build's q8 kernel reads the packed layout */
+        if (is_packed(types[s])) return 2;   /* only the AVX-512 and AVX2 builds' q8 kernels read the packed layout */
 #endif
         packed |= is_packed(types[s]) && !group_scaled(types[s]);
         packed_g |= is_packed(types[s]) && group_scaled(types[s]);
@@ -802,7 +807,7 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
 #if SPX_AMX
     for (int s = 0; s < nseg; ++s) amx_g |= amx_on && M >= AMX_MIN_ROWS && amxp_type(types[s]);
 #endif
-#if defined(SPX_AVX512)
+#if defined(SPX_AVX512) || defined(SPX_AVX2)
     if (packed || packed_g) {
         const int64_t mg = amx_g ? (M + 15) / 16 * 16 : M;
         xp = packed ? aligned_alloc(64, M * xp_stride(K)) : 0;
@@ -848,7 +853,7 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
             if (!done && amx_g && amxp_type(types[s]))
                 done = !amxp_segment(types[s], xg, M, K, data[s], a, b, y + col, N);
 #endif
-#if defined(SPX_AVX512)
+#if defined(SPX_AVX512) || defined(SPX_AVX2)
             if (!done && is_packed(types[s])) {
                 packed_segment(types[s], group_scaled(types[s]) ? xg : xp, M, K, data[s], a, b, y + col, N);
                 done = 1;

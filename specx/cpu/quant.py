@@ -7,8 +7,8 @@ Two activation modes:
   and the blocks' dot products are exact integers; the block results are combined in float32 in one fixed
   order (quant.c). Where the build's kernels gain by it (`Library.q8_groups`: the AVX-512 builds, whose packed
   Q4_K kernel then costs a verify's or a prompt's rows about a fifth less, and AMX's prompt passes on packed tiles
-  need no float step inside a group: quant_amx_packed.h; the AVX2 kernels would
-  lose: benchmarks/results/2026-11-30-q8k), Q4_K and Q6_K weights take the row quantized per 256 values instead
+  need no float step inside a group: quant_amx_packed.h; the AVX2 builds, whose packed kernels run 0.5-0.8× the
+  time of their per-32 ones: benchmarks/results/2026-12-01-avx2), Q4_K and Q6_K weights take the row quantized per 256 values instead
   (one scale a group, as ggml's Q8_K), so that a group's block sums are scaled and added as integers before its
   float steps (Q4_K two, Q6_K one); the quality guard holds on every fixture, and the kernels sentence says which. Not exact: its error
   is that of rounding X to 8 bits (quant_ref.py computes the same numbers in numpy, bit for bit, either way).
@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..errors import UsageError
 from . import build, kernels, packing, quant_build
 from .qweight import BLOCKS, PACKED, QWeight, check
 from .quant_build import (  # noqa: F401  (the build's names tests and benchmarks read here)
@@ -46,6 +47,8 @@ GROUP_TYPES = ("Q4_K", "Q6_K")   # q8 with groups: activations per 256 values (q
 _Q8_GROUPS = 2            # quant.c's MODE_Q8K: q8 with groups
 _MODE_IDS = {mode: i for i, mode in enumerate(MODES)}   # quant.c's mode numbers
 AMX_ENV = "SPECX_AMX"   # 0: never use AMX (benchmarks and tests compare both ways)
+BUILD_ENV = "SPECX_QUANT_BUILD"   # avx2, avx2-novnni or portable: a lesser build than this CPU's best (benchmarks
+                                  # stand in for an AVX2-only CPU; the same q8 numbers either way)
 # the weight types AMX runs: Q8_0 and Q5_0 in the file's layout, per 32 values (quant_amx.h; Q4_K and Q6_K too where
 # a call asks for that arithmetic), Q4_K and Q6_K packed, with groups (quant_amx_packed.h: the AVX-512 build's q8)
 AMX_TYPES = ("Q4_K", "Q6_K", "Q8_0", "Q5_0")
@@ -75,8 +78,9 @@ class Library:
 
     def q8_groups(self) -> bool:
         """Whether this build's q8 mode runs Q4_K and Q6_K with activations per 256 values (quant.c's MODE_Q8K):
-        the AVX-512 builds, whose packed kernels gain by it, on AMX too (quant_amx_packed.h, the same bits)."""
-        return self.lib.spx_build() & 3 == 2
+        the AVX-512 and AVX2 builds, whose packed kernels gain by it, on AMX too (quant_amx_packed.h, the same
+        bits)."""
+        return self.lib.spx_build() & 3 in (1, 2)
 
     def mode_id(self, mode: str, groups: bool | None = None) -> int:
         """quant.c's mode number for `mode` ("q8" with groups as this build runs it, or as `groups` says)."""
@@ -292,9 +296,9 @@ def _library() -> Library | None:
     if "lib" not in _state:
         kernels.ahead()
         _state["lib"], _state["why"] = None, "no build could be compiled"
-        for name in variants():
+        for name, vnni in _choices():
             try:
-                lib = load(name)
+                lib = load(name, vnni)
                 _state["prefetch"], _state["prefetch_one"] = prefetch_choices(lib)
                 lib.prefetch(*PREFETCH_WAYS[_state["prefetch"].pick])
                 if _state["prefetch_one"] is not None:
@@ -306,6 +310,20 @@ def _library() -> Library | None:
                 text = str(e).strip()
                 _state["why"] = f"building it failed ({text.splitlines()[-1] if text else type(e).__name__})"
     return _state["lib"]
+
+
+def _choices() -> list[tuple[str, bool | None]]:
+    """The builds to try, best first: this CPU's, or from the one SPECX_QUANT_BUILD names (UsageError for a
+    name this CPU cannot run)."""
+    chosen = os.environ.get(BUILD_ENV, "").strip().lower()
+    builds = variants()
+    if not chosen:
+        return [(name, None) for name in builds]
+    name, _, novnni = chosen.partition("-")
+    if name not in builds or novnni not in ("", "novnni") or (novnni and name == "portable"):
+        raise UsageError(f"{BUILD_ENV}={chosen!r} names no build this CPU runs",
+                         f"use one of {', '.join(builds)} (or avx2-novnni, avx512-novnni), or unset it")
+    return [(n, False if novnni and n == name else None) for n in builds[builds.index(name):]]
 
 
 _groups: dict[tuple[int, ...], tuple] = {}   # id()s of a weight group -> weak refs to it, its ctypes arrays

@@ -1,6 +1,7 @@
 /* quant.c's packed Q4_K, Q4_0 and Q6_K (T_Q4_K_P16, T_Q4_0_P16, T_Q6_K_P16), included by it in this place: the
-   layouts, their packing and unpacking (every build). The AVX-512 build's q8 kernels on them (quant_packed_q8.h, the
-   only kernels that read them; cpu/packing.py packs only for those) and its driver (quant_packed_driver.h) follow.
+   layouts, their packing and unpacking (every build). The AVX-512 build's q8 kernels on them (quant_packed_q8.h), the
+   AVX2 build's for Q4_K and Q6_K with groups (quant_packed_avx2.h: the only kernels that read them; cpu/packing.py
+   packs only for those) and their driver (quant_packed_driver.h) follow.
    Q4_K is described here; Q6_K's tile is group-major too, with Q4_K's lanes (KIND_G6: q8 with groups, T_Q6_K_PG;
    per 32 values, kind S, its block j is swept over the groups with 16 float running sums); Q4_0's is block-major,
    swept a block position at a time over the groups (kind S).

@@ -1,15 +1,7 @@
-/* quant.c's packed segments (AVX-512 build), included by it after quant_packed_q8.h: the activations in the
-   packed kernels' orders (xp per 32 values, xg per 256) and the pass of a call's rows over a segment's tiles. */
-#if defined(SPX_AVX512) && SPX_DRIVER
-/* The packed kernel's activations (xp), a row every xp_stride(K) bytes: the signed q of block j of group g at
-   32·(j·G + g), values in order, then dx and dx·Σq of block j of group g as floats at index
-   j·G + g, then −32·Σq of its two halves as int32 at 2·(j·G + g) + h (Q6_K's weights are q − 32, Q4_0's q − 8):
-   a sweep over block j reads each row's values and scales in order (the q8 layout, XG, spreads a block over four
-   cache lines and keeps every group's 704 bytes, more than L1 holds for a few rows of a long row). G counts a
-   last group of fewer than 8 blocks (K = 896: 4 groups; xq holds its missing blocks as zeros, which are copied
-   and never read). */
-static inline int64_t xp_stride(int64_t K) { return (xp_groups(K) * (QKK + 8 * 16) + 63) / 64 * 64; }
-
+/* quant.c's packed segments (AVX-512 and AVX2 builds), included by it after the packed kernels
+   (quant_packed_q8.h, quant_packed_avx2.h): the activations in the packed kernels' orders (xp per 32 values, xg
+   per 256) and the pass of a call's rows over a segment's tiles. */
+#if (defined(SPX_AVX512) || defined(SPX_AVX2)) && SPX_DRIVER
 /* the signed q of block j of a quantized group (XG layout) into dst, in the values' order */
 static inline void block_q(const uint8_t *xgroup, int j, uint8_t *dst) {
     for (int h = 0; h < 2; ++h)
@@ -22,6 +14,38 @@ static inline void block_q(const uint8_t *xgroup, int j, uint8_t *dst) {
    16h + 8 + 4e .. + 3 of block j (a packed lane's 8 values: quant_packed.h). */
 static inline int64_t xg_stride(int64_t K) { return ((QKK + 148) * (K / QKK) + 63) / 64 * 64; }
 
+/* The packed kernel's activations (xp), a row every xp_stride(K) bytes: the signed q of block j of group g at
+   32·(j·G + g), values in order, then dx and dx·Σq of block j of group g as floats at index
+   j·G + g, then −32·Σq of its two halves as int32 at 2·(j·G + g) + h (Q6_K's weights are q − 32, Q4_0's q − 8):
+   a sweep over block j reads each row's values and scales in order (the q8 layout, XG, spreads a block over four
+   cache lines and keeps every group's 704 bytes, more than L1 holds for a few rows of a long row). G counts a
+   last group of fewer than 8 blocks (K = 896: 4 groups; xq holds its missing blocks as zeros, which are copied
+   and never read). */
+static inline int64_t xp_stride(int64_t K) { return (xp_groups(K) * (QKK + 8 * 16) + 63) / 64 * 64; }
+
+static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int threads) {
+    const int64_t G = xp_groups(K), Kg = G * QKK;
+#pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
+    for (int64_t m = 0; m < M; ++m) {
+        const uint8_t *xr = xq + m * xq_stride(K);
+        uint8_t *o = xp + m * xp_stride(K);
+        float *dx = (float *)(o + Kg), *xs = dx + Kg / QK;
+        for (int64_t g = 0; g < G; ++g)
+            for (int j = 0; j < 8; ++j) {
+                block_q(xr + g * XG, j, o + 32 * (j * G + g));
+                memcpy(dx + j * G + g, xr + g * XG + XG_DX + 4 * j, 4);
+                memcpy(xs + j * G + g, xr + g * XG + XG_XS + 4 * j, 4);
+                for (int h = 0; h < 2; ++h) {   /* ns holds −16·Σq of half h at lane 8h + j */
+                    int16_t ns;
+                    memcpy(&ns, xr + g * XG + XG_NS + 2 * (8 * h + j), 2);
+                    ((int32_t *)(xs + Kg / QK))[2 * (j * G + g) + h] = 2 * (int32_t)ns;
+                }
+            }
+    }
+}
+#endif
+
+#if defined(SPX_AVX512) && SPX_DRIVER
 /* A group's Q6_K offsets (int32, 32 at ns) and Σq per block (int16, 8 at bs) from its q in order (256 bytes at q),
    both from the sums of 4 values (dwords d): lane (h, e) of block j, at 4j + 2h + e, is −32·(d[8j + 4h + e] +
    d[8j + 4h + 2 + e]), and block j's Σq the sum of its 4 lanes' */
@@ -71,6 +95,9 @@ static inline void xg_group(const float *x, uint8_t *o, int64_t G, int64_t g) {
     xg_sums(q, o + (QKK + 4) * G + 16 * g, o + XG6_NS(G) + 4 * 32 * g);
 }
 
+#endif
+
+#if (defined(SPX_AVX512) || defined(SPX_AVX2)) && SPX_DRIVER
 /* M rows of X (K a multiple of 256) quantized straight into xg (a call whose grouped weights are all packed) */
 static void xg_from_x(const float *x, int64_t M, int64_t K, uint8_t *xg, int threads) {
     const int64_t G = K / QKK;
@@ -95,27 +122,6 @@ static void xg_from_xk(const uint8_t *xk, int64_t M, int64_t K, uint8_t *xg, int
     }
 }
 
-static void xp_from_xq(const uint8_t *xq, int64_t M, int64_t K, uint8_t *xp, int threads) {
-    const int64_t G = xp_groups(K), Kg = G * QKK;
-#pragma omp parallel for num_threads(threads) schedule(static) if (M * K > QUANTIZE_ALONE)
-    for (int64_t m = 0; m < M; ++m) {
-        const uint8_t *xr = xq + m * xq_stride(K);
-        uint8_t *o = xp + m * xp_stride(K);
-        float *dx = (float *)(o + Kg), *xs = dx + Kg / QK;
-        for (int64_t g = 0; g < G; ++g)
-            for (int j = 0; j < 8; ++j) {
-                block_q(xr + g * XG, j, o + 32 * (j * G + g));
-                memcpy(dx + j * G + g, xr + g * XG + XG_DX + 4 * j, 4);
-                memcpy(xs + j * G + g, xr + g * XG + XG_XS + 4 * j, 4);
-                for (int h = 0; h < 2; ++h) {   /* ns holds −16·Σq of half h at lane 8h + j */
-                    int16_t ns;
-                    memcpy(&ns, xr + g * XG + XG_NS + 2 * (8 * h + j), 2);
-                    ((int32_t *)(xs + Kg / QK))[2 * (j * G + g) + h] = 2 * (int32_t)ns;
-                }
-            }
-    }
-}
-
 /* Outputs [n0, n1) (whole tiles: spx_matmul splits them so) of a packed segment for all M rows: a long X is cut
    into chunks that stay in cache, each chunk's rows pass over each tile in groups of at most PACK_RMAX (Q4_0:
    RMAX), the first group bringing the next tile into L2. */
@@ -134,11 +140,20 @@ static void packed_segment(int type, const uint8_t *xp, int64_t M, int64_t K, co
                 const uint8_t *tile = w + t * tb, *next = r == m0 && t + 1 < t1 ? tile + tb : 0;
                 const uint8_t *x = xp + r * stride;
                 float *out = y + r * ldy + t * PACK_ROWS;
-#define PACKED_R(N)                                                                 \
-    case N:                                                                         \
+#if defined(SPX_AVX512)
+#define PACKED_PER32(N)                                                                  \
         if (type == T_Q4_0_P16) packed_tile_q40(N, tile, K, next, x, stride, out, ldy); \
         else if (type == T_Q6_K_P16) packed_tile_q6(N, tile, G, next, x, stride, out, ldy); \
-        else if (type == T_Q6_K_PG) packed_tile_q6g(N, tile, G, next, x, stride, out, ldy); \
+        else
+#else   /* spx_matmul gives the AVX2 build no packed Q6_K per 32 values */
+#define PACKED_PER32(N)                                                                  \
+        if (type == T_Q4_0_P16) packed_tile_q40(N < RMAX ? N : RMAX, tile, K, next, x, stride, out, ldy); \
+        else
+#endif
+#define PACKED_R(N)                                                                 \
+    case N:                                                                         \
+        PACKED_PER32(N)                                                             \
+        if (type == T_Q6_K_PG) packed_tile_q6g(N, tile, G, next, x, stride, out, ldy); \
         else packed_tile(N, tile, G, next, x, stride, out, ldy);                    \
         break;
                 switch (R) {
@@ -146,6 +161,7 @@ static void packed_segment(int type, const uint8_t *xp, int64_t M, int64_t K, co
                     default: PACKED_R(9)
                 }
 #undef PACKED_R
+#undef PACKED_PER32
             }
     }
 }

@@ -131,8 +131,9 @@ def load(path: str | Path, *, context: int | None = None, draft_vocab: int = 0, 
     activation mode (cpu/quant.py: "f32" exact, "q8" int8 activations; "q4", drafters only: q8 with the wider
     layer matrices re-encoded to Q4_0, decoder/reencode.py); `tokenizer`: read's."""
     lower, mode = mode == "q4", "q8" if mode == "q4" else mode
-    f = read(path, huge_pages=resident.wanted(), reencode=lower, output=not draft_vocab, tokenizer=tokenizer,
-             pack=linear.packer(mode))
+    pack = linear.packer(mode)
+    f = read(path, huge_pages=resident.copies(pack is not None), reencode=lower, output=not draft_vocab,
+             tokenizer=tokenizer, pack=pack)
     activations = ("float32 activations: exact" if mode == "f32" else
                    quant.q8_words(f.weights.types(), quant.available() and quant._default().q8_groups()))
     amx = linear.prompt_note(f.weights.types(), mode)
@@ -167,7 +168,7 @@ class ModelFiles:
     eos: frozenset[int]
     name: str
     keep: object = None   # VocabTrim's kept ids, else None
-    huge_pages: bool = False   # the matrices were copied to 2 MiB pages (resident.py)
+    huge_pages: bool = False   # the matrices were copied, to 2 MiB pages where offered (resident.py)
     reencoded: str = ""        # the kernels sentence's part on layers re-encoded to Q4_0 (reencode.py), or ""
 
     def trimmed(self) -> str:
@@ -182,11 +183,11 @@ class ModelFiles:
 def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False, reencode: bool = False,
          output: bool = True, tokenizer=None, pack=None) -> ModelFiles:
     """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids.
-    `huge_pages`: the matrices copied to 2 MiB pages while the tokenizer loads (resident.py), the output layer
+    `huge_pages`: the matrices copied (to 2 MiB pages where offered) while the tokenizer loads (resident.py), the output layer
     too unless `output` is False; `reencode`: a drafter's wider layer matrices re-encoded to Q4_0 first
     (reencode.py); `tokenizer`: one already built for this vocabulary (a drafter's, its target's: see
     models/resolve.same_tokenizer), used instead of building a second; `pack`: with `huge_pages`, the kernel
-    build that packs the layers' Q4_K matrices as they are copied (cpu/packing.py), else None."""
+    build that packs the layers' Q4_0, Q4_K and Q6_K matrices as they are copied (cpu/packing.py), else None."""
     path = Path(path)
     config, weights, tokenizer, eos, moved, said = (_from_folder if path.is_dir() else _from_gguf)(
         path, huge_pages, reencode, output, tokenizer, pack)

@@ -7,8 +7,9 @@ is the file's bytes (no conversion), made only where the kernel hands out transp
 (with plain 4 KiB pages a copy is as slow as the map), and each source range leaves the process once copied,
 so the resident size stays the weights' bytes. An untied embedding is read by rows (filerows.py) and stays out.
 The copy is made only where the memory plan keeps the whole model in RAM (the lean decoder on a CPU). Where the
-kernel build runs packed matrices (cpu/packing.py: AVX-512, the q8 mode), the copy packs the layers' Q4_K and
-Q6_K matrices instead of copying their bytes as they are: the same number of bytes, a pass over them either way."""
+kernel build runs packed matrices (cpu/packing.py: AVX-512 and AVX2, the q8 mode), the copy packs the layers' Q4_K
+and Q6_K matrices instead of copying their bytes as they are: the same number of bytes, a pass over them either
+way; such a build gets the copy on plain pages too (`copies`)."""
 from __future__ import annotations
 
 import ctypes
@@ -53,9 +54,19 @@ def wanted() -> bool:
         return False
 
 
+def copies(packs: bool) -> bool:
+    """Whether the lean decoder copies a model's matrices: where huge pages are offered (`wanted`), and with a
+    kernel build that packs them as they are copied (`packs`: cpu/packing.py) on plain pages too, where the packed
+    kernels gain more than the copy costs (the AVX2 build's 1.5B forwards 0.5-0.6× the time of its file-layout
+    kernels: benchmarks/results/2026-12-01-avx2). Never with SPECX_WEIGHTS=map."""
+    return wanted() or (packs and os.environ.get(ENV, "").strip().lower() != "map")
+
+
 def describe() -> str:
-    """The kernels sentence's part on where the weights are read from."""
-    return "its layers copied to 2 MiB pages (fewer TLB misses than through the file's map)"
+    """The kernels sentence's part on where the weights are read from, once copied."""
+    if wanted():
+        return "its layers copied to 2 MiB pages (fewer TLB misses than through the file's map)"
+    return "its layers copied from the file's map (this kernel offers no huge pages)"
 
 
 def copy_in(weights: Weights, output: bool = True, pack=None) -> Weights:

@@ -415,10 +415,10 @@ def test_the_kernels_sentence_says_which_layers_take_activations_per_256_values(
 
 
 def test_q8_takes_groups_where_the_build_gains_by_them():
-    """q8 with groups (Q4_K and Q6_K per 256 values) is the AVX-512 builds' q8, with AMX or without; the other
-    builds keep per 32 (each computes both when asked)."""
+    """q8 with groups (Q4_K and Q6_K per 256 values) is the AVX-512 builds' q8, with AMX or without, and the AVX2
+    builds' (their packed kernels'); the portable build keeps per 32 (each computes both when asked)."""
     for lib in builds_here():
-        assert lib.q8_groups() == (lib.name == "avx512"), lib.describe()
+        assert lib.q8_groups() == (lib.name in ("avx512", "avx2")), lib.describe()
         assert lib.mode_id("q8", groups=False) == 1 and lib.mode_id("q8", groups=True) == 2
         assert lib.mode_id("f32", groups=True) == 0
 
@@ -573,3 +573,22 @@ def test_the_vnni_build_gathers_with_vbmi_where_the_cpu_has_it():
         pytest.skip("no AVX-512 VNNI and VBMI here")
     assert quant.load("avx512", True, False).vbmi
     assert not quant.load("avx512", False, False).vbmi
+
+
+def test_specx_quant_build_starts_from_the_build_it_names_or_says_which_exist(monkeypatch):
+    """SPECX_QUANT_BUILD (benchmarks standing in for a lesser CPU) starts the builds to try at the one it names,
+    VNNI off with -novnni; a name this CPU cannot run is a UsageError that lists the ones it can."""
+    from specx.errors import UsageError
+
+    monkeypatch.setattr(quant, "variants", lambda: ["avx512", "avx2", "portable"])
+    monkeypatch.setenv(quant.BUILD_ENV, "")
+    assert quant._choices() == [("avx512", None), ("avx2", None), ("portable", None)]
+    monkeypatch.setenv(quant.BUILD_ENV, "AVX2-novnni")
+    assert quant._choices() == [("avx2", False), ("portable", None)]
+    monkeypatch.setenv(quant.BUILD_ENV, "portable")
+    assert quant._choices() == [("portable", None)]
+    for bad in ("avx3", "portable-novnni", "avx2-fast"):
+        monkeypatch.setenv(quant.BUILD_ENV, bad)
+        with pytest.raises(UsageError) as e:
+            quant._choices()
+        assert "avx512, avx2, portable" in e.value.hint
