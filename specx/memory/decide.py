@@ -267,10 +267,16 @@ def _refuse(target, scheme, off, ctx, act, rooms, budget, req):
 
 def _native_source(fast: str) -> str:
     """Where the lean CPU decoder reads a file's own blocks from: its layers copied to 2 MiB pages where Linux
-    offers them (decoder/resident.py, the same bytes and the same peak), else the file's map."""
+    offers them (decoder/resident.py, the same bytes and the same peak), else the file's map, or a copy on plain
+    pages where the kernels pack the layers (AVX-512 and AVX2 builds: resident.copies; the plan does not build
+    the kernels to ask)."""
     from ..decoder import resident
 
-    return "its bytes copied to 2 MiB pages at load" if fast == CPU and resident.wanted() else "mapped from the file"
+    if fast == CPU and resident.wanted():
+        return "its bytes copied to 2 MiB pages at load"
+    if fast == CPU and resident.copies(True):
+        return "mapped from the file, or copied at load where the kernels pack its layers (AVX-512, AVX2)"
+    return "mapped from the file"
 
 
 def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder):
