@@ -1,11 +1,12 @@
 /* quant.c's AVX2 q8 kernels on packed tiles (quant_packed.h states the layouts), included by it after
    quant_packed_q8.h: packed Q4_K (KIND_G), packed Q6_K with groups (KIND_G6) and packed Q4_0 (kind S, a model
-   drafter's re-encoded layers), the AVX-512 kernels' arithmetic to the bit in 256-bit vectors. A tile's 64-byte vectors are read as two halves, the first holding rows
-   0-7 and the second rows 8-15 (quant_packed.h's pair_lane keeps a row's lanes within its half, and `packs` works
-   within 128-bit lanes): each block's halves are decoded one after the other, each used by every row, with both
-   halves' group sums kept (a pass over the tile per half ran 1.1-1.3× the time at 1 row:
-   benchmarks/results/2026-12-01-avx2). Q6_K per 32 values (kind S) stays AVX-512's: this build runs it only on
-   the file's layout, and cpu/packing.py packs Q4_K and Q6_K for it only where it runs q8 with groups. */
+   drafter's re-encoded layers), the AVX-512 kernels' arithmetic to the bit in 256-bit vectors. A tile's 64-byte
+   vectors are read as two halves, the first holding rows 0-7 and the second rows 8-15 (quant_packed.h's pair_lane
+   keeps a row's lanes within its half, and `packs` works within 128-bit lanes): each block's halves are decoded one
+   after the other, each used by every row, with both halves' group sums kept (a pass over the tile per half ran
+   1.1-1.3× the time at 1 row: benchmarks/results/2026-12-01-avx2). Q6_K per 32 values (kind S) stays AVX-512's:
+   this build runs it only on the file's layout, and cpu/packing.py packs for it only where it runs q8 with
+   groups. */
 #if defined(SPX_AVX2)
 /* Σ over n vectors of each 32-bit lane's 4 products w[c]·x[c] (w unsigned, x signed), added to `start`: vpdpbusd
    with AVX-VNNI; without it each `maddubs` pair is added as int16 first, then one `madd` makes the dwords. The same
@@ -219,7 +220,7 @@ static inline __attribute__((always_inline)) void packed_tile_q40(const int R, c
                     w1[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), nib);
                 }
 #pragma GCC unroll 8
-                for (int r = 0; r < R; ++r) {   /* a half's sum starts at −8·Σq (the weights are q − 8): xp's ns / 4 */
+                for (int r = 0; r < R; ++r) {   /* a half's sum starts at −8·Σq (weights q − 8): xp's ns / 4 */
                     const uint8_t *xr = xp + r * xstride, *xb = xr + 32 * at;
                     const float *dx = (const float *)(xr + 32 * 8 * G);
                     const int32_t *ns = (const int32_t *)(dx + 16 * G);
@@ -245,8 +246,9 @@ static inline __attribute__((always_inline)) void packed_tile_q40(const int R, c
         for (int h = 0; h < 2; ++h) {
             __m256 a[8];
             for (int j = 0; j < 8; ++j) a[j] = _mm256_add_ps(sums[r][h][j], sums[r][h][8 + j]);
-            _mm256_storeu_ps(y + r * ldy + 8 * h, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
-                                                                _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]))));
+            const __m256 even = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
+            const __m256 odd = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
+            _mm256_storeu_ps(y + r * ldy + 8 * h, _mm256_add_ps(even, odd));
         }
 }
 
@@ -260,12 +262,13 @@ static inline void xg_sums(const uint8_t *q, uint8_t *bs, uint8_t *ns) {
     for (int k = 0; k < 4; ++k) {   /* blocks 2k, 2k + 1 */
         __m256i s[2];
         for (int i = 0; i < 2; ++i) {
-            const __m256i d = lanes_sum(_mm256_setzero_si256(), &ones,
-                                        (const __m256i[]){_mm256_loadu_si256((const __m256i *)(q + 64 * k + 32 * i))}, 1);
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * k + 32 * i));
+            const __m256i d = lanes_sum(_mm256_setzero_si256(), &ones, &v, 1);
             s[i] = _mm256_add_epi32(d, _mm256_shuffle_epi32(d, 0x4E));   /* (a + c, b + d, ..) in each 128-bit lane */
         }   /* block 2k's 4 lane sums, then block 2k + 1's */
         const __m256i lanes = _mm256_permutevar8x32_epi32(_mm256_unpacklo_epi64(s[0], s[1]), order);
-        _mm256_storeu_si256((__m256i *)(ns + 32 * k), _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(lanes, 5)));
+        const __m256i offsets = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(lanes, 5));
+        _mm256_storeu_si256((__m256i *)(ns + 32 * k), offsets);
         int32_t l[8];
         _mm256_storeu_si256((__m256i *)l, lanes);
         sums[2 * k] = (int16_t)(l[0] + l[1] + l[2] + l[3]);
@@ -295,7 +298,8 @@ static inline void xg_group(const float *x, uint8_t *o, int64_t G, int64_t g) {
         __m256i n[4];
         for (int k = 0; k < 4; ++k)
             n[k] = bad ? _mm256_setzero_si256()
-                       : _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * i + 8 * k), id), lo), hi));
+                       : _mm256_cvtps_epi32(_mm256_min_ps(
+                             _mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * i + 8 * k), id), lo), hi));
         const __m256i b = _mm256_permutevar8x32_epi32(   /* 32 bytes in order (packs interleave 128-bit lanes) */
             _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3])),
             _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
