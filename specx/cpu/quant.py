@@ -8,10 +8,11 @@ Two activation modes:
   order (quant.c). Where the build's kernels gain by it (`Library.q8_groups`: the AVX-512 builds, whose packed
   Q4_K kernel then costs a verify's or a prompt's rows about a fifth less, and AMX's prompt passes on packed tiles
   need no float step inside a group: quant_amx_packed.h; the AVX2 builds, whose packed kernels run 0.5-0.8× the
-  time of their per-32 ones: benchmarks/results/2026-12-01-avx2), Q4_K and Q6_K weights take the row quantized per 256 values instead
-  (one scale a group, as ggml's Q8_K), so that a group's block sums are scaled and added as integers before its
-  float steps (Q4_K two, Q6_K one); the quality guard holds on every fixture, and the kernels sentence says which. Not exact: its error
-  is that of rounding X to 8 bits (quant_ref.py computes the same numbers in numpy, bit for bit, either way).
+  time of their per-32 ones: benchmarks/results/2026-12-01-avx2), Q4_K and Q6_K weights take the row quantized
+  per 256 values instead (one scale a group, as ggml's Q8_K), so that a group's block sums are scaled and added as
+  integers before its float steps (Q4_K two, Q6_K one); the quality guard holds on every fixture, and the kernels
+  sentence says which. Not exact: its error is that of rounding X to 8 bits (quant_ref.py computes the same
+  numbers in numpy, bit for bit, either way).
   Float weights (F32/F16/BF16) always run the f32 path.
 
 Both keep a row's result bit-identical whatever other rows share the call and whatever the thread count

@@ -183,8 +183,8 @@ class ModelFiles:
 def read(path: str | Path, draft_vocab: int = 0, huge_pages: bool = False, reencode: bool = False,
          output: bool = True, tokenizer=None, pack=None) -> ModelFiles:
     """Config, weights (the output layer trimmed to `draft_vocab` rows when > 0), tokenizer and end ids.
-    `huge_pages`: the matrices copied (to 2 MiB pages where offered) while the tokenizer loads (resident.py), the output layer
-    too unless `output` is False; `reencode`: a drafter's wider layer matrices re-encoded to Q4_0 first
+    `huge_pages`: the matrices copied (to 2 MiB pages where offered) while the tokenizer loads (resident.py), the
+    output layer too unless `output` is False; `reencode`: a drafter's wider layer matrices re-encoded to Q4_0 first
     (reencode.py); `tokenizer`: one already built for this vocabulary (a drafter's, its target's: see
     models/resolve.same_tokenizer), used instead of building a second; `pack`: with `huge_pages`, the kernel
     build that packs the layers' Q4_0, Q4_K and Q6_K matrices as they are copied (cpu/packing.py), else None."""

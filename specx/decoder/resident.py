@@ -7,8 +7,8 @@ is the file's bytes (no conversion), made only where the kernel hands out transp
 (with plain 4 KiB pages a copy is as slow as the map), and each source range leaves the process once copied,
 so the resident size stays the weights' bytes. An untied embedding is read by rows (filerows.py) and stays out.
 The copy is made only where the memory plan keeps the whole model in RAM (the lean decoder on a CPU). Where the
-kernel build runs packed matrices (cpu/packing.py: AVX-512 and AVX2, the q8 mode), the copy packs the layers' Q4_K
-and Q6_K matrices instead of copying their bytes as they are: the same number of bytes, a pass over them either
+kernel build runs packed matrices (cpu/packing.py: AVX-512 and AVX2, the q8 mode), the copy packs the layers' Q4_0,
+Q4_K and Q6_K matrices instead of copying their bytes as they are: the same number of bytes, a pass over them either
 way; such a build gets the copy on plain pages too (`copies`)."""
 from __future__ import annotations
 
@@ -44,9 +44,13 @@ def offered(setting: str) -> bool:
     return chosen in ("always", "madvise")
 
 
+def _mapped() -> bool:
+    return os.environ.get(ENV, "").strip().lower() == "map"
+
+
 def wanted() -> bool:
     """Whether this machine gets the copy: huge pages on request, and SPECX_WEIGHTS is not "map"."""
-    if os.environ.get(ENV, "").strip().lower() == "map" or not hasattr(mmap, "MADV_HUGEPAGE"):
+    if _mapped() or not hasattr(mmap, "MADV_HUGEPAGE"):
         return False
     try:
         return offered(THP_SETTING.read_text())
@@ -59,7 +63,7 @@ def copies(packs: bool) -> bool:
     kernel build that packs them as they are copied (`packs`: cpu/packing.py) on plain pages too, where the packed
     kernels gain more than the copy costs (the AVX2 build's 1.5B forwards 0.5-0.6× the time of its file-layout
     kernels: benchmarks/results/2026-12-01-avx2). Never with SPECX_WEIGHTS=map."""
-    return wanted() or (packs and os.environ.get(ENV, "").strip().lower() != "map")
+    return wanted() or (packs and not _mapped())
 
 
 def describe() -> str:
