@@ -21,14 +21,14 @@ builds for the same `groups` (every build computes both); f32 results agree acro
 
 The C source ships with the package and is compiled once per machine (cpu/build.py); the build matches the
 CPU (quant_build.py: AVX-512 with F/BW/VL, else AVX2+FMA+F16C, with VNNI where the CPU has it, else portable C),
-falling back to the next one if compiling fails. Every size and type is checked here before the C code runs.
+falling back to the next one if compiling fails. Every size and type is checked before the C code runs
+(quant_call.py).
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import subprocess
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from ..errors import UsageError
-from . import build, kernels, packing, quant_build
+from . import build, kernels, packing, quant_build, quant_call
 from .qweight import BLOCKS, PACKED, QWeight, check
 from .quant_build import (  # noqa: F401  (the build's names tests and benchmarks read here)
     AMX_FLAGS, BUILDS, SOURCE, VBMI_FLAGS, VNNI_FLAGS, amx_cpu, cpu_flags, l1_data_bytes, variants, xspan_bytes)
@@ -93,14 +93,15 @@ class Library:
     def matmul(self, x, weights: Sequence[QWeight], mode: str = "f32", out=None, groups: bool | None = None):
         """See the module-level `matmul`; `groups` (tests, benchmarks): q8's arithmetic for Q4_K and Q6_K, per
         256 values (True) or per 32 (False) whatever this build would run."""
-        group, n = _segments(weights, x, mode, out)
+        code = self.mode_id(mode, groups)
+        group, n = quant_call.arrays(weights, x, out)
         m = x.shape[0]
         if out is None:
             out = torch.empty(m, n, dtype=torch.float32)
         if m and n:
             types, data, rows = group
             status = self.lib.spx_matmul(x.data_ptr(), m, x.shape[1], len(types), types, data, rows,
-                                         out.data_ptr(), self.mode_id(mode, groups), torch.get_num_threads())
+                                         out.data_ptr(), code, torch.get_num_threads())
             if status == 1:
                 raise MemoryError(f"quantizing {m} rows of {x.shape[1]} values: out of memory")
             if status:
@@ -254,31 +255,7 @@ def load(name: str, vnni: bool | None = None, amx: bool | None = None) -> Librar
 def opened(path) -> Library:
     """A compiled build at `path`, its functions declared (load's last step; benchmarks open an older build with it)."""
     lib = build.load(path)
-    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
-    lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
-    lib.spx_matmul.restype = ctypes.c_int
-    lib.spx_dequantize_rows.argtypes = [i32, p, i64, p, i64, p]
-    for pack in (lib.spx_pack_q40, lib.spx_pack_q4k, lib.spx_pack_q6k):
-        pack.argtypes, pack.restype = [p, i64, i64, p], ctypes.c_int
-    lib.spx_dequantize_rows.restype = None
-    lib.spx_unpack_rows.argtypes, lib.spx_unpack_rows.restype = [i32, p, i64, i64, p, i64, p], ctypes.c_int
-    lib.spx_stream_sum.argtypes = [p, i64, i32]
-    lib.spx_stream_sum.restype = ctypes.c_uint64
-    lib.spx_build.restype = ctypes.c_int
-    lib.spx_set_xspan.argtypes = [ctypes.c_int64]
-    lib.spx_set_xspan.restype = ctypes.c_int64
-    lib.spx_set_prefetch.argtypes = [ctypes.c_int64]
-    lib.spx_set_prefetch.restype = ctypes.c_int64
-    lib.spx_set_prefetch_one.argtypes = [ctypes.c_int64]
-    lib.spx_set_prefetch_one.restype = ctypes.c_int64
-    lib.spx_set_prefetch_l2.argtypes = [ctypes.c_int32]
-    lib.spx_set_prefetch_l2.restype = ctypes.c_int
-    lib.spx_set_decoded.argtypes = [ctypes.c_int32]
-    lib.spx_set_decoded.restype = ctypes.c_int32
-    lib.spx_set_amx.argtypes = [ctypes.c_int32]
-    lib.spx_set_amx.restype = ctypes.c_int
-    lib.spx_amx_init.restype = ctypes.c_int
-    lib.spx_amx_min_rows.restype = ctypes.c_int
+    quant_build.declare(lib)
     name = ("portable", "avx2", "avx512")[lib.spx_build() & 3]
     granted = bool(lib.spx_build() & 8) and lib.spx_amx_init() == 0
     out = Library(name, bool(lib.spx_build() & 4), lib, path, granted, bool(lib.spx_build() & 16))
@@ -325,47 +302,6 @@ def _choices() -> list[tuple[str, bool | None]]:
         raise UsageError(f"{BUILD_ENV}={chosen!r} names no build this CPU runs",
                          f"use one of {', '.join(builds)} (or avx2-novnni, avx512-novnni), or unset it")
     return [(n, False if novnni and n == name else None) for n in builds[builds.index(name):]]
-
-
-_groups: dict[tuple[int, ...], tuple] = {}   # id()s of a weight group -> weak refs to it, its ctypes arrays
-_GROUPS_MAX = 4096
-
-
-def _segments(weights: Sequence[QWeight], x, mode: str, out) -> tuple[tuple, int]:
-    """Check the call (ValueError before any C runs) and return the group's ctypes arrays and Σ rows."""
-    if mode not in _MODE_IDS:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.dim() != 2 or not x.is_cpu:
-        raise ValueError("x must be a 2-D float32 tensor on the CPU")
-    if not x.is_contiguous():
-        raise ValueError("x must be contiguous")
-    weights = tuple(weights)
-    if not weights:
-        raise ValueError("matmul needs at least one weight")
-    key = tuple(id(w) for w in weights)
-    entry = _groups.get(key)
-    if entry is None or any(ref() is not w for ref, w in zip(entry[0], weights)):
-        for w in weights:
-            if not isinstance(w, QWeight):
-                raise ValueError(f"weights must be QWeight, not {type(w).__name__}")
-            check(w)
-        if len({w.cols for w in weights}) > 1:
-            raise ValueError(f"fused weights must share cols, not {sorted({w.cols for w in weights})}")
-        n = len(weights)
-        arrays = ((ctypes.c_int32 * n)(*(w.type for w in weights)),
-                  (ctypes.c_void_p * n)(*(w.data.ctypes.data for w in weights)),
-                  (ctypes.c_int64 * n)(*(w.rows for w in weights)))
-        if len(_groups) >= _GROUPS_MAX:
-            _groups.clear()
-        refs = tuple(weakref.ref(w) for w in weights)
-        entry = _groups[key] = (refs, arrays, sum(w.rows for w in weights), weights[0].cols)
-    _, arrays, n, cols = entry
-    if x.shape[1] != cols:
-        raise ValueError(f"x has {x.shape[1]} columns, the weights {cols}")
-    if out is not None and (not isinstance(out, torch.Tensor) or out.dtype != torch.float32
-                            or tuple(out.shape) != (x.shape[0], n) or not out.is_contiguous() or not out.is_cpu):
-        raise ValueError(f"out must be a contiguous float32 CPU tensor of shape ({x.shape[0]}, {n})")
-    return arrays, n
 
 
 def stream_read(lib: Library, buffer: np.ndarray, threads: int) -> int:

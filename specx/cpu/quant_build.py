@@ -5,6 +5,7 @@ and AMX-INT8) where the CPU has it, else portable C. The SIMD builds compile as 
 (build.Spec.units); the portable one, a second's work, as one."""
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import platform
 import re
@@ -17,8 +18,9 @@ from . import build
 SOURCE = Path(__file__).with_name("quant.c")
 UNITS = int(re.search(r"^#define SPX_UNITS (\d+)", SOURCE.read_text(), re.MULTILINE).group(1))
 # included by quant.c: their hash joins the options (parts_hash)
-PARTS = ("quant_blocks.h", "quant_simd.h", "quant_avx512.h", "quant_avx2.h", "quant_amx.h", "quant_amx_packed.h", "quant_packed.h",
-         "quant_packed_q8.h", "quant_packed_avx2.h", "quant_packed_driver.h")
+PARTS = ("quant_blocks.h", "quant_q8.h", "quant_simd.h", "quant_avx512.h", "quant_avx512_f32.h", "quant_avx2.h",
+         "quant_avx2_f32.h", "quant_amx.h", "quant_amx_packed.h", "quant_packed.h", "quant_packed_q8.h",
+         "quant_packed_avx2.h", "quant_packed_driver.h")
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 # build name -> (CPU flags it needs, compiler flags); VNNI is added where the CPU has it (VNNI_FLAGS)
 BUILDS = {
@@ -120,3 +122,33 @@ def xspan_bytes(l1: int) -> int:
     spans gave the same 5-row forwards (2026-11-27-xspan). Unknown (0): quant.c's own, half of the smallest
     L1 data cache of a CPU that runs these builds (32 KiB)."""
     return l1 // 2 if l1 else -1
+
+
+def declare(lib: ctypes.CDLL) -> None:
+    """Declare the argument and result types of a loaded build's exported functions (quant.c's spx_*), so that
+    ctypes passes 64-bit sizes and pointers as such."""
+    p, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+    lib.spx_matmul.argtypes = [p, i64, i64, i32, p, p, p, p, i32, i32]
+    lib.spx_matmul.restype = ctypes.c_int
+    lib.spx_dequantize_rows.argtypes = [i32, p, i64, p, i64, p]
+    for pack in (lib.spx_pack_q40, lib.spx_pack_q4k, lib.spx_pack_q6k):
+        pack.argtypes, pack.restype = [p, i64, i64, p], ctypes.c_int
+    lib.spx_dequantize_rows.restype = None
+    lib.spx_unpack_rows.argtypes, lib.spx_unpack_rows.restype = [i32, p, i64, i64, p, i64, p], ctypes.c_int
+    lib.spx_stream_sum.argtypes = [p, i64, i32]
+    lib.spx_stream_sum.restype = ctypes.c_uint64
+    lib.spx_build.restype = ctypes.c_int
+    lib.spx_set_xspan.argtypes = [ctypes.c_int64]
+    lib.spx_set_xspan.restype = ctypes.c_int64
+    lib.spx_set_prefetch.argtypes = [ctypes.c_int64]
+    lib.spx_set_prefetch.restype = ctypes.c_int64
+    lib.spx_set_prefetch_one.argtypes = [ctypes.c_int64]
+    lib.spx_set_prefetch_one.restype = ctypes.c_int64
+    lib.spx_set_prefetch_l2.argtypes = [ctypes.c_int32]
+    lib.spx_set_prefetch_l2.restype = ctypes.c_int
+    lib.spx_set_decoded.argtypes = [ctypes.c_int32]
+    lib.spx_set_decoded.restype = ctypes.c_int32
+    lib.spx_set_amx.argtypes = [ctypes.c_int32]
+    lib.spx_set_amx.restype = ctypes.c_int
+    lib.spx_amx_init.restype = ctypes.c_int
+    lib.spx_amx_min_rows.restype = ctypes.c_int
