@@ -23,9 +23,10 @@
      group's sums in the lanes of one weight row and lose by it, but its packed ones run 0.5-0.8× the time of its
      per-32 file-layout kernels: benchmarks/results/2026-12-01-avx2).
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
-   This file: the portable kernels and the driver; the rules in code are quant_blocks.h (exact decoding) and
-   quant_q8.h (the q8 arithmetic); the vector kernels are quant_avx512.h and quant_avx2.h (activations, q8) and
-   their _f32.h halves (f32), chosen by the build's flags; quant_packed.h holds layouts
+   This file: the settings and the driver; the rules in code are quant_blocks.h (exact decoding) and quant_q8.h
+   (the q8 arithmetic), quant_portable.h the kernels every build has; the vector kernels are quant_avx512.h and
+   quant_avx2.h (activations, q8) and their _f32.h halves (f32), chosen by the build's flags, and quant_dispatch.h
+   picks a call's kernel instance; quant_packed.h holds layouts
    of Q4_0, Q4_K and Q6_K (T_Q4_0_P16, T_Q4_K_P16, T_Q6_K_P16, made at load), quant_packed_q8.h the AVX-512 q8
    kernels on them, the same arithmetic to the bit, quant_packed_avx2.h the AVX2 ones (Q4_K, Q6_K with groups), and
    quant_packed_driver.h their activations and segments. */
@@ -48,7 +49,7 @@
 
 /* Units. A first run waits for this file's compile (benchmarks/results/2026-11-30-units), so build.py compiles it
    as SPX_UNITS units in parallel and links them: unit 0 (SPX_UNIT=0) holds all but the vector kernels' instances,
-   unit u >= 1 the instances UNIT_u lists (below the kernels). Without SPX_UNIT the file is one unit, as before.
+   unit u >= 1 the instances UNIT_u lists (quant_dispatch.h). Without SPX_UNIT the file is one unit, as before.
    The settings the kernels read (prefetching, XSPAN) live in unit 0 and are shared by name (SPX_SHARED). */
 #define SPX_UNITS 5
 #ifdef SPX_UNIT
@@ -138,83 +139,7 @@ static inline int64_t xspan(int64_t R, int64_t groups) {
 
 #include "quant_q8.h"
 
-/* ---------------------------------------------------------------- portable kernels (every build has them) */
-
-/* f32 mode, portable: 16 running sums per (row, output), value i into sum i % 16, then a fixed tree. */
-static void portable_f32(int type, const float *x, int64_t R, int64_t K, const uint8_t *w, int64_t nout,
-                         int64_t rowbytes, float *y, int64_t ldy) {
-    const int per = block_values(type), bytes = block_bytes(type);
-    float wv[QKK];
-    for (int64_t c = 0; c < nout; ++c) {
-        const uint8_t *wr = w + c * rowbytes;
-        float acc[RMAX][16];
-        memset(acc, 0, sizeof acc);
-        const int step = per == 1 ? 16 : per;
-        for (int64_t k0 = 0; k0 < K; k0 += step) {
-            int n = (int)(K - k0 < step ? K - k0 : step);
-            if (per == 1)
-                for (int i = 0; i < n; ++i) decode_block(type, wr + (k0 + i) * bytes, wv + i);
-            else
-                decode_block(type, wr + k0 / per * bytes, wv);
-            for (int64_t r = 0; r < R; ++r)
-                for (int i = 0; i < n; ++i) acc[r][(k0 + i) & 15] += x[r * K + k0 + i] * wv[i];
-        }
-        for (int64_t r = 0; r < R; ++r) {
-            float *a = acc[r];
-            float s8[8];
-            for (int i = 0; i < 8; ++i) s8[i] = a[i] + a[i + 8];
-            y[r * ldy + c] = tree8(s8);
-        }
-    }
-}
-
-/* q8 mode, portable: the q8 arithmetic written out (the SIMD builds do exactly this, in vectors). */
-static void portable_q8(int type, const uint8_t *xq, int64_t R, int64_t K, const uint8_t *w, int64_t nout,
-                        int64_t rowbytes, float *y, int64_t ldy) {
-    const int64_t groups = (K + QKK - 1) / QKK, stride = xq_stride(K);
-    const int kind = q8_kind(type), bytes = block_bytes(type), kt = block_values(type) == QKK;
-    const int64_t nblocks = K / QK;
-    qgroup g;
-    for (int64_t c = 0; c < nout; ++c) {
-        const uint8_t *wr = w + c * rowbytes;
-        float acc[RMAX][16], accb[RMAX][16];
-        memset(acc, 0, sizeof acc);
-        memset(accb, 0, sizeof accb);
-        for (int64_t s = 0; s < groups; ++s) {
-            int nb = (int)(nblocks - 8 * s < 8 ? nblocks - 8 * s : 8);
-            decode_group(type, wr + (kt ? s * bytes : 8 * s * bytes), nb, &g);
-            for (int64_t r = 0; r < R; ++r) {
-                const uint8_t *xg = xq + r * stride + s * XG;
-                if (kind == KIND_G) {   /* acc[r][0] is the one running sum; ns holds −16·Σq per half block */
-                    const int16_t *ns = (const int16_t *)(xg + XG_NS);
-                    int32_t S = 0, M = 0;
-                    for (int j = 0; j < 8; ++j) {
-                        S += g.sc[j] * (half_sum(&g, xg, j, 0) + half_sum(&g, xg, j, 1));
-                        M -= g.m[j] * ((ns[j] + ns[8 + j]) / 16);
-                    }
-                    acc[r][0] = g_step(acc[r][0], S, M, g.d, g.dmin, ((const float *)(xg + XG_DX))[0]);
-                    continue;
-                }
-                if (kind == KIND_G6) {   /* half h of block j holds scale 2j + h; the weights are q − 32 */
-                    int32_t S = 0;
-                    for (int j = 0; j < 8; ++j)
-                        for (int h = 0; h < 2; ++h) S += g.sc[2 * j + h] * half_sum(&g, xg, j, h);
-                    acc[r][0] = g6_step(acc[r][0], S, g.d, ((const float *)(xg + XG_DX))[0]);
-                    continue;
-                }
-                const float *dx = (const float *)(xg + XG_DX), *xs = (const float *)(xg + XG_XS);
-                const float *xh = (const float *)(xg + XG_XH);
-                for (int l = 0; l < 16; ++l)
-                    acc[r][l] = fmaf((float)half_sum(&g, xg, l & 7, l >> 3), g.a[l] * dx[l], acc[r][l]);
-                if (kind == KIND_K2)
-                    for (int l = 0; l < 16; ++l) accb[r][l] = fmaf(g.b[l], xh[l], accb[r][l]);
-                else if (kind != KIND_S)
-                    for (int j = 0; j < 8; ++j) accb[r][j] = fmaf(g.b[j], xs[j], accb[r][j]);
-            }
-        }
-        for (int64_t r = 0; r < R; ++r) y[r * ldy + c] = grouped_kind(kind) ? acc[r][0] : q8_result(kind, acc[r], accb[r]);
-    }
-}
+#include "quant_portable.h"
 
 /* How far ahead of its reads a thread prefetches weights into L1 (0: not at all), and whether it also asks for
    the lines twice as far ahead into L2 (quant.py chooses both, per machine). A call of one row, which waits on
@@ -268,135 +193,7 @@ extern SPX_SHARED int prefetch_l2;
 #include "quant_amx.h"
 #endif
 
-/* ---------------------------------------------------------------- dispatch (AVX2 and AVX-512 builds) */
-#if defined(SPX_AVX512) || defined(SPX_AVX2)
-static inline __attribute__((always_inline)) void f32_rows(const int type, const int R, const float *x, int64_t K,
-                                                           const uint8_t *w, int64_t nout, int64_t rowbytes, float *y,
-                                                           int64_t ldy) {
-    const int C = COLS_F32(R);
-    int64_t c = 0;
-    for (; c + C <= nout; c += C) f32_cols(type, R, C, x, K, w + c * rowbytes, rowbytes, y + c, ldy);
-    if (C > 1)
-        for (; c < nout; ++c) f32_cols(type, R, 1, x, K, w + c * rowbytes, rowbytes, y + c, ldy);
-}
-
-#define BY_ROWS(F, T, ...)                                  \
-    switch (R) {                                            \
-        case 1: F(T, 1, __VA_ARGS__); break;                \
-        case 2: F(T, 2, __VA_ARGS__); break;                \
-        case 3: F(T, 3, __VA_ARGS__); break;                \
-        case 4: F(T, 4, __VA_ARGS__); break;                \
-        case 5: F(T, 5, __VA_ARGS__); break;                \
-        case 6: F(T, 6, __VA_ARGS__); break;                \
-        case 7: F(T, 7, __VA_ARGS__); break;                \
-        default: F(T, 8, __VA_ARGS__); break;               \
-    }
-/* One function per (kernel, type) holding its 8 row counts: compiled apart, they keep the compiler's work
-   linear in their number (one function holding all of them took several times as long to build). */
-#define KERNEL_SIG(F, T)                                                                                     \
-    SPX_SHARED __attribute__((noinline)) void F##_##T(int64_t R, const float *x, const uint8_t *xq, int64_t K, \
-                                                      const uint8_t *w, int64_t nout, int64_t rowbytes,      \
-                                                      float *y, int64_t ldy)
-#define KERNEL_FN(F, T, ...)                                       \
-    KERNEL_SIG(F, T) {                                             \
-        (void)x;                                                   \
-        (void)xq;                                                  \
-        BY_ROWS(F, T, __VA_ARGS__, K, w, nout, rowbytes, y, ldy)   \
-    }
-/* the first 8 rows decode and store, the next read (both R = 8: fewer rows decode as without DECODED) */
-#define STORE_SIG(T)                                                                                       \
-    SPX_SHARED __attribute__((noinline)) void q8_store_##T(const uint8_t *xq, int64_t K, const uint8_t *w,  \
-                                                           int64_t nout, int64_t rowbytes, wq *dec, float *y, \
-                                                           int64_t ldy)
-#define STORED_SIG(T)                                                                                      \
-    SPX_SHARED __attribute__((noinline)) void q8_stored_##T(const uint8_t *xq, int64_t K, wq *dec, int64_t nout, \
-                                                            float *y, int64_t ldy)
-#define QUANT_TYPES(M) M(T_Q4_0) M(T_Q4_1) M(T_Q5_0) M(T_Q5_1) M(T_Q8_0) M(T_Q2_K) M(T_Q4_K) M(T_Q5_K) M(T_Q6_K) \
-    M(T_Q3_K) M(T_IQ4_NL) M(T_IQ4_XS)
-#define Q8_TYPES(M) QUANT_TYPES(M) M(T_Q4_K_G) M(T_Q6_K_G)   /* the q8 kernels' types (the _G ones have no f32 kernel) */
-#define FLOAT_TYPES(M) M(T_F32) M(T_F16) M(T_BF16)
-#define Q8_FN(T) KERNEL_FN(q8_rows, T, xq)
-#define F32_FN(T) KERNEL_FN(f32_rows, T, x)
-#define DECODED_FN(T)                                                                  \
-    STORE_SIG(T) { q8_rows_from(T, RMAX, 2, xq, K, w, dec, nout, rowbytes, y, ldy); } \
-    STORED_SIG(T) { q8_rows_from(T, RMAX, 1, xq, K, 0, dec, nout, 0, y, ldy); }
-#define Q8_DECL(T) KERNEL_SIG(q8_rows, T);
-#define F32_DECL(T) KERNEL_SIG(f32_rows, T);
-#define DECODED_DECL(T) STORE_SIG(T); STORED_SIG(T);
-
-/* Each unit's instances (q8, f32 and DECODED kernels of a type), balanced by their compile times
-   (benchmarks/results/2026-11-30-units): */
-#define UNIT_1(Q8, F32, DEC) Q8(T_Q4_K) F32(T_Q4_K) DEC(T_Q4_K) Q8(T_Q4_0) F32(T_Q4_0) DEC(T_Q4_0) \
-    Q8(T_Q4_1) F32(T_Q4_1) DEC(T_Q4_1)
-#define UNIT_2(Q8, F32, DEC) Q8(T_Q6_K) F32(T_Q6_K) DEC(T_Q6_K) Q8(T_Q5_0) F32(T_Q5_0) DEC(T_Q5_0) \
-    Q8(T_Q5_1) F32(T_Q5_1) DEC(T_Q5_1)
-#define UNIT_3(Q8, F32, DEC) Q8(T_Q8_0) F32(T_Q8_0) DEC(T_Q8_0) Q8(T_Q5_K) F32(T_Q5_K) DEC(T_Q5_K) \
-    Q8(T_Q2_K) F32(T_Q2_K) DEC(T_Q2_K) F32(T_F32) Q8(T_Q6_K_G) DEC(T_Q6_K_G)
-#define UNIT_4(Q8, F32, DEC) Q8(T_Q3_K) F32(T_Q3_K) DEC(T_Q3_K) Q8(T_IQ4_NL) F32(T_IQ4_NL) DEC(T_IQ4_NL) \
-    Q8(T_IQ4_XS) F32(T_IQ4_XS) DEC(T_IQ4_XS) F32(T_F16) F32(T_BF16) Q8(T_Q4_K_G) DEC(T_Q4_K_G)
-#if !defined(SPX_UNIT)
-Q8_TYPES(Q8_FN)
-QUANT_TYPES(F32_FN)
-FLOAT_TYPES(F32_FN)
-Q8_TYPES(DECODED_FN)
-#elif SPX_UNIT == 0
-Q8_TYPES(Q8_DECL)
-QUANT_TYPES(F32_DECL)
-FLOAT_TYPES(F32_DECL)
-Q8_TYPES(DECODED_DECL)
-#elif SPX_UNIT == 1
-UNIT_1(Q8_FN, F32_FN, DECODED_FN)
-#elif SPX_UNIT == 2
-UNIT_2(Q8_FN, F32_FN, DECODED_FN)
-#elif SPX_UNIT == 3
-UNIT_3(Q8_FN, F32_FN, DECODED_FN)
-#elif SPX_UNIT == 4
-UNIT_4(Q8_FN, F32_FN, DECODED_FN)
-#else
-#error "SPX_UNIT is 0 to SPX_UNITS - 1"
-#endif
-
-#if SPX_DRIVER
-static void simd_kernel(int type, int mode, const float *x, const uint8_t *xq, int64_t R, int64_t K,
-                        const uint8_t *w, int64_t nout, int64_t rowbytes, float *y, int64_t ldy) {
-#define CASE(F, T) \
-    case T: F##_##T(R, x, xq, K, w, nout, rowbytes, y, ldy); break;
-#define Q8_CASE(T) CASE(q8_rows, T)
-#define F32_CASE(T) CASE(f32_rows, T)
-    if (mode == MODE_Q8 && !is_float_type(type)) {
-        switch (type) { Q8_TYPES(Q8_CASE) default: break; }
-    } else {
-        switch (type) { QUANT_TYPES(F32_CASE) FLOAT_TYPES(F32_CASE) default: break; }
-    }
-#undef CASE
-}
-#endif /* SPX_DRIVER */
-#define SPX_SIMD 1
-
-/* DECODED: in a call of 2·RMAX rows or more (a prompt pass, a wide verify), the first RMAX rows passing over a
-   tile of weights leave its groups decoded in a buffer of DECODED_BYTES per thread (in L2), and the next RMAX
-   rows read them there instead of decoding them again: the same decoded values and the same arithmetic per
-   row, so the same bits. A last set of fewer rows decodes as without it, and so do shorter calls, where
-   nothing would read what the first set stores (storing alone costs time: benchmarks/results/2026-11-29-decoded,
-   which also sized the buffer: a smaller one gained less, a larger one no more). */
-#define SPX_DECODED 1
-#define DECODED_BYTES (160 << 10)   /* per thread, allocated at its first such call and kept */
-
-#if SPX_DRIVER
-/* RMAX rows of X against nout weight rows at w, the decoded weights left in dec (store), or against the rows a
-   store left in dec */
-static void decoded_kernel(int type, int store, const uint8_t *xq, int64_t K, const uint8_t *w, int64_t nout,
-                           int64_t rowbytes, wq *dec, float *y, int64_t ldy) {
-#define CASE(T)                                                 \
-    case T:                                                     \
-        if (store) q8_store_##T(xq, K, w, nout, rowbytes, dec, y, ldy); \
-        else q8_stored_##T(xq, K, dec, nout, y, ldy);            \
-        break;
-    switch (type) { Q8_TYPES(CASE) default: break; }
-#undef CASE
-}
-#endif /* SPX_DRIVER */
-#endif
+#include "quant_dispatch.h"
 #ifndef SPX_DECODED
 #define SPX_DECODED 0
 #endif

@@ -18,9 +18,9 @@ from . import build
 SOURCE = Path(__file__).with_name("quant.c")
 UNITS = int(re.search(r"^#define SPX_UNITS (\d+)", SOURCE.read_text(), re.MULTILINE).group(1))
 # included by quant.c: their hash joins the options (parts_hash)
-PARTS = ("quant_blocks.h", "quant_q8.h", "quant_simd.h", "quant_avx512.h", "quant_avx512_f32.h", "quant_avx2.h",
-         "quant_avx2_f32.h", "quant_amx.h", "quant_amx_packed.h", "quant_packed.h", "quant_packed_q8.h",
-         "quant_packed_avx2.h", "quant_packed_driver.h")
+PARTS = ("quant_blocks.h", "quant_q8.h", "quant_portable.h", "quant_dispatch.h", "quant_simd.h", "quant_avx512.h",
+         "quant_avx512_f32.h", "quant_avx2.h", "quant_avx2_f32.h", "quant_amx.h", "quant_amx_packed.h", "quant_packed.h",
+         "quant_packed_q8.h", "quant_packed_avx2.h", "quant_packed_driver.h")
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 # build name -> (CPU flags it needs, compiler flags); VNNI is added where the CPU has it (VNNI_FLAGS)
 BUILDS = {

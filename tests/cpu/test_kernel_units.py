@@ -96,13 +96,14 @@ def test_kernels_ahead_asks_once_for_the_builds_the_libraries_load(monkeypatch):
 
 
 def test_each_kernel_instance_of_quant_c_is_in_exactly_one_unit():
-    """quant.c's units (UNIT_1..UNIT_4) hold each type's q8, f32 and DECODED kernels once: one left out would
-    leave its symbol undefined when the units are linked (the build would not load), one twice would not link."""
+    """quant.c's units (UNIT_1..UNIT_4, in quant_dispatch.h) hold each type's q8, f32 and DECODED kernels once: one
+    left out would leave its symbol undefined when the units are linked (the build would not load), one twice would
+    not link."""
     import re
 
     from specx.cpu import quant_build
 
-    text = quant_build.SOURCE.read_text()
+    text = quant_build.SOURCE.with_name("quant_dispatch.h").read_text()
 
     def macro(head: str) -> str:   # a #define's body, its continuation lines included
         return re.search(rf"#define {re.escape(head)}(.*?)\n(?!\s)", text, re.DOTALL).group(1)
