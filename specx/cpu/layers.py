@@ -109,7 +109,7 @@ class Plan:
     ctypes arrays the structures point into are kept here."""
 
     def __init__(self, weights, config):
-        from .quant import _segments
+        from .quant_call import arrays
 
         self.weights = weights   # the plan holds pointers into these: a decoder given other weights needs another
         self.eps, self.act = config.rms_norm_eps, config.hidden_act
@@ -120,7 +120,7 @@ class Plan:
             for ws, cols in ((lw.qkv, config.hidden_size), (lw.o, None), (lw.gate_up, config.hidden_size),
                              (lw.down, None)):
                 x = torch.empty(0, cols if cols is not None else ws[0].cols)
-                (types, data, rows), n = _segments(ws, x, "q8", None)
+                (types, data, rows), n = arrays(ws, x, None)
                 self._keep.append((types, data, rows))
                 groups.append(Group(len(ws), ctypes.cast(types, P), ctypes.cast(data, P), ctypes.cast(rows, P), n))
             self.layers.append(LayerWeights(*groups, _ptr(lw.qkv_bias), _ptr(lw.o_bias), _ptr(lw.post_attn_norm),
