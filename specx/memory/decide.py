@@ -3,15 +3,15 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from . import backends as bk
-from .decoders import native, on_blocks, weights_phrase
+from .decoders import native, on_blocks
 from .drafter_fit import place_drafter
+from .explain import BNB, explain, refuse_why
 from .footprint import (DTYPE_BYTES, Scheme, Shape, blocks_scheme, fastpath_copy, file_scheme, is_blocks, is_native,
                         plain, runtime_overhead)
 from .plan import MemoryPlan
 from .planner import (CPU, PlanRefused, DEFAULT_CONTEXT, DISK, GPU, MIN_DRAFT_CONTEXT, Request, activation_bytes, make_model_plan, offload_scheme, place, refuse, scheme_for, self_copy_bytes, speculation_bytes)
 from .probe import Budgets, fmt_bytes
 
-BNB = ("int8", "nf4", "fp4")
 FLOAT_FILES = {"float32", "bfloat16", "float16"}   # file formats a lossy CPU precision may stand in for
 
 
@@ -105,11 +105,11 @@ def decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request,
     if drafter is None or budgets.gpu is None or _whole(plan) or not on_blocks(target, GPU, req.dtype, req.quant,
                                                                                simulated):
         return plan
-    for place in ("blocks", "cpu"):
-        if place == "blocks" and not on_blocks(drafter, GPU, req.dtype, req.draft_quant, simulated):
+    for where in ("blocks", "cpu"):
+        if where == "blocks" and not on_blocks(drafter, GPU, req.dtype, req.draft_quant, simulated):
             continue
         try:
-            other = _decide(target, drafter, budgets, req, simulated, place)
+            other = _decide(target, drafter, budgets, req, simulated, where)
         except PlanRefused:
             continue
         if _whole(other):
@@ -160,7 +160,7 @@ def _decide(target: Shape, drafter: Shape | None, budgets: Budgets, req: Request
                              spec_dev, d_act, req, reasons)
     scheme, placed, kk, dc, head, spec = chosen
     headroom[fast] = max(headroom[fast], head)
-    _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder)
+    explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder)
     if req.self_copy:
         weights, kv = self_copy_bytes(target, ctx, DTYPE_BYTES[scheme.other_dtype])
         reasons.append(f"drafter: a 2-bit copy of the target's layers ({fmt_bytes(weights)}) and its own KV cache "
@@ -190,7 +190,6 @@ def _check_largest(target: Shape, ladder: list[Scheme], budget: dict, fast: str)
     smallest = min(ladder, key=lambda s: max(s.group_bytes(g) for g in target.groups))
     biggest = max(target.groups, key=smallest.group_bytes)
     if smallest.group_bytes(biggest) > budget[fast]:
-        from .planner import refuse
         raise refuse(f"the {'GPU' if fast == GPU else 'CPU'} budget is below the largest layer of {target.name} "
                      f"({biggest.name} in {smallest.name})", [(fast, smallest.group_bytes(biggest), budget[fast])],
                      "raise --mem-budget or pick a smaller model")
@@ -240,74 +239,11 @@ def _spill(target, drafter, scheme, compute, ctx, levels, room, budget, headroom
         allowed = dict(rooms, **{DISK: rooms[DISK] if req.allow_disk else None})
         placed = place(target, scheme, off, ctx, act, allowed, target.tied)
         if placed is None:
-            _refuse(target, scheme, off, ctx, act, rooms, budget, req)
+            refuse_why(target, scheme, off, ctx, act, rooms, budget, req)
         on_fast = sum(p.bytes for p in placed if p.device == fast)
         if best is None or on_fast >= best[0]:
             best = (on_fast, (scheme, placed, kk, dc, head + stream, spec))
     return best[1]
-
-
-def _refuse(target, scheme, off, ctx, act, rooms, budget, req):
-    """Say why no placement works: the largest group fits nowhere, or disk would be needed. The table
-    shows, per device, the target's share plus what is reserved there (drafter, headroom, speculation)."""
-    biggest = max(target.groups, key=off.group_bytes)
-    roomy = {d: n for d, n in rooms.items() if n is not None and d != DISK}
-    if all(off.group_bytes(biggest) > n for n in roomy.values()):
-        raise refuse(f"the budget is below the largest layer of {target.name} ({biggest.name})",
-                     [(d, off.group_bytes(biggest), n) for d, n in roomy.items()],
-                     "raise --mem-budget or pick a smaller model")
-    placed = place(target, scheme, off, ctx, act, dict(rooms, **{DISK: 1 << 62}), target.tied)
-    rows = [(d, sum(p.bytes + p.kv_bytes for p in (placed or []) if p.device == d) + budget[d] - rooms[d],
-             budget[d]) for d in (GPU, CPU, DISK) if rooms.get(d) is not None]
-    if placed is not None and not req.allow_disk:
-        raise refuse(f"{target.name} needs disk offload under this budget", rows,
-                     "raise the budget, or pass --allow-disk-offload (every token then reads weights from disk)")
-    raise refuse(f"{target.name} does not fit this budget, even with disk offload", rows)
-
-
-def _native_source(fast: str) -> str:
-    """Where the lean CPU decoder reads a file's own blocks from: its layers copied to 2 MiB pages where Linux
-    offers them (decoder/resident.py, the same bytes and the same peak), else the file's map, or a copy on plain
-    pages where the kernels pack the layers (AVX-512 and AVX2 builds: resident.copies; the plan does not build
-    the kernels to ask)."""
-    from ..decoder import resident
-
-    if fast == CPU and resident.wanted():
-        return "its bytes copied to 2 MiB pages at load"
-    if fast == CPU and resident.copies(True):
-        return "mapped from the file, or copied at load where the kernels pack its layers (AVX-512, AVX2)"
-    return "mapped from the file"
-
-
-def _explain(target, scheme, placed, kk, dc, k, ctx, drafter, fast, reasons, ladder):
-    first = ladder[0]
-    devices = {p.device for p in placed}
-    where = "on the GPU" if fast == GPU else "in CPU memory"
-    if devices == {fast}:
-        why = "it fits" if scheme is first else (
-            f"{first.name} does not fit (with KV, speculation, headroom"
-            + (" and the fast path's packed copy)" if fast == CPU and first.name == "float32" else ")")
-            + " and this is the most faithful precision that does")
-        if is_native(scheme.name):
-            reasons.append(f"target: whole {where}, {weights_phrase(scheme)}: {_native_source(fast)}, no converted copy")
-        elif is_blocks(scheme.name):
-            reasons.append(f"target: whole {where}, {weights_phrase(scheme)}: the file's blocks copied to the GPU once, "
-                           "no converted copy" + ("" if scheme is first else f", as {first.name} does not fit"))
-        else:
-            reasons.append(f"target: whole {where} in {scheme.name}, because {why}")
-    else:
-        spilled = sorted({p.kind for p in placed if p.device != fast})
-        reasons.append(f"target: {scheme.name}, spilling {', '.join(spilled)} groups off the "
-                       f"{'GPU' if fast == GPU else 'CPU'}, as it does not fit whole"
-                       + (", and of the precisions tried it keeps the most parameters there" if len(ladder) > 1 else ""))
-    if scheme.name in BNB and target.experts:
-        reasons.append("experts: bitsandbytes leaves fused expert tensors unquantized, so they are priced "
-                       "at the compute dtype")
-    if scheme.name in BNB and any(p.device != GPU for p in placed):
-        reasons.append("offloaded bitsandbytes modules are kept (and priced) in float32")
-    if kk < k or (drafter and dc < ctx):
-        reasons.append(f"speculation: k capped at {kk}" + (f", drafter context {dc}" if drafter else "")
-                       + " so that the target's layers stay on the fastest device")
 
 
 def _finish(plan: MemoryPlan, target: Shape) -> MemoryPlan:

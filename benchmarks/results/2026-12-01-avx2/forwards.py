@@ -5,7 +5,7 @@ re-encoded to Q4_0, 32768 output rows), both models in one process (quant's libr
 element-wise kernels are this CPU's own builds either way), the C layer loop, alternating (order flipped each
 repeat); medians, each way's 5 ÷ 1 ratio per repeat, and paired ratios after/before with quartiles.
 Usage: python forwards.py vnni|novnni [REPEATS] [target|drafter]"""
-import os, sys, time
+import sys, time
 from pathlib import Path
 from specx.cpu import quant
 from specx.decoder import lm as lean

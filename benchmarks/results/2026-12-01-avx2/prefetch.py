@@ -1,7 +1,7 @@
 """Weight prefetching at 1 and 5 rows on the AVX2 builds and this CPU's own: off, or into L1 and L2 2-32 KB ahead
 (2K: the incumbent, the ratios against it), the 1.5B's packed Q4_K gate/up and Q6_K down, 28 copies in turn, 7 repeats with
 the ways' order rotated. Usage: python prefetch.py"""
-import sys, time, statistics
+import time, statistics
 import numpy as np, torch
 from specx.cpu import quant, packing, quant_ref
 own = quant._default()

@@ -2,7 +2,7 @@
 prompt on this CPU's AVX-512 build and on the AVX2 build without VNNI (a stand-in for an AVX2-only CPU), one
 process, alternating, 15 repeats; medians and the drafter's step as a share of the target's.
 Usage: python steps.py"""
-import sys, time
+import time
 from pathlib import Path
 from specx.cpu import quant
 from specx.decoder import lm as lean
