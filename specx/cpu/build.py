@@ -1,7 +1,7 @@
 """Compile a kernel's C source once per machine into the kernel cache, and load it.
 
 Shared by every native kernel (cpu/rowgemm.c, cpu/quant.c). A build is named by a hash of its
-source, flags and compiler version, written under a temporary name and renamed into place, so
+source, the headers it includes (`#include "..."`, at any depth), flags and compiler version, written under a temporary name and renamed into place, so
 concurrent first runs never load a half-written library.
 
 Loading a library runs its code, and a wrong kernel would silently break the lossless guarantee, so a
@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -116,10 +117,25 @@ def build_ahead(specs: list[Spec]) -> None:
 
 
 def _path(spec: Spec) -> Path:
-    """Where the build lives: named by a hash of its source, options, units and compiler version."""
+    """Where the build lives: named by a hash of its source, its headers, options, units and compiler version."""
     units = f" units={spec.units}" if spec.units > 1 else ""
-    text = spec.source.read_bytes() + (" ".join(spec.options) + units).encode() + _version(spec.compiler).encode()
+    text = b"".join(p.read_bytes() for p in [spec.source, *headers(spec.source)])
+    text += (" ".join(spec.options) + units).encode() + _version(spec.compiler).encode()
     return _folder() / f"{spec.name}-{hashlib.sha256(text).hexdigest()[:16]}.so"
+
+
+def headers(source: Path) -> list[Path]:
+    """The headers `source` includes with quotes, directly or through another, in the order first met: a changed
+    header must make a new build, or the cache would keep serving the one compiled before the change."""
+    found: list[Path] = []
+    todo = [source]
+    while todo:
+        for name in re.findall(r'^\s*#\s*include\s*"([^"]+)"', todo.pop(0).read_text(), re.MULTILINE):
+            path = source.parent / name
+            if path not in found:
+                found.append(path)
+                todo.append(path)
+    return found
 
 
 def _version(compiler: str) -> str:

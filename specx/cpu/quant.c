@@ -25,7 +25,8 @@
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
    This file: the settings and the driver; the rules in code are quant_blocks.h (exact decoding) and quant_q8.h
    (the q8 arithmetic), quant_portable.h the kernels every build has; the vector kernels are quant_avx512.h and
-   quant_avx2.h (activations, q8) and their _f32.h halves (f32), chosen by the build's flags, and quant_dispatch.h
+   quant_avx2.h (activations, q8 decoding; quant_avx512_decode.h the AVX-512 one), their _rows.h (q8 sums) and
+   _f32.h (f32) parts, chosen by the build's flags, and quant_dispatch.h
    picks a call's kernel instance; quant_packed.h holds layouts
    of Q4_0, Q4_K and Q6_K (T_Q4_0_P16, T_Q4_K_P16, T_Q6_K_P16, made at load), quant_packed_q8.h the AVX-512 q8
    kernels on them, the same arithmetic to the bit, quant_packed_avx2.h the AVX2 ones (Q4_K, Q6_K with groups), and
@@ -180,8 +181,11 @@ extern SPX_SHARED int prefetch_l2;
 #include "quant_simd.h"
 
 #include "quant_avx512.h"
+#include "quant_avx512_decode.h"
+#include "quant_avx512_rows.h"
 #include "quant_avx512_f32.h"
 #include "quant_avx2.h"
+#include "quant_avx2_rows.h"
 #include "quant_avx2_f32.h"
 
 #include "quant_packed.h"

@@ -1,5 +1,5 @@
 /* quant.c's AVX-512 kernels for the f32 mode (gguf's exact weights into float32 activations): included by quant.c
-   after quant_avx512.h, whose decoding helpers they share; quant.c states the rules. */
+   after quant_avx512.h and quant_avx512_decode.h, whose decoding helpers they share; quant.c states the rules. */
 #if defined(SPX_AVX512)
 /* ---- f32 mode: each (row, output) sums into two 16-lane accumulators: values 0..15 of every 32-value
    block into the first, 16..31 into the second; then one fixed horizontal sum. */

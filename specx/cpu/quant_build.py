@@ -6,7 +6,6 @@ and AMX-INT8) where the CPU has it, else portable C. The SIMD builds compile as 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import platform
 import re
 from pathlib import Path
@@ -17,10 +16,6 @@ from . import build
 
 SOURCE = Path(__file__).with_name("quant.c")
 UNITS = int(re.search(r"^#define SPX_UNITS (\d+)", SOURCE.read_text(), re.MULTILINE).group(1))
-# included by quant.c: their hash joins the options (parts_hash)
-PARTS = ("quant_blocks.h", "quant_q8.h", "quant_portable.h", "quant_dispatch.h", "quant_simd.h", "quant_avx512.h",
-         "quant_avx512_f32.h", "quant_avx2.h", "quant_avx2_f32.h", "quant_amx.h", "quant_amx_packed.h", "quant_packed.h",
-         "quant_packed_q8.h", "quant_packed_avx2.h", "quant_packed_driver.h")
 FLAGS = ("-O3", "-fopenmp", "-ffp-contract=off", "-shared", "-fPIC")
 # build name -> (CPU flags it needs, compiler flags); VNNI is added where the CPU has it (VNNI_FLAGS)
 BUILDS = {
@@ -61,8 +56,7 @@ def specs(name: str, compiler: str, vnni: bool | None = None, amx: bool | None =
     if amx is None:
         amx = amx_cpu() and name == "avx512"
     vbmi = vnni and name == "avx512" and VBMI_FLAGS[0] in cpu_flags()
-    options = (FLAGS + options + ((VNNI_FLAGS[name][1],) if vnni else ()) + ((VBMI_FLAGS[1],) if vbmi else ())
-               + (f"-DSPX_PARTS={parts_hash()}",))
+    options = (FLAGS + options + ((VNNI_FLAGS[name][1],) if vnni else ()) + ((VBMI_FLAGS[1],) if vbmi else ()))
     tag = f"quant-{name}{'-vnni' if vnni else ''}{'-vbmi' if vbmi else ''}"
     units = UNITS if name != "portable" else 1
     plain = build.Spec(tag, SOURCE, compiler, options, units)
@@ -72,13 +66,6 @@ def specs(name: str, compiler: str, vnni: bool | None = None, amx: bool | None =
 def amx_cpu() -> bool:
     """Whether this CPU has AMX-INT8 (x86-64 only)."""
     return platform.machine().lower() in ("x86_64", "amd64") and all(f in cpu_flags() for f in AMX_FLAGS[0])
-
-
-def parts_hash() -> str:
-    """A hash of the headers quant.c includes: build.py keys a build by quant.c, its options and the compiler,
-    so this option makes a changed header a new build."""
-    digest = hashlib.sha256(b"".join(SOURCE.with_name(part).read_bytes() for part in PARTS))
-    return digest.hexdigest()[:16]
 
 
 def cpu_flags() -> set[str]:

@@ -60,6 +60,28 @@ def test_a_library_specx_built_loads(cache, source):
     assert answer(lib) == 42 and path.parent == cache
 
 
+def test_a_header_edited_at_any_depth_makes_a_new_build(cache, tmp_path):
+    """A build is named by its source and every header it includes with quotes, through other headers too: an
+    edited header must not leave the cache serving the library compiled before the edit."""
+    (tmp_path / "outer.h").write_text('#include "inner.h"\n')
+    (tmp_path / "inner.h").write_text("#define ANSWER 42\n")
+    source = tmp_path / "answer.c"
+    source.write_text('#include "outer.h"\nint spx_answer(void) { return ANSWER; }\n')
+    lib, first = build.library("answer", source, build.c_compiler(), OPTIONS)
+    assert answer(lib) == 42
+    (tmp_path / "inner.h").write_text("#define ANSWER 43\n")
+    lib, second = build.library("answer", source, build.c_compiler(), OPTIONS)
+    assert second != first and answer(lib) == 43
+
+
+def test_every_kernel_header_is_in_a_builds_hash():
+    """Each header beside the kernels' C sources is found by build.headers from one of them (a header included
+    some other way would not change the build's name when edited)."""
+    folder = Path(build.__file__).parent
+    found = {p.name for source in folder.glob("*.c") for p in build.headers(source)}
+    assert found == {p.name for p in folder.glob("*.h")}
+
+
 def test_a_planted_library_at_the_cache_path_is_never_loaded(cache, source, tmp_path, capfd):
     """A .so placed where the build would be (no build record, or another's): its constructor never runs;
     specx deletes it, builds its own and says so in one sentence (was: loaded, constructor run)."""

@@ -117,22 +117,6 @@ def test_each_kernel_instance_of_quant_c_is_in_exactly_one_unit():
     assert placed == wanted
 
 
-def test_every_header_quant_c_includes_is_in_the_builds_hash():
-    """A header quant.c (or a header of it) includes but PARTS leaves out would not change the build's name when
-    edited: the kernel cache would keep serving the build compiled before the edit."""
-    import re
-
-    from specx.cpu import quant_build
-
-    folder, seen, todo = quant_build.SOURCE.parent, set(), [quant_build.SOURCE.name]
-    while todo:
-        for name in re.findall(r'^#include "([^"]+)"', (folder / todo.pop()).read_text(), re.MULTILINE):
-            if name not in seen:
-                seen.add(name)
-                todo.append(name)
-    assert seen == set(quant_build.PARTS)
-
-
 def test_an_interrupted_compile_stops_its_compilers_and_leaves_nothing(cache, tmp_path):
     """Ctrl-C while a first run compiles: every compiler process of the build is stopped and no temporary file
     stays in the cache (a compiler that would take a minute stands in)."""
