@@ -56,7 +56,8 @@ def measure_and_save(model, drafter, prompts, max_tokens, repeats, dtype, temper
     from ..errors import UsageError
     from ..options import check_machine, resolve
     from ..policy import tuned
-    from .bench import ProgressBar, auto_drafter
+    from .bench import auto_drafter
+    from .progress import ProgressBar
 
     options = resolve({"model": model, "drafter": drafter, "dtype": dtype, "quant": quant, "max_tokens": max_tokens,
                        "temperature": temperature, "seed": 0 if temperature else None}, tuned=False)

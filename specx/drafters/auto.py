@@ -69,7 +69,7 @@ def available_memory() -> int:
 
 
 def source_params(source) -> int:
-    from ..models.hub import count_params
+    from ..models.store import count_params
 
     try:
         return count_params(source.path, source.kind)

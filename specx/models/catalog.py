@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import presets
-from . import hub, lock
+from . import hub, lock, store
 from ..errors import ModelUnavailable
 
 
@@ -70,7 +70,7 @@ def _mirror_state(entry: Entry) -> dict:
     there = bool(dest and dest.is_file())
     return {"pulled": there, "complete": there, "commit": None, "bytes": dest.stat().st_size if there else 0,
             "files": {dest.name: {"size": dest.stat().st_size, "sha256": entry.preset.mirrors[0].sha256}}
-            if there else {}, "params": hub.count_params(dest, "gguf") if there else None,
+            if there else {}, "params": store.count_params(dest, "gguf") if there else None,
             "path": str(dest) if there else None}
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from . import lock
+from . import lock, store
 from ..errors import InsufficientResources, ModelFileError, ModelUnavailable
 
 TOKENIZER_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -232,7 +232,7 @@ def pull(ref: HubRef, name: str, sha256: Mapping[str, str] | None = None, bars=N
         verify_file(ref, paths[f.name], f.name, expected[f.name], name)
     main = paths[needed[0].name] if kind == "gguf" else paths["config.json"].parent
     lock.record(str(ref), {"repo": ref.repo, "quant": ref.quant, "revision": ref.revision or "main",
-                           "commit": commit, "kind": kind, "gated": gated, "params": count_params(main, kind),
+                           "commit": commit, "kind": kind, "gated": gated, "params": store.count_params(main, kind),
                            "files": {f.name: {"size": f.size, "sha256": expected[f.name] or ""} for f in needed}})
     return main
 
@@ -285,23 +285,6 @@ def verify_file(ref: HubRef, path: Path | None, filename: str, sha: str, name: s
         raise ModelFileError(f"{filename} of {ref.repo} has sha256 {actual[:16]}…, expected {sha[:16]}…; "
                              "the file was deleted",
                              f"run `specx pull {name}` again; if it repeats, the source changed: check {shown_endpoint()}/{ref.repo}")
-
-
-def count_params(main: Path, kind: str) -> int:
-    """Parameters from the weight headers alone (safetensors JSON header, GGUF tensor table)."""
-    import json
-    import math
-
-    if kind == "gguf":
-        from .store import scan_gguf
-
-        return int(sum(n for _, n in scan_gguf(main)["tensors"]))
-    total = 0
-    for f in sorted(main.glob("*.safetensors")):
-        with open(f, "rb") as fh:
-            header = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))
-        total += sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
-    return total
 
 
 def cached(ref: HubRef) -> Path | None:

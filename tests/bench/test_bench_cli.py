@@ -357,7 +357,7 @@ def test_the_time_left_counts_measured_runs_only(monkeypatch):
     import time
 
     from specx.bench.runner import Sample
-    from specx.cli.bench import ProgressBar
+    from specx.cli.progress import ProgressBar
 
     now = [0.0]
     monkeypatch.setattr(time, "monotonic", lambda: now[0])
