@@ -201,7 +201,7 @@ def visible(start: torch.Tensor, positions: torch.Tensor, tree: torch.Tensor, sp
     """(T, span) bool: which of the first `span` cache slots each new row sees. tree (T, m + T) covers slots
     start - m .. start + T - 1 (the last m cached, then the rows: tree_mask), slot start - m + r at rotary
     position positions[r]; slots before them hold positions 0..start-m-1; later slots are unseen. A sliding
-    layer (window > 0) sees only keys at positions > the query's - window (cpu/attention.visible)."""
+    layer (window > 0) sees only keys at positions > the query's - window (cpu/attention_ref.visible)."""
     columns, past = tree.shape[1], tree.shape[1] - tree.shape[0]
     slot = torch.arange(span, device=positions.device)
     rel = slot - (start - past)                                          # the tree's column a slot is
@@ -221,7 +221,7 @@ def additive(seen: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
     """RMSNorm in float32 (as transformers computes it), times the float32 weight, back in x's dtype
-    (torch's rms_norm: one fused kernel on CUDA; cpu/attention.reference_rmsnorm is the formula)."""
+    (torch's rms_norm: one fused kernel on CUDA; cpu/attention_ref.reference_rmsnorm is the formula)."""
     return torch.nn.functional.rms_norm(x.float(), w.shape, w, eps).to(x.dtype)
 
 
@@ -237,7 +237,7 @@ def rotary_rows(cos: torch.Tensor, sin: torch.Tensor, adjacent: bool) -> torch.T
 
 def rotate(f: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, adjacent: bool) -> torch.Tensor:
     """f (T, heads, d) float32 rotated by rotary_rows' cos, sin (T, 1, d): f·cos + swap(f)·sin, swap exchanging
-    the two members of each pair (cpu/attention.rotate is the rotation written out)."""
+    the two members of each pair (cpu/attention_ref.rotate is the rotation written out)."""
     swapped = f.unflatten(-1, (-1, 2)).flip(-1).flatten(-2) if adjacent else f.roll(f.shape[-1] // 2, -1)
     return torch.addcmul(f * cos, swapped, sin)
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from test_decoder import FAMILIES, SEQ, VOCAB, hf_model, ids, near, plain_and_ngram, reference, save
-from specx.cpu import attention
+from specx.cpu import attention_ref
 from specx.decoder import dense, dense_weights
 from specx.decoder.dense_lm import DenseLM, load
 from specx.decoder.lm import load as load_lean
@@ -114,20 +114,20 @@ def test_a_full_cache_refuses_more_tokens(trio):
 
 @pytest.mark.parametrize("window, past", [(0, 0), (3, 0), (0, 3), (2, 3)])
 def test_visible_slots_are_the_cpu_attentions(window, past):
-    """dense.visible over a span equals cpu/attention.visible on the filled slots (tree mask, shared
+    """dense.visible over a span equals cpu/attention_ref.visible on the filled slots (tree mask, shared
     positions, sliding window, a mask over the last `past` cached slots) and hides every slot after them."""
     g = torch.Generator().manual_seed(window)
     start, rows, span = 7, 5, 16
     tree = torch.rand(rows, past + rows, generator=g) < 0.5
     positions = start - past + torch.tensor([0, 1, 1, 2, 3, 3, 4, 4][:past + rows])
-    want = attention.visible(rows, start, window, tree, positions)
+    want = attention_ref.visible(rows, start, window, tree, positions)
     got = dense.visible(torch.tensor([start]), positions, dense.tree_mask(rows, tree, "cpu"), span, window)
     assert torch.equal(got[:, :start + rows], want) and not got[:, start + rows:].any()
 
 
 @pytest.mark.parametrize("adjacent", [False, True])
 def test_rotate_on_rotary_rows_is_the_pairwise_rotation(adjacent):
-    """dense.rotate with rotary_rows' signed lanes equals cpu/attention.rotate's pairwise formula, within float
+    """dense.rotate with rotary_rows' signed lanes equals cpu/attention_ref.rotate's pairwise formula, within float
     noise, in either pair layout."""
     from specx.decoder.config import Rope
     from specx.decoder.model import rotary_tables
@@ -136,7 +136,7 @@ def test_rotate_on_rotary_rows_is_the_pairwise_rotation(adjacent):
     x, positions = torch.randn(5, 6, 16, generator=g), torch.tensor([0, 3, 3, 9, 40])
     cos, sin = rotary_tables(Rope(1e4), 16, 64)
     rows = dense.rotary_rows(cos, sin, adjacent)[positions]
-    near(dense.rotate(x, rows[:, 0], rows[:, 1], adjacent), attention.rotate(x, cos[positions], sin[positions],
+    near(dense.rotate(x, rows[:, 0], rows[:, 1], adjacent), attention_ref.rotate(x, cos[positions], sin[positions],
                                                                               adjacent))
 
 
@@ -145,7 +145,7 @@ def test_rmsnorm_is_the_float32_formula(dtype):
     """dense.rmsnorm (torch's rms_norm in float32) equals RMSNorm written out in float32, rounded to x's dtype."""
     g = torch.Generator().manual_seed(3)
     x, w = (torch.randn(7, 64, generator=g) * 3).to(dtype), torch.randn(64, generator=g)
-    want = attention.reference_rmsnorm(x.float(), w, 1e-6).to(dtype)
+    want = attention_ref.reference_rmsnorm(x.float(), w, 1e-6).to(dtype)
     got = dense.rmsnorm(x, w, 1e-6)
     assert got.dtype == dtype
     torch.testing.assert_close(got.float(), want.float(), rtol=1e-5 if dtype == torch.float32 else 1e-2, atol=1e-5)
