@@ -11,7 +11,6 @@ panel, the unfinished line inside it) so that text and panel never overwrite eac
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time

@@ -35,7 +35,6 @@ def plan(
     """Plan memory for a target and its drafter from their configs alone (no weights are loaded)."""
     from ..memory import plan_for
     from ..memory.planner import PlanRefused
-    from ..models.resolve import resolve
     from ..memory.placement import variants
     from ..memory.variant import Ask, source_for
     from ..policy.tuned import SELF_COPY, SPECIAL, split_hybrid

@@ -89,7 +89,9 @@ def test_specx_equals_transformers_greedy(qwen_pair, hf_reference, drafter):
     if drafter != "model":
         pair = prepare(str(fixture_model("qwen2.5-coder-1.5b")), drafter, k=4, dtype="float32")
     report, stats = [], []
-    for name, prompt in PROMPTS.items():
+    # plain decoding is one target forward a token, the path the drafters' rounds verify against: two prompts show
+    # it on the real model (all five for the drafters, whose rounds are what differs), keeping CI under its limit
+    for name, prompt in list(PROMPTS.items())[:2] if drafter == "none" else PROMPTS.items():
         ids, reference = hf_reference[0][name]
         gen = stream(pair, prompt, max_tokens=NEW_TOKENS)
         got = [t for e in gen if isinstance(e, Round) for t in e.token_ids]
