@@ -1,8 +1,9 @@
 """Compile a kernel's C source once per machine into the kernel cache, and load it.
 
 Shared by every native kernel (cpu/rowgemm.c, cpu/quant.c). A build is named by a hash of its
-source, the headers it includes (`#include "..."`, at any depth), flags and compiler version, written under a temporary name and renamed into place, so
-concurrent first runs never load a half-written library.
+source, the headers it includes (`#include "..."`, at any depth), flags and compiler version,
+written under a temporary name and renamed into place, so concurrent first runs never load a
+half-written library.
 
 Loading a library runs its code, and a wrong kernel would silently break the lossless guarantee, so a
 library is loaded only when it is what specx built: the cache folder and the file belong to the user
