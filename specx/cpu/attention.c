@@ -7,7 +7,7 @@
    score and value sums over the visible keys in slot order), each (token, kv head) of the attention is
    computed whole by one thread, and element-wise code uses only IEEE operations (built with
    -ffp-contract=off, no -ffast-math), which a vector lane and a scalar tail compute alike; where a product
-   and a sum are fused (fma_lanes, attention's score and value sums) every build fuses them, as C's fmaf does.
+   and a sum are fused (fma_vec, attention's score and value sums) every build fuses them, as C's fmaf does.
    The code is plain C with GCC/Clang vector types; built with or without AVX2/AVX-512 flags it gives the same
    bits.
    Built and loaded by attention.py. */
@@ -20,7 +20,7 @@
 #endif
 
 #define LANES 16               /* partial sums per reduction (lane_sum's tree is written for 16): one AVX-512
-                                  vector, two AVX2 vectors */
+                                  register, two AVX2 ones */
 /* Below these amounts of work a call stays on one thread: waking another (microseconds on an idle machine,
    a scheduler tick when the cores are shared) costs more than it saves. A token's attention reads its layer's
    keys and values cold (the weights read since evicted them), so two threads pay from less arithmetic than
@@ -88,10 +88,8 @@ void spx_glu(const float *gu, int64_t rows, int64_t n, int act, float *out, int 
         const float *g = gu + t * 2 * n, *u = g + n;
         float *o = out + t * n;
         int64_t i = k % per * ACT_CHUNK;
-        for (; i + LANES <= end; i += LANES) {
-            const lanes v = (act == 1 ? gelu_tanh_lanes(load(g + i)) : silu_lanes(load(g + i))) * load(u + i);
-            *(lanes_u *)(o + i) = v;
-        }
+        for (; i + VEC <= end; i += VEC)
+            store_vec(o + i, (act == 1 ? gelu_tanh_vec(load_vec(g + i)) : silu_vec(load_vec(g + i))) * load_vec(u + i));
         for (; i < end; ++i) o[i] = (act == 1 ? gelu_tanh(g[i]) : silu(g[i])) * u[i];
     }
 }

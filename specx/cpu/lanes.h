@@ -1,52 +1,64 @@
-/* attention.c's lane arithmetic: LANES floats as one vector value, a fused multiply-add every build rounds alike,
-   a fixed-tree lane sum, and exp, SiLU and GELU-tanh from basic operations, scalar and on LANES values (a lane
-   gives the bits the scalar function gives). Included by attention.c (which defines LANES and the C headers). */
+/* attention.c's lane arithmetic: native vectors of floats, a fused multiply-add every build rounds alike, LANES
+   partial sums with a fixed-tree sum, and exp, SiLU and GELU-tanh from basic operations, scalar and on a vector (a
+   lane gives the bits the scalar function gives). Included by attention.c (which defines LANES and the C
+   headers). */
 
-/* LANES floats as one value (GCC/Clang vector extension): lane-wise IEEE arithmetic that the compiler maps to
-   one AVX-512 register, two AVX2 registers, or scalar code, with the same results. */
-typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
-typedef float lanes_u __attribute__((vector_size(LANES * sizeof(float)), aligned(sizeof(float))));
+/* One register of floats (VEC of them; GCC/Clang vector extension): lane-wise IEEE arithmetic, the same results
+   from any build. Not LANES wide: GCC keeps a vector wider than the target's registers (16 floats on AVX2) in
+   memory, each operation going through the stack (the AVX2 build's attention ran 4-5x the time of the same sums on
+   registers: benchmarks/results/2026-12-02-zen2). Element-wise results do not depend on the width; a reduction's
+   LANES partial sums span PARTS registers (lane l in register l / VEC). */
+#if defined(__AVX512F__)
+#define VEC 16
+#elif defined(__AVX__)
+#define VEC 8
+#else
+#define VEC 4
+#endif
+#define PARTS (LANES / VEC)
+typedef float vec __attribute__((vector_size(VEC * sizeof(float))));
+typedef float vec_u __attribute__((vector_size(VEC * sizeof(float)), aligned(sizeof(float))));
+typedef struct { vec p[PARTS]; } partials;   /* LANES partial sums */
 
-static inline lanes load(const float *p) { return *(const lanes_u *)p; }
-
-static inline lanes splat(float x) { return (lanes){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }   /* LANES 16 */
+static inline vec load_vec(const float *p) { return *(const vec_u *)p; }
+static inline void store_vec(float *p, vec v) { *(vec_u *)p = v; }
+static inline vec splat_vec(float x) { return (vec){0} + x; }
 
 /* a·b + c per lane, rounded once: one instruction where the build has FMA, else C's fmaf (which also rounds
    once), so every build gives the same bits. Attention's score and value sums take it: a multiply and an add
    apiece cost the several-row passes over a long context twice the arithmetic
    (benchmarks/results/2026-11-27-attention-tiles). */
-static inline lanes fma_lanes(lanes a, lanes b, lanes c) {
+static inline vec fma_vec(vec a, vec b, vec c) {
 #if defined(__AVX512F__)
-    return (lanes)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+    return (vec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
 #elif defined(__FMA__)
-    union { lanes v; __m256 h[2]; } x = {a}, y = {b}, z = {c}, r;
-    r.h[0] = _mm256_fmadd_ps(x.h[0], y.h[0], z.h[0]);
-    r.h[1] = _mm256_fmadd_ps(x.h[1], y.h[1], z.h[1]);
-    return r.v;
+    return (vec)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #else
-    lanes r;
-    for (int l = 0; l < LANES; ++l) r[l] = fmaf(a[l], b[l], c[l]);
+    vec r;
+    for (int l = 0; l < VEC; ++l) r[l] = fmaf(a[l], b[l], c[l]);
     return r;
 #endif
 }
 
-static inline float lane_sum(lanes a) {
+static inline float lane_sum(partials a) {   /* a fixed tree over the LANES (16) partial sums */
     float s8[8], s4[4];
-    for (int l = 0; l < 8; ++l) s8[l] = a[l] + a[l + 8];
+    for (int l = 0; l < 8; ++l) s8[l] = a.p[l / VEC][l % VEC] + a.p[(l + 8) / VEC][(l + 8) % VEC];
     for (int l = 0; l < 4; ++l) s4[l] = s8[l] + s8[l + 4];
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-static inline float dot(const float *a, const float *b, int64_t n) {
-    lanes acc = {0};
+static inline float dot(const float *a, const float *b, int64_t n) {   /* partial sum k mod LANES, then the tree */
+    partials acc;
+    for (int p = 0; p < PARTS; ++p) acc.p[p] = (vec){0};
     int64_t k = 0;
-    for (; k + LANES <= n; k += LANES) acc += load(a + k) * load(b + k);
-    for (int l = 0; k + l < n; ++l) acc[l] += a[k + l] * b[k + l];
+    for (; k + LANES <= n; k += LANES)
+        for (int p = 0; p < PARTS; ++p) acc.p[p] += load_vec(a + k + p * VEC) * load_vec(b + k + p * VEC);
+    for (int l = 0; k + l < n; ++l) acc.p[l / VEC][l % VEC] += a[k + l] * b[k + l];
     return lane_sum(acc);
 }
 
 /* exp(x) as 2^n · p(r), x = n·ln2 + r (Cephes' expf polynomial, ~1 ulp), x clamped to [-87, 88]: only
-   basic operations, so vector lanes and scalar code agree bit for bit. */
+   basic operations, so vector vec and scalar code agree bit for bit. */
 static inline float exp_approx(float x) {
     x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
     float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   /* round to nearest */
@@ -74,34 +86,34 @@ static inline float gelu_tanh(float x) {
     return 0.5f * x * (1.0f + (1.0f - 2.0f / (exp_approx(2.0f * y) + 1.0f)));
 }
 
-/* exp_approx, silu and gelu_tanh on LANES values at once: the same operations in the same order, lane by lane
+/* exp_approx, silu and gelu_tanh on VEC values at once: the same operations in the same order, lane by lane
    (a lane gives the bits the scalar function gives) */
-typedef int32_t ilanes __attribute__((vector_size(LANES * sizeof(int32_t))));
+typedef int32_t ivec __attribute__((vector_size(VEC * sizeof(int32_t))));
 
-static inline lanes pick(ilanes m, lanes a, lanes b) {   /* a where m, else b */
-    return (lanes)(((ilanes)a & m) | ((ilanes)b & ~m));
+static inline vec pick(ivec m, vec a, vec b) {   /* a where m, else b */
+    return (vec)(((ivec)a & m) | ((ivec)b & ~m));
 }
 
-static inline lanes exp_lanes(lanes x) {
-    const lanes lo = (lanes){0} - 87.0f, hi = (lanes){0} + 88.0f;
+static inline vec exp_vec(vec x) {
+    const vec lo = (vec){0} - 87.0f, hi = (vec){0} + 88.0f;
     x = pick(x < lo, lo, pick(x > hi, hi, x));
-    lanes n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    lanes r = x - n * 0.693359375f;
+    vec n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    vec r = x - n * 0.693359375f;
     r = r + n * 2.12194440e-4f;
-    lanes p = (lanes){0} + 1.9875691500e-4f;
+    vec p = (vec){0} + 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * (r * r) + r + 1.0f;
-    const ilanes bits = (__builtin_convertvector(n, ilanes) + 127) << 23;
-    return p * (lanes)bits;
+    const ivec bits = (__builtin_convertvector(n, ivec) + 127) << 23;
+    return p * (vec)bits;
 }
 
-static inline lanes silu_lanes(lanes x) { return x / (1.0f + exp_lanes(-x)); }
+static inline vec silu_vec(vec x) { return x / (1.0f + exp_vec(-x)); }
 
-static inline lanes gelu_tanh_lanes(lanes x) {
-    lanes y = 0.7978845608028654f * (x + 0.044715f * (x * x * x));
-    return 0.5f * x * (1.0f + (1.0f - 2.0f / (exp_lanes(2.0f * y) + 1.0f)));
+static inline vec gelu_tanh_vec(vec x) {
+    vec y = 0.7978845608028654f * (x + 0.044715f * (x * x * x));
+    return 0.5f * x * (1.0f + (1.0f - 2.0f / (exp_vec(2.0f * y) + 1.0f)));
 }
