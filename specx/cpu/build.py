@@ -24,15 +24,13 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-RECORD = ".sha256"          # beside each library: the sha256 of the file as built
+from .build_job import RECORD, _Compile, _record, _sha256  # noqa: F401 (_record: tests write records through build)
+
 PRIVATE = 0o700             # the cache folder as specx creates it
-LIBRARY_MODE = 0o644        # a built library: nobody else may write it
-COMPILE_TIMEOUT = 300       # seconds one compiler process may take (the largest unit takes about 8 s alone)
 _state: dict = {}           # announced: this process has said that it compiles kernels (_announce); versions
 
 
@@ -212,89 +210,9 @@ def _mismatch(path: Path) -> str:
     return ""
 
 
-class _Compile:
-    """One build's compiler processes, started at once: its units (then linked), or the source alone. finish()
-    waits for them, records the library's hash and renames it into place; the temporary files never stay."""
-
-    def __init__(self, spec: Spec, path: Path):
-        self.spec, self.path = spec, path
-        self.command = [*shlex.split(spec.compiler), *spec.options]
-        self.library = self._temp(".so")
-        self.objects: list[str] = []
-        self.running: list[subprocess.Popen] = []
-        try:
-            if spec.units > 1:
-                self.objects = [self._temp(f".{u}.o") for u in range(spec.units)]
-                for u, obj in enumerate(self.objects):
-                    self._start(f"-DSPX_UNIT={u}", "-c", str(spec.source), "-o", obj)
-            else:
-                self._start(str(spec.source), "-o", self.library)
-        except BaseException:
-            self.clean()
-            raise
-
-    def finish(self) -> None:
-        try:
-            for process in list(self.running):
-                _wait(process)
-            if self.objects:
-                _wait(self._start(*self.objects, "-o", self.library))
-            os.chmod(self.library, LIBRARY_MODE)   # the linker creates it under the umask, which may let a group write
-            _record(Path(self.library), self.path)
-            os.replace(self.library, self.path)
-        finally:
-            self.clean()
-
-    def _start(self, *arguments: str) -> subprocess.Popen:
-        process = subprocess.Popen([*self.command, *arguments], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   text=True)
-        self.running.append(process)   # clean() stops it if it still runs
-        return process
-
-    def _temp(self, suffix: str) -> str:
-        fd, name = tempfile.mkstemp(prefix=f".{self.path.stem}-", suffix=suffix, dir=self.path.parent)
-        os.close(fd)
-        return name
-
-    def clean(self) -> None:
-        """Stop what still runs (an error elsewhere, an interrupt) and delete the temporary files."""
-        for process in self.running:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        for temp in (self.library, *self.objects):
-            if os.path.exists(temp):
-                os.unlink(temp)
-
-
-def _wait(process: subprocess.Popen) -> None:
-    """Wait for a compiler process; OSError with its message when it fails."""
-    try:
-        _, errors = process.communicate(timeout=COMPILE_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise
-    if process.returncode:
-        raise OSError(errors.strip() or f"{process.args[0]} exited with {process.returncode}")
-
-
-def _record(built: Path, path: Path | None = None) -> None:
-    """Write the build record of `path` (default: `built` itself) from the bytes of `built`."""
-    from ..state.atomicio import atomic_write
-
-    path = path or built
-    atomic_write(path.with_name(path.name + RECORD), _sha256(built) + "\n")
-
-
 def _discard(path: Path) -> None:
     for stale in (path, path.with_name(path.name + RECORD)):
         Path(stale).unlink(missing_ok=True)
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _last_line(e: BaseException) -> str:
