@@ -28,8 +28,7 @@ static inline void softmax(float *sc, const int64_t *slot, int64_t n) {
     for (int l = 1; l < VEC; ++l) m = top[l] > m ? top[l] : m;
     for (i = 0; i + VEC <= n; i += VEC) store_vec(sc + i, exp_vec(load_vec(sc + i) - m));   /* a lane: exp_approx's bits */
     for (; i < n; ++i) sc[i] = exp_approx(sc[i] - m);
-    partials sum;
-    for (int p = 0; p < PARTS; ++p) sum.p[p] = (vec){0};
+    partials sum = zero_partials();
     for (i = 0; i + LANES <= n; i += LANES)
         for (int p = 0; p < PARTS; ++p) sum.p[p] += load_vec(sc + i + p * VEC);
     for (int l = 0; i + l < n; ++l) sum.p[l / VEC][l % VEC] += sc[i + l];
@@ -43,7 +42,13 @@ static inline void softmax(float *sc, const int64_t *slot, int64_t n) {
    keys up to slot s_first + i / group. Each key block and value row is read once for all of them, AT of them
    at a time, and each vector's sums run term by term in slot order whatever shares the pass (a row's bits do
    not depend on the rows beside it). score: nq rows of `width` floats, key slot j at column j − base. */
-#define SCORES_AT_ONCE 8   /* query vectors per key pass when there are more than HEADS_AT_ONCE of them */
+/* query vectors per key pass when there are more than HEADS_AT_ONCE of them: with 16 registers (AVX2) a vector's
+   sums take PARTS of them, so 6 vectors' sums, the key's parts and a query value fill them */
+#if defined(__AVX512F__)
+#define SCORES_AT_ONCE 8
+#else
+#define SCORES_AT_ONCE 6
+#endif
 
 static inline __attribute__((always_inline)) void score_blocks(const int AT, const spx_attn *L, const float *keys,
                                                                const float *q, int64_t nq, int64_t group,
@@ -87,21 +92,15 @@ static inline __attribute__((always_inline)) void score_blocks(const int AT, con
 }
 
 /* scores of every vector against the keys it sees (padding a pass to AT vectors costs whole sums, so few
-   vectors take HEADS_AT_ONCE at a time). With 16 registers (AVX2), a vector's sums take PARTS of them, so a pass
-   serves at most SCORES_16REG vectors with the key's parts and a query value beside them, and takes
-   HEADS_AT_ONCE instead where that pads fewer. */
-#define SCORES_16REG 6
+   vectors take HEADS_AT_ONCE at a time; with 16 registers, so do those that SCORES_AT_ONCE a pass would pad more) */
 static void score_pass(const spx_attn *L, const float *keys, const float *q, int64_t nq, int64_t group,
                        int64_t s_first, int64_t base, int64_t width, float *score) {
-#if defined(__AVX512F__)
-    const int at = nq > HEADS_AT_ONCE ? SCORES_AT_ONCE : HEADS_AT_ONCE;
-#else
-    const int at = nq > HEADS_AT_ONCE && (nq + SCORES_16REG - 1) / SCORES_16REG * SCORES_16REG
-                                         <= (nq + HEADS_AT_ONCE - 1) / HEADS_AT_ONCE * HEADS_AT_ONCE
-                       ? SCORES_16REG : HEADS_AT_ONCE;
+    int wide = nq > HEADS_AT_ONCE;
+#if !defined(__AVX512F__)
+    const int64_t padded_wide = (nq + SCORES_AT_ONCE - 1) / SCORES_AT_ONCE * SCORES_AT_ONCE;
+    wide = wide && padded_wide <= (nq + HEADS_AT_ONCE - 1) / HEADS_AT_ONCE * HEADS_AT_ONCE;
 #endif
-    if (at == SCORES_AT_ONCE) score_blocks(SCORES_AT_ONCE, L, keys, q, nq, group, s_first, base, width, score);
-    else if (at == SCORES_16REG) score_blocks(SCORES_16REG, L, keys, q, nq, group, s_first, base, width, score);
+    if (wide) score_blocks(SCORES_AT_ONCE, L, keys, q, nq, group, s_first, base, width, score);
     else score_blocks(HEADS_AT_ONCE, L, keys, q, nq, group, s_first, base, width, score);
 }
 

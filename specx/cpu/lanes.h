@@ -23,6 +23,11 @@ typedef struct { vec p[PARTS]; } partials;   /* LANES partial sums */
 static inline vec load_vec(const float *p) { return *(const vec_u *)p; }
 static inline void store_vec(float *p, vec v) { *(vec_u *)p = v; }
 static inline vec splat_vec(float x) { return (vec){0} + x; }
+static inline partials zero_partials(void) {
+    partials s;
+    for (int p = 0; p < PARTS; ++p) s.p[p] = (vec){0};
+    return s;
+}
 
 /* a·b + c per lane, rounded once: one instruction where the build has FMA, else C's fmaf (which also rounds
    once), so every build gives the same bits. Attention's score and value sums take it: a multiply and an add
@@ -48,8 +53,7 @@ static inline float lane_sum(partials a) {   /* a fixed tree over the LANES (16)
 }
 
 static inline float dot(const float *a, const float *b, int64_t n) {   /* partial sum k mod LANES, then the tree */
-    partials acc;
-    for (int p = 0; p < PARTS; ++p) acc.p[p] = (vec){0};
+    partials acc = zero_partials();
     int64_t k = 0;
     for (; k + LANES <= n; k += LANES)
         for (int p = 0; p < PARTS; ++p) acc.p[p] += load_vec(a + k + p * VEC) * load_vec(b + k + p * VEC);
@@ -58,7 +62,7 @@ static inline float dot(const float *a, const float *b, int64_t n) {   /* partia
 }
 
 /* exp(x) as 2^n · p(r), x = n·ln2 + r (Cephes' expf polynomial, ~1 ulp), x clamped to [-87, 88]: only
-   basic operations, so vector vec and scalar code agree bit for bit. */
+   basic operations, so vector lanes and scalar code agree bit for bit. */
 static inline float exp_approx(float x) {
     x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
     float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;   /* round to nearest */
