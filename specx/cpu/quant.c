@@ -231,6 +231,14 @@ static void kernel(int type, int mode, const float *x, const uint8_t *xq, int64_
 
 /* ---------------------------------------------------------------- the driver */
 
+/* A call of SPLIT_ROWS rows or more cuts its weight bytes into SPLIT_PER_THREAD parts a thread, taken in turn as
+   the threads finish: such a call is bound by the cores, and halves fixed in advance left one thread waiting on
+   the other (the split weighs a Q6_K byte as a Q4_K one, and a shared core slows one thread). A call of fewer rows,
+   bound by memory, keeps one part a thread, read in order (8 parts cost 2 rows up to 6%: benchmarks/results/
+   2026-12-02-zen3) */
+#define SPLIT_ROWS 3
+#define SPLIT_PER_THREAD 4
+
 #if SPX_DECODED
 /* This thread's DECODED buffer for a call of M rows of a K-value weight type, *tile set to the outputs it holds;
    or 0, *tile unchanged, where the call takes no such buffer (too few rows, float weights, turned off, no memory,
@@ -279,9 +287,11 @@ static void segment_rows(int type, int mode, const float *x, const uint8_t *xq, 
 }
 
 /* Y (M x Σrows, row-major) = X (M x K) · [W_0; W_1; …]ᵀ, segment s being rows[s] rows of ggml type types[s]
-   at data[s]. The threads split all outputs of all segments into contiguous ranges of about equal weight
-   bytes (a static schedule: each reads its own part of each W once). Returns 0, 1 when memory for the
-   quantized X could not be allocated, 2 for a type without a kernel (quant.py refuses those first). */
+   at data[s]. All outputs of all segments are cut into contiguous ranges of about equal weight bytes, one a
+   thread for a call of a few rows and SPLIT_PER_THREAD a thread for more (SPLIT_ROWS), the threads taking them
+   in turn (each range read once, by one thread; which thread computes an output never changes its bits).
+   Returns 0, 1 when memory for the quantized X could not be allocated, 2 for a type without a kernel (quant.py
+   refuses those first). */
 int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t *types,
                const uint8_t *const *data, const int64_t *rows, float *y, int32_t mode, int32_t threads) {
     int64_t N = 0, total = 0;
@@ -377,14 +387,10 @@ int spx_matmul(const float *x, int64_t M, int64_t K, int32_t nseg, const int32_t
         else if (xg) xg_from_x(x, M, K, xg, threads);
     }
 #endif
-#pragma omp parallel num_threads(threads)
-    {
-        int id = 0, nt = 1;
-#ifdef _OPENMP
-        id = omp_get_thread_num();
-        nt = omp_get_num_threads();
-#endif
-        const int64_t lo = total * id / nt, hi = total * (id + 1) / nt;   /* this thread's bytes */
+    const int64_t parts = M >= SPLIT_ROWS ? (int64_t)threads * SPLIT_PER_THREAD : threads;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t part = 0; part < parts; ++part) {
+        const int64_t lo = total * part / parts, hi = total * (part + 1) / parts;   /* this part's bytes */
         int64_t start = 0, col = 0;
         for (int s = 0; s < nseg; ++s) {
             const int64_t rb = K / block_values(types[s]) * block_bytes(types[s]), bytes = rows[s] * rb;

@@ -18,6 +18,7 @@ static float half_to_float(uint16_t h) {   /* exact, subnormals, infinities and 
 
 static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }   /* little-endian, as x86 */
 static inline float rdh(const uint8_t *p) { return half_to_float(rd16(p)); }
 
 /* Q4_K / Q5_K: the 6-bit scale and min of sub-block j (ggml's get_scale_min_k4). */

@@ -64,7 +64,6 @@ static inline int64_t q40_unit(int64_t NB, int j, int64_t g) {
 static inline int64_t pack_tile_bytes(int type, int64_t K) { return K / block_values(type) * PACK_ROWS * block_bytes(type); }
 
 #if SPX_DRIVER
-static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }   /* little-endian, as x86 */
 
 /* Row o of the tile's group g, as the file holds it (144 bytes), written to b. */
 static void unpack_group(const uint8_t *tile, int64_t g, int o, uint8_t *b) {

@@ -2,8 +2,9 @@
    quant_packed_q8.h: packed Q4_K (KIND_G), packed Q6_K with groups (KIND_G6) and packed Q4_0 (kind S, a model
    drafter's re-encoded layers), the AVX-512 kernels' arithmetic to the bit in 256-bit vectors. A tile's 64-byte
    vectors are read as two halves, the first holding rows 0-7 and the second rows 8-15 (quant_packed.h's pair_lane
-   keeps a row's lanes within its half, and `packs` works within 128-bit lanes): each block's halves are decoded one
-   after the other, each used by every row, with both halves' group sums kept (a pass over the tile per half ran
+   keeps a row's lanes within its half, and `packs` and `hadd` work within 128-bit lanes). Each block's halves are
+   decoded one after the other, except Q4_K's from 4 rows, which sweep a group (in L1) once per half and nibble
+   (quant_packed_avx2_q4k.h); a tile is read from memory once either way (a pass over the whole tile per half ran
    1.1-1.3× the time at 1 row: benchmarks/results/2026-12-01-avx2). Q6_K per 32 values (kind S) stays AVX-512's:
    this build runs it only on the file's layout, and cpu/packing.py packs for it only where it runs q8 with
    groups. */
@@ -47,77 +48,7 @@ static inline __attribute__((always_inline)) __m256i half_i8(const uint8_t *p) {
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p));
 }
 
-/* R rows of xg (xg_from_x) against one Q4_K tile: y[r·ldy + o] for its 16 outputs, KIND_G's arithmetic in each
-   lane as the AVX-512 packed_tile computes it, a block's two halves one after the other (its vectors read once:
-   0.81-0.92× the time of a pass per half at 1 and 5 rows, benchmarks/results/2026-12-01-avx2). `next` as there. */
-static inline __attribute__((always_inline)) void packed_tile(const int R, const uint8_t *tile, int64_t G,
-                                                              const uint8_t *next, const uint8_t *xg,
-                                                              int64_t xstride, float *y, int64_t ldy) {
-    __m256 acc[2][PACK_RMAX];
-    const __m256i nib = _mm256_set1_epi8(15);
-    const int64_t ahead = __atomic_load_n(&prefetch_bytes, __ATOMIC_RELAXED), step = PACK_GROUP_Q4 / 8;
-#pragma GCC unroll 9
-    for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < G; ++g) {
-        const uint8_t *grp = tile + g * PACK_GROUP_Q4;
-        __m256i S[2][PACK_RMAX];
-        __m128i mins[8];
-#pragma GCC unroll 9
-        for (int r = 0; r < R; ++r) S[0][r] = S[1][r] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-        for (int j = 0; j < 8; ++j) {
-            const uint8_t *v = grp + 256 * (1 + j);
-            sweep_prefetch(v, 256, ahead, next ? next + g * PACK_GROUP_Q4 + j * step : 0, step);
-            __m128i scb;
-            packed_ints(grp, j, &scb, &mins[j]);
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; ++h) {   /* rows 8h .. 8h + 7: bytes 32h .. of each vector */
-                const __m256i sc = pair16(half_u8(scb, h));
-                __m256i w0[4], w1[4];
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; ++c) {
-                    const __m256i q = _mm256_loadu_si256((const __m256i *)(v + 64 * c + 32 * h));
-                    w0[c] = _mm256_and_si256(q, nib);
-                    w1[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), nib);
-                }
-#pragma GCC unroll 9
-                for (int r = 0; r < R; ++r) {
-                    const uint8_t *xb = xg + r * xstride + QKK * g + QK * j;
-                    __m256i xv[4];
-#pragma GCC unroll 4
-                    for (int c = 0; c < 4; ++c) xv[c] = _mm256_set1_epi64x((long long)rd64(xb + 8 * c));
-                    const __m256i t0 = lanes_sum(_mm256_setzero_si256(), w0, xv, 4);
-                    const __m256i t1 = lanes_sum(_mm256_setzero_si256(), w1, xv, 4);
-                    S[h][r] = dot2w(S[h][r], _mm256_packs_epi32(t0, t1), sc);   /* a lane's sums fit 16 bits */
-                }
-            }
-        }
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-            __m256i mp[4];
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; ++p)
-                mp[p] = _mm256_or_si256(half_u8(mins[2 * p], h), _mm256_slli_epi32(half_u8(mins[2 * p + 1], h), 16));
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + 16 * h)));
-            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + 32 + 16 * h)));
-#pragma GCC unroll 9
-            for (int r = 0; r < R; ++r) {
-                const uint8_t *xr = xg + r * xstride, *bs = xr + (QKK + 4) * G + 16 * g;
-                __m256i M = _mm256_setzero_si256();
-#pragma GCC unroll 4
-                for (int p = 0; p < 4; ++p) M = dot2w(M, mp[p], _mm256_set1_epi32((int)rd32(bs + 4 * p)));
-                const __m256 D = _mm256_set1_ps(((const float *)(xr + QKK * G))[g]);
-                acc[h][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[h][r]), _mm256_mul_ps(d, D), acc[h][r]);
-                acc[h][r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dm, D), acc[h][r]);
-            }
-        }
-    }
-#pragma GCC unroll 9
-    for (int r = 0; r < R; ++r) {
-        _mm256_storeu_ps(y + r * ldy, acc[0][r]);
-        _mm256_storeu_ps(y + r * ldy + 8, acc[1][r]);
-    }
-}
+#include "quant_packed_avx2_q4k.h"
 
 /* half h of block v's 6-bit values q (0..63) of a Q6_K tile: w0[c] the low-nibble rows', w1[c] the high ones' */
 static inline __attribute__((always_inline)) void q6_half(const uint8_t *v, int h, __m256i *w0, __m256i *w1) {
