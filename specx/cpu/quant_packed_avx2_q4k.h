@@ -118,8 +118,8 @@ static inline __attribute__((always_inline)) __m256i scaled_sum(__m256i S, const
    n (the rows in lanes' low or high nibbles), each pass keeping its rows' sums in registers: a lane's sum over its
    16 values is scaled as it is added (lane_scales), and a row's two lanes (e = 0, 1) are added at the group's end,
    the low-nibble rows' lanes and the high ones' making the rows in order (`hadd`). The same integers as a `packs`
-   of the two sums against the scale twice; without VNNI a lane's sum costs one `madd` where it cost three and a
-   `packs`, and no row's sum is spilled. `next` as there, each pass asking for a quarter of a block's prefetches
+   of the two sums against the scale twice; without VNNI eight `maddubs` need two `madd` where they took three
+   and a `packs`, and no row's sum is spilled. `next` as there, each pass asking for a quarter of a block's prefetches
    so that memory is asked for through all four. */
 static inline __attribute__((always_inline)) void q4k_tile_passes(const int R, const uint8_t *tile, int64_t G,
                                                                   const uint8_t *next, const uint8_t *xg,
