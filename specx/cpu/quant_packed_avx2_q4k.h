@@ -7,6 +7,30 @@
    1.12-1.16× the time (benchmarks/results/2026-12-02-zen3). */
 #define PASSES_FROM 4
 
+/* The end of group g for half h: each row's acc += S·d·D − (its mins · the activations' block sums)·dmin·D, the
+   float steps of the AVX-512 kernel in its order (both sweeps close a half so) */
+static inline __attribute__((always_inline)) void q4k_close_half(const int R, int h, const __m128i *mins,
+                                                                 const uint8_t *grp, int64_t G, int64_t g,
+                                                                 const uint8_t *xg, int64_t xstride,
+                                                                 const __m256i *S, __m256 *acc) {
+    __m256i mp[4];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p)
+        mp[p] = _mm256_or_si256(half_u8(mins[2 * p], h), _mm256_slli_epi32(half_u8(mins[2 * p + 1], h), 16));
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + 16 * h)));
+    const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + 32 + 16 * h)));
+#pragma GCC unroll 9
+    for (int r = 0; r < R; ++r) {
+        const uint8_t *xr = xg + r * xstride, *bs = xr + (QKK + 4) * G + 16 * g;
+        __m256i M = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) M = dot2w(M, mp[p], _mm256_set1_epi32((int)rd32(bs + 4 * p)));
+        const __m256 D = _mm256_set1_ps(((const float *)(xr + QKK * G))[g]);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[r]), _mm256_mul_ps(d, D), acc[r]);
+        acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dm, D), acc[r]);
+    }
+}
+
 /* packed_tile for fewer rows: a block's two halves one after the other, each lane's two sums packed and scaled
    as the AVX-512 kernel does (its vectors read once: 0.81-0.92× the time of a pass per half at 1 and 5 rows,
    benchmarks/results/2026-12-01-avx2) */
@@ -53,24 +77,7 @@ static inline __attribute__((always_inline)) void q4k_tile_pairs(const int R, co
             }
         }
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-            __m256i mp[4];
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; ++p)
-                mp[p] = _mm256_or_si256(half_u8(mins[2 * p], h), _mm256_slli_epi32(half_u8(mins[2 * p + 1], h), 16));
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + 16 * h)));
-            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + 32 + 16 * h)));
-#pragma GCC unroll 9
-            for (int r = 0; r < R; ++r) {
-                const uint8_t *xr = xg + r * xstride, *bs = xr + (QKK + 4) * G + 16 * g;
-                __m256i M = _mm256_setzero_si256();
-#pragma GCC unroll 4
-                for (int p = 0; p < 4; ++p) M = dot2w(M, mp[p], _mm256_set1_epi32((int)rd32(bs + 4 * p)));
-                const __m256 D = _mm256_set1_ps(((const float *)(xr + QKK * G))[g]);
-                acc[h][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[h][r]), _mm256_mul_ps(d, D), acc[h][r]);
-                acc[h][r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dm, D), acc[h][r]);
-            }
-        }
+        for (int h = 0; h < 2; ++h) q4k_close_half(R, h, mins, grp, G, g, xg, xstride, S[h], acc[h]);
     }
 #pragma GCC unroll 9
     for (int r = 0; r < R; ++r) {
@@ -160,22 +167,7 @@ static inline __attribute__((always_inline)) void q4k_tile_passes(const int R, c
 #pragma GCC unroll 9
                 for (int r = 0; r < R; ++r) low[r] = n ? _mm256_hadd_epi32(low[r], S[r]) : S[r];
             }
-            __m256i mp[4];
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; ++p)
-                mp[p] = _mm256_or_si256(half_u8(mins[2 * p], h), _mm256_slli_epi32(half_u8(mins[2 * p + 1], h), 16));
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + 16 * h)));
-            const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(grp + 32 + 16 * h)));
-#pragma GCC unroll 9
-            for (int r = 0; r < R; ++r) {
-                const uint8_t *xr = xg + r * xstride, *bs = xr + (QKK + 4) * G + 16 * g;
-                __m256i M = _mm256_setzero_si256();
-#pragma GCC unroll 4
-                for (int p = 0; p < 4; ++p) M = dot2w(M, mp[p], _mm256_set1_epi32((int)rd32(bs + 4 * p)));
-                const __m256 D = _mm256_set1_ps(((const float *)(xr + QKK * G))[g]);
-                acc[h][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(low[r]), _mm256_mul_ps(d, D), acc[h][r]);
-                acc[h][r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M), _mm256_mul_ps(dm, D), acc[h][r]);
-            }
+            q4k_close_half(R, h, mins, grp, G, g, xg, xstride, low, acc[h]);
         }
     }
 #pragma GCC unroll 9
