@@ -244,3 +244,39 @@ int spx_unpack_rows(int32_t type, const uint8_t *data, int64_t rows, int64_t K, 
     return 0;
 }
 #endif
+
+/* What the AVX-512 and AVX2 packed kernels (quant_packed_q8.h, quant_packed_avx2.h) share: how many rows a pass
+   takes, a Q4_K block's scales as they lie in a packed group, a sweep's prefetches */
+#if defined(SPX_AVX512) || defined(SPX_AVX2)
+/* Rows a pass over a Q4_K or Q6_K tile takes at most: a verify of 8 or 16 drafts (9, 17 rows) in one or two passes,
+   not 8 + 1 or 8 + 8 + 1, each pass decoding the tile again (those kernels' 9-17-row calls 0.85-0.96× the time;
+   Q4_0's kernel, two running sums a row, keeps RMAX: benchmarks/results/2026-11-30-q40, rmax.out) */
+#define PACK_RMAX 9
+/* block j's 6-bit scales and mins of the tile's 16 rows in a group (its scales at s), a byte per row */
+static inline __attribute__((always_inline)) void packed_ints(const uint8_t *s, int j, __m128i *sc, __m128i *m) {
+    const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m3 = _mm_set1_epi8(3);
+    if (j < 4) {
+        *sc = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * j)), m63);
+        *m = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4))), m63);
+        return;
+    }   /* get_scale_min_k4's upper half: 4 low bits from byte j + 4, 2 high bits from bytes j − 4 and j */
+    const __m128i lo = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4)));
+    const __m128i up = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j - 4)));
+    const __m128i um = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * j));
+    *sc = _mm_or_si128(_mm_and_si128(lo, m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(up, 6), m3), 4));
+    *m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(um, 6), m3), 4));
+}
+
+#define Q6_STEP (PACK_GROUP_Q6 / 8)   /* the next Q6_K tile's bytes brought into L2 a step: a block's share of a group */
+
+/* One step of a sweep over a tile, the `bytes` it reads at v: their L1 request `ahead` bytes on (none at 0), and
+   `step` bytes of the next tile from `next_at` (0: none) into L2, so that tile too is brought in in the order the
+   sweep reads it */
+static inline __attribute__((always_inline)) void sweep_prefetch(const uint8_t *v, int64_t bytes, int64_t ahead,
+                                                                 const uint8_t *next_at, int64_t step) {
+    if (ahead) prefetch_at(v + ahead, bytes);
+    if (next_at)
+        for (int64_t i = 0; i < step; i += 64) _mm_prefetch((const char *)next_at + i, _MM_HINT_T1);
+}
+
+#endif

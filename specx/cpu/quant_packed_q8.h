@@ -1,42 +1,8 @@
-/* quant.c's AVX-512 q8 kernels on packed tiles (quant_packed.h states the layouts and why), included by it after
-   quant_packed.h, and first the helpers its AVX2 ones share (quant_packed_avx2.h): R rows of quantized activations against one tile of 16 weight rows, each lane of a vector of sums
-   one output, the arithmetic of the file layout's kernels to the bit: Q4_K (KIND_G), Q4_0 (kind S, per 32 values),
-   Q6_K per 32 values (kind S) or with groups (KIND_G6). quant_packed_driver.h lays out their activations and runs
-   a segment's tiles. */
-#if defined(SPX_AVX512) || defined(SPX_AVX2)
-/* Rows a pass over a Q4_K or Q6_K tile takes at most: a verify of 8 or 16 drafts (9, 17 rows) in one or two passes,
-   not 8 + 1 or 8 + 8 + 1, each pass decoding the tile again (those kernels' 9-17-row calls 0.85-0.96× the time;
-   Q4_0's kernel, two running sums a row, keeps RMAX: benchmarks/results/2026-11-30-q40, rmax.out) */
-#define PACK_RMAX 9
-/* block j's 6-bit scales and mins of the tile's 16 rows in a group (its scales at s), a byte per row */
-static inline __attribute__((always_inline)) void packed_ints(const uint8_t *s, int j, __m128i *sc, __m128i *m) {
-    const __m128i m63 = _mm_set1_epi8(63), m15 = _mm_set1_epi8(15), m3 = _mm_set1_epi8(3);
-    if (j < 4) {
-        *sc = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * j)), m63);
-        *m = _mm_and_si128(_mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4))), m63);
-        return;
-    }   /* get_scale_min_k4's upper half: 4 low bits from byte j + 4, 2 high bits from bytes j − 4 and j */
-    const __m128i lo = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j + 4)));
-    const __m128i up = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * (j - 4)));
-    const __m128i um = _mm_loadu_si128((const __m128i *)(s + 64 + 16 * j));
-    *sc = _mm_or_si128(_mm_and_si128(lo, m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(up, 6), m3), 4));
-    *m = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(lo, 4), m15), _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(um, 6), m3), 4));
-}
-
-#define Q6_STEP (PACK_GROUP_Q6 / 8)   /* the next Q6_K tile's bytes brought into L2 a step: a block's share of a group */
-
-/* One step of a sweep over a tile, the `bytes` it reads at v: their L1 request `ahead` bytes on (none at 0), and
-   `step` bytes of the next tile from `next_at` (0: none) into L2, so that tile too is brought in in the order the
-   sweep reads it */
-static inline __attribute__((always_inline)) void sweep_prefetch(const uint8_t *v, int64_t bytes, int64_t ahead,
-                                                                 const uint8_t *next_at, int64_t step) {
-    if (ahead) prefetch_at(v + ahead, bytes);
-    if (next_at)
-        for (int64_t i = 0; i < step; i += 64) _mm_prefetch((const char *)next_at + i, _MM_HINT_T1);
-}
-
-#endif
-
+/* quant.c's AVX-512 q8 kernels on packed tiles (quant_packed.h states the layouts and why, and holds what these
+   share with the AVX2 ones, quant_packed_avx2.h), included by it after quant_packed.h: R rows of quantized
+   activations against one tile of 16 weight rows, each lane of a vector of sums one output, the arithmetic of the
+   file layout's kernels to the bit: Q4_K (KIND_G), Q4_0 (kind S, per 32 values), Q6_K per 32 values (kind S) or
+   with groups (KIND_G6). quant_packed_driver.h lays out their activations and runs a segment's tiles. */
 #if defined(SPX_AVX512)
 static inline __attribute__((always_inline)) __m512i dot2w(__m512i acc, __m512i a, __m512i b) {   /* int16 pairs */
 #if SPX_VNNI
