@@ -23,8 +23,8 @@
      group's sums in the lanes of one weight row and lose by it, but its packed ones run 0.5-0.8× the time of its
      per-32 file-layout kernels: benchmarks/results/2026-12-01-avx2).
    Compiled with -ffp-contract=off (the compiler never fuses what is written as a product and a sum).
-   This file: the settings, and what unit 0 exports besides spx_matmul; quant_driver.h the driver (spx_matmul:
-   a call's ranges among the threads). The rules in code are quant_blocks.h (exact decoding) and quant_q8.h (the q8
+   This file: the settings and unit 0's other exports (rows dequantized, the build's id, the stream read);
+   quant_driver.h the driver (spx_matmul: a call's ranges among the threads; spx_set_decoded). The rules in code are quant_blocks.h (exact decoding) and quant_q8.h (the q8
    arithmetic), quant_portable.h the kernels every build has; the vector kernels are quant_avx512.h and
    quant_avx2.h (activations, q8 decoding; quant_avx512_decode.h the AVX-512 one), their _rows.h (q8 sums) and
    _f32.h (f32) parts, chosen by the build's flags, and quant_dispatch.h picks a call's kernel instance;
